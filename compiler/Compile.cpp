@@ -1,0 +1,64 @@
+#include "compiler/Compile.h"
+
+#include "passes/Passes.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+using namespace kiln;
+
+static LogicalResult report(llvm::raw_ostream &errs, llvm::StringRef file,
+                            const llvm::Twine &msg) {
+  errs << "kiln-compile: error: " << file << ": " << msg << "\n";
+  return failure();
+}
+
+static LogicalResult writeFile(llvm::StringRef path, llvm::raw_ostream &errs,
+                               llvm::function_ref<void(llvm::raw_ostream &)> write) {
+  std::error_code ec;
+  llvm::ToolOutputFile file(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return report(errs, path, ec.message());
+  write(file.os());
+  file.keep();
+  return success();
+}
+
+LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &out,
+                            llvm::raw_ostream &errs) {
+  // Mapped, not read: weights stay in the page cache until the pack is written.
+  auto buffer = llvm::MemoryBuffer::getFile(options.input, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return report(errs, options.input, buffer.getError().message());
+  llvm::StringRef bytes = (*buffer)->getBuffer();
+  llvm::Expected<gguf::File> file = gguf::parse(
+      llvm::ArrayRef(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
+  if (!file)
+    return report(errs, options.input, llvm::toString(file.takeError()));
+
+  MLIRContext context;
+  auto module = importLlama(context, *file, options.input, options.import);
+  if (!module)
+    return report(errs, options.input, llvm::toString(module.takeError()));
+
+  PassManager pm(&context);
+  buildGraphPipeline(pm);
+  if (failed(pm.run(**module)))
+    return report(errs, options.input, "graph pipeline failed");
+
+  if (options.outputDir.empty()) {
+    (*module)->print(out);
+    return success();
+  }
+  if (std::error_code ec = llvm::sys::fs::create_directories(options.outputDir))
+    return report(errs, options.outputDir, ec.message());
+  llvm::SmallString<256> path(options.outputDir);
+  llvm::sys::path::append(path, (*module)->getSymName()->str() + ".mlir");
+  return writeFile(path, errs, [&](llvm::raw_ostream &os) { (*module)->print(os); });
+}

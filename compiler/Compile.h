@@ -1,0 +1,27 @@
+#ifndef KILN_COMPILER_COMPILE_H
+#define KILN_COMPILER_COMPILE_H
+
+#include "compiler/import/LlamaImporter.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+namespace kiln {
+
+/// The phase kiln-compile stops after.
+enum class EmitPhase { Mlir };
+
+struct CompileOptions {
+  std::string input;
+  std::string outputDir; // empty: print the result of a textual phase
+  EmitPhase emit = EmitPhase::Mlir;
+  ImportOptions import;
+};
+
+/// Runs the compiler from a model file to the requested phase. Errors are printed
+/// to `errs` as one line naming the input; returns failure then.
+mlir::LogicalResult compile(const CompileOptions &options, llvm::raw_ostream &out,
+                            llvm::raw_ostream &errs);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_COMPILE_H

@@ -1,0 +1,80 @@
+#ifndef KILN_COMPILER_IMPORT_GGUFREADER_H
+#define KILN_COMPILER_IMPORT_GGUFREADER_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln::gguf {
+
+/// Metadata value types, as numbered by the GGUF format.
+enum class ValueType : uint32_t {
+  U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, Bool = 7,
+  String = 8, Array = 9, U64 = 10, I64 = 11, F64 = 12,
+};
+
+/// Tensor types, as numbered by ggml. Only the ones Kiln reads are named.
+enum class TensorType : uint32_t { F32 = 0, F16 = 1, Q4_0 = 2, Q8_0 = 8 };
+
+/// One metadata value. Integers and floats keep their file type so a reader can
+/// insist on it; arrays hold their elements.
+struct Value {
+  ValueType type = ValueType::U8;
+  ValueType elementType = ValueType::U8; // arrays only
+  uint64_t bits = 0;                     // integer and bool payload
+  double real = 0;                       // F32 and F64 payload
+  std::string str;
+  std::vector<Value> elements;
+
+  bool isInteger() const;
+  bool isUnsigned() const;
+  int64_t asInt() const { return static_cast<int64_t>(bits); }
+};
+
+struct TensorInfo {
+  std::string name;
+  std::vector<uint64_t> ne;   // ggml order: ne[0] is the contiguous dimension
+  uint32_t type = 0;          // raw ggml type
+  uint64_t offset = 0;        // from the start of the file
+  uint64_t bytes = 0;
+
+  uint64_t numElements() const;
+  /// Shape in row-major order (reversed ne).
+  std::vector<int64_t> shape() const;
+};
+
+/// A parsed GGUF file. The tensor bytes are not copied: `data` views the caller's
+/// buffer (usually a memory-mapped file), which must outlive this object.
+struct File {
+  uint32_t version = 0;
+  uint32_t alignment = 32;
+  std::map<std::string, Value, std::less<>> metadata;
+  std::vector<TensorInfo> tensors;
+  llvm::ArrayRef<uint8_t> data;
+
+  const Value *find(llvm::StringRef key) const;
+  const TensorInfo *findTensor(llvm::StringRef name) const;
+  llvm::ArrayRef<uint8_t> tensorBytes(const TensorInfo &t) const {
+    return data.slice(t.offset, t.bytes);
+  }
+};
+
+/// Parses and validates the header, metadata and tensor table of `bytes`: version
+/// 2 or 3, every value type, alignment, tensor ranges inside the file, aligned and
+/// disjoint. Errors are one line and say what is wrong and where.
+llvm::Expected<File> parse(llvm::ArrayRef<uint8_t> bytes);
+
+/// Name of a ggml tensor type, or "type N" for one Kiln does not know.
+std::string tensorTypeName(uint32_t type);
+
+/// Elements per block and bytes per block of a supported tensor type.
+bool blockLayout(uint32_t type, uint64_t &blockElements, uint64_t &blockBytes);
+
+} // namespace kiln::gguf
+
+#endif // KILN_COMPILER_IMPORT_GGUFREADER_H

@@ -1,0 +1,43 @@
+// kiln-compile: a model file in, static C (or an earlier phase) out.
+#include "compiler/Compile.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+
+using namespace llvm;
+
+static cl::OptionCategory category("kiln-compile options");
+
+static cl::opt<std::string> input(cl::Positional, cl::desc("<model.gguf>"), cl::Required,
+                                  cl::cat(category));
+static cl::opt<std::string> outputDir("o", cl::desc("Output directory"),
+                                      cl::value_desc("dir"), cl::cat(category));
+static cl::opt<kiln::EmitPhase> emit(
+    "emit", cl::desc("Phase to stop after"), cl::init(kiln::EmitPhase::Mlir),
+    cl::values(clEnumValN(kiln::EmitPhase::Mlir, "mlir", "graph-level kiln IR")),
+    cl::cat(category));
+static cl::opt<int64_t> prefillChunk(
+    "prefill-chunk", cl::desc("Tokens per prefill call (default: min(64, context))"),
+    cl::init(0), cl::cat(category));
+static cl::opt<int64_t> maxContext(
+    "max-context", cl::desc("KV cache capacity in tokens (default: the model's)"),
+    cl::init(0), cl::cat(category));
+static cl::opt<std::string> name("name",
+                                 cl::desc("C identifier of the model (default: from "
+                                          "general.name)"),
+                                 cl::cat(category));
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv, "Kiln ahead-of-time model compiler\n");
+
+  kiln::CompileOptions options;
+  options.input = input;
+  options.outputDir = outputDir;
+  options.emit = emit;
+  options.import.prefillChunk = prefillChunk;
+  options.import.maxContext = maxContext;
+  options.import.name = name;
+  return failed(kiln::compile(options, outs(), errs())) ? 1 : 0;
+}

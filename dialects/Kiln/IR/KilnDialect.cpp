@@ -1,0 +1,73 @@
+#include "dialects/Kiln/IR/KilnDialect.h"
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace kiln;
+
+#include "dialects/Kiln/IR/KilnDialect.cpp.inc"
+#include "dialects/Kiln/IR/KilnEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/Kiln/IR/KilnAttrs.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialects/Kiln/IR/KilnTypes.cpp.inc"
+
+void KilnDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/Kiln/IR/KilnOps.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dialects/Kiln/IR/KilnTypes.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/Kiln/IR/KilnAttrs.cpp.inc"
+      >();
+}
+
+static LogicalResult verifyGroupSize(function_ref<InFlightDiagnostic()> emitError,
+                                     unsigned groupSize) {
+  if (groupSize != 32 && groupSize != 64 && groupSize != 128 && groupSize != 256)
+    return emitError() << "group size must be 32, 64, 128 or 256, got " << groupSize;
+  return success();
+}
+
+LogicalResult I8GroupType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  unsigned groupSize) {
+  return verifyGroupSize(emitError, groupSize);
+}
+
+LogicalResult I4GroupType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  unsigned groupSize) {
+  return verifyGroupSize(emitError, groupSize);
+}
+
+int64_t kiln::getBlockElements(Type elementType) {
+  return llvm::TypeSwitch<Type, int64_t>(elementType)
+      .Case<Q8_0Type, Q4_0Type>([](auto) { return 32; })
+      .Case<I8GroupType, I4GroupType>([](auto t) { return t.getGroupSize(); })
+      .Default([](Type) { return 1; });
+}
+
+int64_t kiln::getBlockBytes(Type elementType) {
+  // Group-wise formats store an f16 scale followed by the packed values.
+  return llvm::TypeSwitch<Type, int64_t>(elementType)
+      .Case<Q8_0Type>([](auto) { return 34; })
+      .Case<Q4_0Type>([](auto) { return 18; })
+      .Case<I8GroupType>([](auto t) { return 2 + t.getGroupSize(); })
+      .Case<I4GroupType>([](auto t) { return 2 + t.getGroupSize() / 2; })
+      .Case<Float16Type>([](auto) { return 2; })
+      .Default([](Type t) { return (t.getIntOrFloatBitWidth() + 7) / 8; });
+}
+
+int64_t kiln::getStorageBytes(RankedTensorType type) {
+  Type element = type.getElementType();
+  return type.getNumElements() / getBlockElements(element) * getBlockBytes(element);
+}

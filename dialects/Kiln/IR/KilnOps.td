@@ -1,0 +1,146 @@
+#ifndef KILN_OPS_TD
+#define KILN_OPS_TD
+
+include "dialects/Kiln/IR/KilnBase.td"
+include "dialects/Kiln/IR/KilnTypes.td"
+include "dialects/Kiln/IR/KilnAttrs.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Constants and state
+//===----------------------------------------------------------------------===//
+
+def Kiln_WeightOp : Kiln_Op<"weight", [Pure]> {
+  let summary = "a tensor of the source model, by name";
+  let description = [{
+    The bytes stay in the model file until the pack is written, so importing a large
+    model never copies weights into the IR.
+    ```mlir
+    %w = kiln.weight "blk.0.attn_q.weight" : tensor<256x256x!kiln.q8_0>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs Kiln_WeightTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_KvCacheOp : Kiln_Op<"kv_cache", [Pure]> {
+  let summary = "the persistent key or value cache of one layer";
+  let description = [{
+    Rows are positions (capacity T), columns the n_kv_head * head_dim features.
+    Every function of the module that names the same (layer, kind) sees the same state.
+  }];
+  let arguments = (ins I32Attr:$layer, Kiln_CacheKindAttr:$kind);
+  let results = (outs Kiln_CacheTensor:$result);
+  let assemblyFormat = "`` $kind `layer` $layer attr-dict `:` type($result)";
+}
+
+def Kiln_KvWriteOp : Kiln_Op<"kv_write", [Pure, AllTypesMatch<["cache", "result"]>]> {
+  let summary = "stores C rows into the cache at positions pos..pos+C-1";
+  let arguments = (ins Kiln_CacheTensor:$cache, Kiln_F32Tensor:$rows, I32:$pos);
+  let results = (outs Kiln_CacheTensor:$result);
+  let assemblyFormat = [{
+    $rows `into` $cache `at` $pos attr-dict `:` type($rows) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Compute
+//===----------------------------------------------------------------------===//
+
+def Kiln_EmbedOp : Kiln_Op<"embed", [Pure]> {
+  let summary = "gathers one table row per token";
+  let arguments = (ins Kiln_WeightTensor:$table, Kiln_TokenTensor:$tokens);
+  let results = (outs Kiln_F32Tensor:$result);
+  let assemblyFormat = "$table `[` $tokens `]` attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_RmsNormOp : Kiln_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "x / sqrt(mean(x^2) + epsilon) * weight, per row";
+  let arguments = (ins Kiln_F32Tensor:$input, Kiln_F32Tensor:$weight, F32Attr:$epsilon);
+  let results = (outs Kiln_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` type($input) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "(x - mean) / sqrt(var + epsilon) * weight + bias, per row";
+  let arguments = (ins Kiln_F32Tensor:$input, Kiln_F32Tensor:$weight,
+                       Kiln_F32Tensor:$bias, F32Attr:$epsilon);
+  let results = (outs Kiln_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias attr-dict `:` type($input) `,` type($weight) `,` type($bias)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure]> {
+  let summary = "x (C x K) times the transpose of a weight (N x K)";
+  let description = [{
+    The weight keeps the model's [out, in] layout, so each output is a dot product
+    of two contiguous rows, whatever the weight's block format.
+  }];
+  let arguments = (ins Kiln_F32Tensor:$input, Kiln_WeightTensor:$weight);
+  let results = (outs Kiln_F32Tensor:$result);
+  let assemblyFormat = "$input `,` $weight attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_RopeOp : Kiln_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "rotary position embedding on adjacent pairs, row i at position pos+i";
+  let arguments = (ins Kiln_F32Tensor:$input, I32:$pos, I32Attr:$head_dim,
+                       I32Attr:$rope_dim, F32Attr:$freq_base);
+  let results = (outs Kiln_F32Tensor:$result);
+  let assemblyFormat = "$input `at` $pos attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Kiln_AttentionOp : Kiln_Op<"attention", [Pure]> {
+  let summary = "causal grouped-query attention of C query rows over the cache";
+  let description = [{
+    Query row i (position pos+i) attends to cache rows 0..pos+i, or to the last
+    `window` of them when a window is set. Query head h reads kv head
+    h / (n_head / n_kv_head).
+  }];
+  let arguments = (ins Kiln_F32Tensor:$query, Kiln_CacheTensor:$keys,
+                       Kiln_CacheTensor:$values, I32:$pos, I32Attr:$n_head,
+                       I32Attr:$n_kv_head, I32Attr:$head_dim,
+                       OptionalAttr<I32Attr>:$window);
+  let results = (outs Kiln_F32Tensor:$result);
+  let assemblyFormat = [{
+    $query `,` $keys `,` $values `at` $pos attr-dict `:`
+      type($query) `,` type($keys) `,` type($values) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+class Kiln_UnaryOp<string mnemonic, string what>
+    : Kiln_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = what;
+  let arguments = (ins Kiln_F32Tensor:$input);
+  let results = (outs Kiln_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Kiln_SiluOp : Kiln_UnaryOp<"silu", "x / (1 + exp(-x))">;
+def Kiln_GeluOp : Kiln_UnaryOp<"gelu", "tanh-approximated GELU">;
+def Kiln_SoftmaxOp : Kiln_UnaryOp<"softmax", "softmax over the innermost dimension">;
+
+class Kiln_BinaryOp<string mnemonic, string what>
+    : Kiln_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = what;
+  let arguments = (ins Kiln_F32Tensor:$lhs, Kiln_F32Tensor:$rhs);
+  let results = (outs Kiln_F32Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
+}
+
+def Kiln_AddOp : Kiln_BinaryOp<"add", "elementwise sum">;
+def Kiln_MulOp : Kiln_BinaryOp<"mul", "elementwise product">;
+
+#endif // KILN_OPS_TD

@@ -1,0 +1,23 @@
+#ifndef KILN_PASSES_PASSES_H
+#define KILN_PASSES_PASSES_H
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace kiln {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+/// Graph-level passes run between import and kernel-level lowering.
+void buildGraphPipeline(mlir::OpPassManager &pm);
+
+} // namespace kiln
+
+#endif // KILN_PASSES_PASSES_H

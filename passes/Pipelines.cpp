@@ -1,0 +1,9 @@
+#include "passes/Passes.h"
+
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void kiln::buildGraphPipeline(OpPassManager &pm) {
+  pm.addPass(createCSEPass());
+}

@@ -1,0 +1,167 @@
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+
+func.func @q8_row_not_whole_blocks() {
+  // expected-error @+1 {{innermost dimension must be a multiple of the block size 32 of '!kiln.q8_0'}}
+  %w = kiln.weight "w" : tensor<4x48x!kiln.q8_0>
+  return
+}
+
+// -----
+
+func.func @group_size_not_supported() {
+  // expected-error @+1 {{group size must be 32, 64, 128 or 256, got 48}}
+  %w = kiln.weight "w" : tensor<4x96x!kiln.i4g<48>>
+  return
+}
+
+// -----
+
+func.func @empty_weight_name() {
+  // expected-error @+1 {{expects a non-empty tensor name}}
+  %w = kiln.weight "" : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_integer_dtype() {
+  // expected-error @+1 {{result #0 must be ranked tensor of}}
+  %w = kiln.weight "w" : tensor<4x4xi8>
+  return
+}
+
+// -----
+
+func.func @matmul_width_mismatch(%x: tensor<2x32xf32>) {
+  %w = kiln.weight "w" : tensor<16x64xf32>
+  // expected-error @+1 {{input width 32 does not match weight input dimension 64}}
+  %y = kiln.matmul %x, %w : (tensor<2x32xf32>, tensor<16x64xf32>) -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_wrong_result(%x: tensor<2x32xf32>) {
+  %w = kiln.weight "w" : tensor<16x32xf32>
+  // expected-error @+1 {{expects result of shape 2x16, got 'tensor<2x32xf32>'}}
+  %y = kiln.matmul %x, %w : (tensor<2x32xf32>, tensor<16x32xf32>) -> tensor<2x32xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_f16_activation(%x: tensor<2x32xf16>) {
+  %w = kiln.weight "w" : tensor<16x32xf32>
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float values}}
+  %y = kiln.matmul %x, %w : (tensor<2x32xf16>, tensor<16x32xf32>) -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_weight_width(%x: tensor<2x32xf32>) {
+  %w = kiln.weight "w" : tensor<16xf32>
+  // expected-error @+1 {{expects a parameter of shape 32, got 'tensor<16xf32>'}}
+  %y = kiln.rms_norm %x, %w {epsilon = 1.0e-5 : f32} : tensor<2x32xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_zero_epsilon(%x: tensor<2x32xf32>) {
+  %w = kiln.weight "w" : tensor<32xf32>
+  // expected-error @+1 {{expects a positive epsilon}}
+  %y = kiln.rms_norm %x, %w {epsilon = 0.0 : f32} : tensor<2x32xf32>, tensor<32xf32>
+  return
+}
+
+// -----
+
+func.func @embed_wrong_rows(%t: tensor<3xi32>) {
+  %w = kiln.weight "w" : tensor<10x8xf32>
+  // expected-error @+1 {{expects result of shape 3x8, got 'tensor<4x8xf32>'}}
+  %x = kiln.embed %w[%t] : (tensor<10x8xf32>, tensor<3xi32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_partial_head(%x: tensor<2x30xf32>, %pos: i32) {
+  // expected-error @+1 {{width 30 is not a whole number of heads of 8}}
+  %y = kiln.rope %x at %pos {head_dim = 8 : i32, rope_dim = 8 : i32, freq_base = 10000.0 : f32} : tensor<2x30xf32>
+  return
+}
+
+// -----
+
+func.func @rope_odd_dim(%x: tensor<2x32xf32>, %pos: i32) {
+  // expected-error @+1 {{rope_dim must be even and in (0, 8], got 5}}
+  %y = kiln.rope %x at %pos {head_dim = 8 : i32, rope_dim = 5 : i32, freq_base = 10000.0 : f32} : tensor<2x32xf32>
+  return
+}
+
+// -----
+
+func.func @gqa_heads_not_divisible(%q: tensor<1x48xf32>, %pos: i32) {
+  %k = kiln.kv_cache key layer 0 : tensor<16x32xf32>
+  %v = kiln.kv_cache value layer 0 : tensor<16x32xf32>
+  // expected-error @+1 {{n_head 6 is not a multiple of n_kv_head 4}}
+  %o = kiln.attention %q, %k, %v at %pos {n_head = 6 : i32, n_kv_head = 4 : i32, head_dim = 8 : i32} : tensor<1x48xf32>, tensor<16x32xf32>, tensor<16x32xf32> -> tensor<1x48xf32>
+  return
+}
+
+// -----
+
+func.func @gqa_cache_width(%q: tensor<1x32xf32>, %pos: i32) {
+  %k = kiln.kv_cache key layer 0 : tensor<16x32xf32>
+  %v = kiln.kv_cache value layer 0 : tensor<16x32xf32>
+  // expected-error @+1 {{expects keys of shape 16x16, got 'tensor<16x32xf32>'}}
+  %o = kiln.attention %q, %k, %v at %pos {n_head = 4 : i32, n_kv_head = 2 : i32, head_dim = 8 : i32} : tensor<1x32xf32>, tensor<16x32xf32>, tensor<16x32xf32> -> tensor<1x32xf32>
+  return
+}
+
+// -----
+
+func.func @attention_query_width(%q: tensor<1x24xf32>, %pos: i32) {
+  %k = kiln.kv_cache key layer 0 : tensor<16x16xf32>
+  %v = kiln.kv_cache value layer 0 : tensor<16x16xf32>
+  // expected-error @+1 {{expects query of shape 1x32, got 'tensor<1x24xf32>'}}
+  %o = kiln.attention %q, %k, %v at %pos {n_head = 4 : i32, n_kv_head = 2 : i32, head_dim = 8 : i32} : tensor<1x24xf32>, tensor<16x16xf32>, tensor<16x16xf32> -> tensor<1x32xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mixed_cache(%q: tensor<1x32xf32>, %pos: i32) {
+  %k = kiln.kv_cache key layer 0 : tensor<16x16xf32>
+  %v = kiln.kv_cache value layer 0 : tensor<16x16xf16>
+  // expected-error @+1 {{keys 'tensor<16x16xf32>' and values 'tensor<16x16xf16>' differ}}
+  %o = kiln.attention %q, %k, %v at %pos {n_head = 4 : i32, n_kv_head = 2 : i32, head_dim = 8 : i32} : tensor<1x32xf32>, tensor<16x16xf32>, tensor<16x16xf16> -> tensor<1x32xf32>
+  return
+}
+
+// -----
+
+func.func @kv_write_over_capacity(%k: tensor<32x16xf32>, %pos: i32) {
+  %c = kiln.kv_cache key layer 0 : tensor<16x16xf32>
+  // expected-error @+1 {{writes 32 rows into a cache of capacity 16}}
+  %c1 = kiln.kv_write %k into %c at %pos : tensor<32x16xf32> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @kv_write_width(%k: tensor<2x8xf32>, %pos: i32) {
+  %c = kiln.kv_cache key layer 0 : tensor<16x16xf32>
+  // expected-error @+1 {{row width 8 does not match cache width 16}}
+  %c1 = kiln.kv_write %k into %c at %pos : tensor<2x8xf32> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @add_shape_mismatch(%a: tensor<2x8xf32>, %b: tensor<2x4xf32>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %c = "kiln.add"(%a, %b) : (tensor<2x8xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+  return
+}

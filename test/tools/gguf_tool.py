@@ -1,0 +1,891 @@
+#!/usr/bin/env python3
+"""Read, write, convert and craft GGUF model files for tests (standard library only).
+
+Command line:
+  gguf_tool.py model OUT [--n-embd 64 --n-layer 2 ... --type q8_0]   random-weight llama model
+  gguf_tool.py convert IN OUT --type f16|q8_0|q4_0                    re-encode 2-D tensors
+  gguf_tool.py copy IN OUT                                            read and write back
+  gguf_tool.py bad OUT --case NAME [--from MODEL] | bad --list        malformed files
+  gguf_tool.py dump IN                                                print metadata and tensors
+
+As a module (add test/tools to sys.path, then `import gguf_tool`):
+  read_gguf(path) -> (version, metadata, tensors)
+  write_gguf(path, metadata, tensors, version=3)
+  metadata: {key: (value_type, value)}; an array value is (element_type, [elements]).
+  tensors:  [{"name", "ne", "type", "offset", "data"}]; ne is ggml order (ne[0] innermost),
+            offset is relative to the data section, data is the raw tensor bytes.
+  quantize(values, ggml_type) -> bytes, dequantize(data, ggml_type) -> [float]
+Keeping every value typed makes read-then-write byte-identical for files laid out the
+usual way (tensors in order, each padded to the alignment).
+"""
+
+import argparse
+import random
+import struct
+import sys
+
+GGUF_MAGIC = b"GGUF"
+DEFAULT_ALIGNMENT = 32
+
+# Metadata value types.
+GGUF_U8 = 0
+GGUF_I8 = 1
+GGUF_U16 = 2
+GGUF_I16 = 3
+GGUF_U32 = 4
+GGUF_I32 = 5
+GGUF_F32 = 6
+GGUF_BOOL = 7
+GGUF_STRING = 8
+GGUF_ARRAY = 9
+GGUF_U64 = 10
+GGUF_I64 = 11
+GGUF_F64 = 12
+
+VALUE_TYPE_NAMES = {
+    GGUF_U8: "u8", GGUF_I8: "i8", GGUF_U16: "u16", GGUF_I16: "i16",
+    GGUF_U32: "u32", GGUF_I32: "i32", GGUF_F32: "f32", GGUF_BOOL: "bool",
+    GGUF_STRING: "str", GGUF_ARRAY: "arr", GGUF_U64: "u64", GGUF_I64: "i64",
+    GGUF_F64: "f64",
+}
+
+_SCALAR_FORMATS = {
+    GGUF_U8: "B", GGUF_I8: "b", GGUF_U16: "H", GGUF_I16: "h",
+    GGUF_U32: "I", GGUF_I32: "i", GGUF_F32: "f", GGUF_BOOL: "?",
+    GGUF_U64: "Q", GGUF_I64: "q", GGUF_F64: "d",
+}
+
+# ggml tensor types this tool encodes and decodes.
+GGML_F32 = 0
+GGML_F16 = 1
+GGML_Q4_0 = 2
+GGML_Q8_0 = 8
+GGML_Q4_K = 12
+
+# ggml type id -> (name, values per block, bytes per block). Only sizes matter for the
+# types this tool cannot decode; they let files using them be read and dumped.
+GGML_TYPES = {
+    0: ("F32", 1, 4),
+    1: ("F16", 1, 2),
+    2: ("Q4_0", 32, 18),
+    3: ("Q4_1", 32, 20),
+    6: ("Q5_0", 32, 22),
+    7: ("Q5_1", 32, 24),
+    8: ("Q8_0", 32, 34),
+    9: ("Q8_1", 32, 36),
+    10: ("Q2_K", 256, 84),
+    11: ("Q3_K", 256, 110),
+    12: ("Q4_K", 256, 144),
+    13: ("Q5_K", 256, 176),
+    14: ("Q6_K", 256, 210),
+    15: ("Q8_K", 256, 292),
+    24: ("I8", 1, 1),
+    25: ("I16", 1, 2),
+    26: ("I32", 1, 4),
+    27: ("I64", 1, 8),
+    28: ("F64", 1, 8),
+    30: ("BF16", 1, 2),
+}
+
+TYPE_BY_NAME = {"f32": GGML_F32, "f16": GGML_F16, "q4_0": GGML_Q4_0, "q8_0": GGML_Q8_0}
+
+# general.file_type ("LLAMA_FTYPE") for a model whose matrices use the given ggml type.
+FILE_TYPE_FOR = {GGML_F32: 0, GGML_F16: 1, GGML_Q4_0: 2, GGML_Q8_0: 7}
+
+GGML_MAX_DIMS = 4
+
+
+class GGUFError(Exception):
+    pass
+
+
+def align_up(n, alignment):
+    return (n + alignment - 1) // alignment * alignment
+
+
+def type_name(ggml_type):
+    entry = GGML_TYPES.get(ggml_type)
+    return entry[0] if entry else "type%d" % ggml_type
+
+
+def n_elements(ne):
+    count = 1
+    for dim in ne:
+        count *= dim
+    return count
+
+
+def tensor_nbytes(ggml_type, ne):
+    """Byte size of a tensor, as ggml computes it (whole blocks along ne[0])."""
+    if ggml_type not in GGML_TYPES:
+        raise GGUFError("unknown ggml type %d" % ggml_type)
+    _, block, size = GGML_TYPES[ggml_type]
+    if ne and ne[0] % block:
+        raise GGUFError("ne[0]=%d is not a multiple of the %s block size %d"
+                        % (ne[0], type_name(ggml_type), block))
+    return n_elements(ne) // block * size
+
+
+# ---------------------------------------------------------------------------
+# Tensor data encoding
+
+def _round_half_away(x):
+    # C roundf semantics; Python's round() rounds halves to even.
+    return int(x + 0.5) if x >= 0 else -int(0.5 - x)
+
+
+def _quantize_q8_0(values):
+    block = struct.Struct("<e32b")
+    out = bytearray()
+    for i in range(0, len(values), 32):
+        chunk = values[i:i + 32]
+        amax = max(map(abs, chunk))
+        d = amax / 127
+        inv = 1.0 / d if d else 0.0
+        q = [max(-127, min(127, _round_half_away(x * inv))) for x in chunk]
+        out += block.pack(d, *q)
+    return bytes(out)
+
+
+def _quantize_q4_0(values):
+    block = struct.Struct("<e16B")
+    out = bytearray()
+    for i in range(0, len(values), 32):
+        chunk = values[i:i + 32]
+        # The signed value of largest magnitude (first one on ties) maps to -8.
+        peak = 0.0
+        for x in chunk:
+            if abs(x) > abs(peak):
+                peak = x
+        d = peak / -8
+        inv = 1.0 / d if d else 0.0
+        q = [max(0, min(15, int(x * inv + 8.5))) for x in chunk]
+        packed = [q[j] | (q[j + 16] << 4) for j in range(16)]
+        out += block.pack(d, *packed)
+    return bytes(out)
+
+
+def quantize(values, ggml_type):
+    """Encode a flat list of floats (ne[0] innermost) as F32, F16, Q8_0 or Q4_0 bytes."""
+    n = len(values)
+    if ggml_type == GGML_F32:
+        return struct.pack("<%df" % n, *values)
+    if ggml_type == GGML_F16:
+        return struct.pack("<%de" % n, *values)
+    if ggml_type in (GGML_Q8_0, GGML_Q4_0):
+        if n % 32:
+            raise GGUFError("%d values is not a whole number of 32-value blocks" % n)
+        if ggml_type == GGML_Q8_0:
+            return _quantize_q8_0(values)
+        return _quantize_q4_0(values)
+    raise GGUFError("cannot encode ggml type %s" % type_name(ggml_type))
+
+
+def dequantize(data, ggml_type):
+    """Decode F32, F16, Q8_0 or Q4_0 bytes to a flat list of floats."""
+    if ggml_type == GGML_F32:
+        return list(struct.unpack("<%df" % (len(data) // 4), data))
+    if ggml_type == GGML_F16:
+        return list(struct.unpack("<%de" % (len(data) // 2), data))
+    if ggml_type == GGML_Q8_0:
+        out = []
+        for fields in struct.iter_unpack("<e32b", data):
+            d = fields[0]
+            out.extend(d * q for q in fields[1:])
+        return out
+    if ggml_type == GGML_Q4_0:
+        out = []
+        for fields in struct.iter_unpack("<e16B", data):
+            d = fields[0]
+            packed = fields[1:]
+            out.extend(((b & 0x0F) - 8) * d for b in packed)
+            out.extend(((b >> 4) - 8) * d for b in packed)
+        return out
+    raise GGUFError("cannot decode ggml type %s" % type_name(ggml_type))
+
+
+def tensor_values(tensor):
+    """The tensor's values as floats, flat with ne[0] innermost."""
+    return dequantize(tensor["data"], tensor["type"])
+
+
+# ---------------------------------------------------------------------------
+# Reading
+
+class _Cursor:
+    def __init__(self, buf):
+        self.buf = buf
+        self.pos = 0
+
+    def remaining(self):
+        return len(self.buf) - self.pos
+
+    def need(self, n, what):
+        if n > self.remaining():
+            raise GGUFError("truncated file: %s needs %d bytes at offset %d, %d left"
+                            % (what, n, self.pos, self.remaining()))
+
+    def unpack(self, fmt, what):
+        size = struct.calcsize(fmt)
+        self.need(size, what)
+        values = struct.unpack_from(fmt, self.buf, self.pos)
+        self.pos += size
+        return values
+
+    def u32(self, what):
+        return self.unpack("<I", what)[0]
+
+    def u64(self, what):
+        return self.unpack("<Q", what)[0]
+
+    def string(self, what):
+        length = self.u64(what + " length")
+        if length > self.remaining():
+            raise GGUFError("%s: string length %d at offset %d exceeds the %d bytes left"
+                            % (what, length, self.pos - 8, self.remaining()))
+        raw = bytes(self.buf[self.pos:self.pos + length])
+        self.pos += length
+        # surrogateescape keeps any invalid UTF-8 bytes intact for a rewrite.
+        return raw.decode("utf-8", "surrogateescape")
+
+
+def _min_value_size(vtype):
+    if vtype in _SCALAR_FORMATS:
+        return struct.calcsize(_SCALAR_FORMATS[vtype])
+    if vtype == GGUF_STRING:
+        return 8
+    return 12  # array: element type + count
+
+
+def _read_value(cur, vtype, what):
+    if vtype in _SCALAR_FORMATS:
+        return cur.unpack("<" + _SCALAR_FORMATS[vtype], what)[0]
+    if vtype == GGUF_STRING:
+        return cur.string(what)
+    if vtype == GGUF_ARRAY:
+        etype = cur.u32(what + " element type")
+        count = cur.u64(what + " count")
+        if etype not in VALUE_TYPE_NAMES:
+            raise GGUFError("%s: unknown array element type %d" % (what, etype))
+        # Reject impossible counts before allocating anything for them.
+        if count * _min_value_size(etype) > cur.remaining():
+            raise GGUFError("%s: array count %d does not fit in the %d bytes left"
+                            % (what, count, cur.remaining()))
+        if etype in _SCALAR_FORMATS:
+            items = list(cur.unpack("<%d%s" % (count, _SCALAR_FORMATS[etype]), what))
+        else:
+            items = [_read_value(cur, etype, what) for _ in range(count)]
+        return (etype, items)
+    raise GGUFError("%s: unknown value type %d" % (what, vtype))
+
+
+def parse_gguf(buf, load_data=True):
+    """Parse a whole GGUF file held in memory.
+
+    Returns a dict with version, metadata, tensors, alignment, data_start and size.
+    With load_data=False the tensor data is not checked or sliced (data is None), which
+    lets damaged files still be inspected.
+    """
+    cur = _Cursor(buf)
+    magic = bytes(cur.unpack("<4s", "magic")[0])
+    if magic != GGUF_MAGIC:
+        raise GGUFError("bad magic %r" % magic)
+    version = cur.u32("version")
+    if version not in (2, 3):
+        raise GGUFError("unsupported GGUF version %d" % version)
+    tensor_count = cur.u64("tensor count")
+    kv_count = cur.u64("metadata count")
+    # Reject impossible counts before looping over them.
+    if kv_count * 12 > cur.remaining():
+        raise GGUFError("metadata count %d is too large for the file" % kv_count)
+
+    metadata = {}
+    for index in range(kv_count):
+        key = cur.string("metadata key %d" % index)
+        if key in metadata:
+            raise GGUFError("duplicate metadata key %r" % key)
+        vtype = cur.u32("type of " + key)
+        metadata[key] = (vtype, _read_value(cur, vtype, key))
+
+    if tensor_count * 24 > cur.remaining():
+        raise GGUFError("tensor count %d is too large for the file" % tensor_count)
+    tensors = []
+    names = set()
+    for index in range(tensor_count):
+        name = cur.string("tensor name %d" % index)
+        if name in names:
+            raise GGUFError("duplicate tensor name %r" % name)
+        names.add(name)
+        n_dims = cur.u32(name + " n_dims")
+        if n_dims > GGML_MAX_DIMS:
+            raise GGUFError("%s: %d dimensions (max %d)" % (name, n_dims, GGML_MAX_DIMS))
+        ne = list(cur.unpack("<%dQ" % n_dims, name + " dims"))
+        ggml_type = cur.u32(name + " type")
+        offset = cur.u64(name + " offset")
+        tensors.append({"name": name, "ne": ne, "type": ggml_type,
+                        "offset": offset, "data": None})
+
+    info = {"version": version, "metadata": metadata, "tensors": tensors,
+            "alignment": None, "data_start": None, "size": len(buf)}
+    alignment = DEFAULT_ALIGNMENT
+    if "general.alignment" in metadata:
+        atype, alignment = metadata["general.alignment"]
+        if atype != GGUF_U32 or alignment <= 0 or alignment & (alignment - 1):
+            if load_data:
+                raise GGUFError("general.alignment must be a u32 power of two, got %s %r"
+                                % (VALUE_TYPE_NAMES.get(atype, atype), alignment))
+            return info
+    info["alignment"] = alignment
+    info["data_start"] = align_up(cur.pos, alignment)
+    if not load_data:
+        return info
+
+    data_start = info["data_start"]
+    spans = []
+    for t in tensors:
+        nbytes = tensor_nbytes(t["type"], t["ne"])
+        if t["offset"] % alignment:
+            raise GGUFError("%s: offset %d is not a multiple of the alignment %d"
+                            % (t["name"], t["offset"], alignment))
+        start = data_start + t["offset"]
+        if start + nbytes > len(buf):
+            raise GGUFError("%s: data [%d, %d) runs past the end of the file (%d bytes)"
+                            % (t["name"], start, start + nbytes, len(buf)))
+        t["data"] = bytes(buf[start:start + nbytes])
+        spans.append((t["offset"], t["offset"] + nbytes, t["name"]))
+    spans.sort()
+    for (_, end, first), (start, _, second) in zip(spans, spans[1:]):
+        if start < end:
+            raise GGUFError("tensors %s and %s overlap" % (first, second))
+    return info
+
+
+def read_gguf(path, load_data=True):
+    """Read a GGUF file: returns (version, metadata, tensors)."""
+    with open(path, "rb") as f:
+        buf = f.read()
+    info = parse_gguf(memoryview(buf), load_data)
+    return info["version"], info["metadata"], info["tensors"]
+
+
+# ---------------------------------------------------------------------------
+# Writing
+
+def _encode_string(value, out):
+    raw = value.encode("utf-8", "surrogateescape") if isinstance(value, str) else bytes(value)
+    out += struct.pack("<Q", len(raw))
+    out += raw
+
+
+def _encode_value(vtype, value, out):
+    if vtype in _SCALAR_FORMATS:
+        out += struct.pack("<" + _SCALAR_FORMATS[vtype], value)
+    elif vtype == GGUF_STRING:
+        _encode_string(value, out)
+    elif vtype == GGUF_ARRAY:
+        etype, items = value
+        out += struct.pack("<IQ", etype, len(items))
+        if etype in _SCALAR_FORMATS:
+            out += struct.pack("<%d%s" % (len(items), _SCALAR_FORMATS[etype]), *items)
+        else:
+            for item in items:
+                _encode_value(etype, item, out)
+    else:
+        raise GGUFError("cannot encode value type %r" % vtype)
+
+
+def metadata_alignment(metadata):
+    entry = metadata.get("general.alignment")
+    if entry is None:
+        return DEFAULT_ALIGNMENT
+    alignment = entry[1]
+    if not isinstance(alignment, int) or alignment <= 0:
+        raise GGUFError("general.alignment %r cannot be used for a layout" % (alignment,))
+    return alignment
+
+
+def default_offsets(tensors, alignment):
+    """Tensors back to back in order, each starting on an alignment boundary."""
+    offsets = []
+    position = 0
+    for t in tensors:
+        position = align_up(position, alignment)
+        offsets.append(position)
+        position += len(t["data"])
+    return offsets
+
+
+def encode_gguf(metadata, tensors, version=3, offsets=None, check_sizes=True):
+    """Serialize a GGUF file. Returns (bytearray, layout).
+
+    offsets overrides the data offsets (default: default_offsets). layout records where
+    things landed so callers can patch single fields: "kv" and "tensor_info" are lists
+    of (name, start, end) byte ranges, plus "data_start" and "offsets".
+    """
+    alignment = metadata_alignment(metadata)
+    if offsets is None:
+        offsets = default_offsets(tensors, alignment)
+    if check_sizes:
+        for t in tensors:
+            expected = tensor_nbytes(t["type"], t["ne"])
+            if len(t["data"]) != expected:
+                raise GGUFError("%s: %d data bytes, %s %s needs %d"
+                                % (t["name"], len(t["data"]), type_name(t["type"]),
+                                   t["ne"], expected))
+
+    out = bytearray(GGUF_MAGIC)
+    out += struct.pack("<IQQ", version, len(tensors), len(metadata))
+    layout = {"kv": [], "tensor_info": [], "offsets": list(offsets)}
+    for key, (vtype, value) in metadata.items():
+        start = len(out)
+        _encode_string(key, out)
+        out += struct.pack("<I", vtype)
+        _encode_value(vtype, value, out)
+        layout["kv"].append((key, start, len(out)))
+    for t, offset in zip(tensors, offsets):
+        start = len(out)
+        _encode_string(t["name"], out)
+        out += struct.pack("<I%dQ" % len(t["ne"]), len(t["ne"]), *t["ne"])
+        out += struct.pack("<IQ", t["type"], offset)
+        layout["tensor_info"].append((t["name"], start, len(out)))
+
+    data_start = align_up(len(out), alignment)
+    layout["data_start"] = data_start
+    out += bytes(data_start - len(out))
+    data_size = max([off + len(t["data"]) for t, off in zip(tensors, offsets)] or [0])
+    data = bytearray(align_up(data_size, alignment))
+    for t, offset in zip(tensors, offsets):
+        data[offset:offset + len(t["data"])] = t["data"]
+    out += data
+    return out, layout
+
+
+def write_gguf(path, metadata, tensors, version=3, offsets=None):
+    blob, layout = encode_gguf(metadata, tensors, version, offsets)
+    with open(path, "wb") as f:
+        f.write(blob)
+    return layout
+
+
+# ---------------------------------------------------------------------------
+# Random llama model
+
+def synthetic_vocab(n_vocab):
+    """(tokens, scores, token_types) shaped like a SentencePiece llama vocab."""
+    if n_vocab < 3:
+        raise GGUFError("vocab must hold at least <unk>, <s>, </s>")
+    tokens = ["<unk>", "<s>", "</s>"]
+    types = [2, 3, 3]
+    n_bytes = min(256, n_vocab - 3)
+    tokens += ["<0x%02X>" % b for b in range(n_bytes)]
+    types += [6] * n_bytes
+    scores = [0.0] * len(tokens)
+    for k in range(1, n_vocab - len(tokens) + 1):
+        tokens.append("\u2581t%d" % k)
+        types.append(1)
+        scores.append(float(-k))
+    return tokens, scores, types
+
+
+def llama_tensor_shapes(n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, tied=False):
+    """[(name, ne)] in file order."""
+    head_dim = n_embd // n_head
+    kv_dim = n_head_kv * head_dim
+    shapes = [("token_embd.weight", [n_embd, n_vocab])]
+    for layer in range(n_layer):
+        p = "blk.%d." % layer
+        shapes += [
+            (p + "attn_norm.weight", [n_embd]),
+            (p + "attn_q.weight", [n_embd, n_embd]),
+            (p + "attn_k.weight", [n_embd, kv_dim]),
+            (p + "attn_v.weight", [n_embd, kv_dim]),
+            (p + "attn_output.weight", [n_embd, n_embd]),
+            (p + "ffn_norm.weight", [n_embd]),
+            (p + "ffn_gate.weight", [n_embd, n_ff]),
+            (p + "ffn_up.weight", [n_embd, n_ff]),
+            (p + "ffn_down.weight", [n_ff, n_embd]),
+        ]
+    shapes.append(("output_norm.weight", [n_embd]))
+    if not tied:
+        shapes.append(("output.weight", [n_embd, n_vocab]))
+    return shapes
+
+
+def random_llama(n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=96, n_vocab=64,
+                 n_ctx=64, tied=False, ggml_type=GGML_F32, seed=1, rope_base=10000.0,
+                 eps=1e-5, alignment=DEFAULT_ALIGNMENT, arch="llama", name=None):
+    """A llama model with seeded random weights. Returns (metadata, tensors)."""
+    if n_head <= 0 or n_embd % n_head:
+        raise GGUFError("n_embd %d is not divisible by n_head %d" % (n_embd, n_head))
+    if n_head_kv <= 0 or n_head % n_head_kv:
+        raise GGUFError("n_head %d is not divisible by n_head_kv %d" % (n_head, n_head_kv))
+    if ggml_type not in FILE_TYPE_FOR:
+        raise GGUFError("unsupported weight type %s" % type_name(ggml_type))
+    block = GGML_TYPES[ggml_type][1]
+    if n_embd % block or n_ff % block:
+        raise GGUFError("%s needs n_embd and n_ff to be multiples of %d"
+                        % (type_name(ggml_type), block))
+    head_dim = n_embd // n_head
+    tokens, scores, token_types = synthetic_vocab(n_vocab)
+    metadata = {
+        "general.architecture": (GGUF_STRING, arch),
+        "general.name": (GGUF_STRING, name or "random-" + arch),
+        "general.alignment": (GGUF_U32, alignment),
+        "general.file_type": (GGUF_U32, FILE_TYPE_FOR[ggml_type]),
+        arch + ".context_length": (GGUF_U32, n_ctx),
+        arch + ".embedding_length": (GGUF_U32, n_embd),
+        arch + ".block_count": (GGUF_U32, n_layer),
+        arch + ".feed_forward_length": (GGUF_U32, n_ff),
+        arch + ".attention.head_count": (GGUF_U32, n_head),
+        arch + ".attention.head_count_kv": (GGUF_U32, n_head_kv),
+        arch + ".rope.dimension_count": (GGUF_U32, head_dim),
+        arch + ".rope.freq_base": (GGUF_F32, rope_base),
+        arch + ".attention.layer_norm_rms_epsilon": (GGUF_F32, eps),
+        arch + ".vocab_size": (GGUF_U32, n_vocab),
+        "tokenizer.ggml.model": (GGUF_STRING, "llama"),
+        "tokenizer.ggml.tokens": (GGUF_ARRAY, (GGUF_STRING, tokens)),
+        "tokenizer.ggml.scores": (GGUF_ARRAY, (GGUF_F32, scores)),
+        "tokenizer.ggml.token_type": (GGUF_ARRAY, (GGUF_I32, token_types)),
+        "tokenizer.ggml.bos_token_id": (GGUF_U32, 1),
+        "tokenizer.ggml.eos_token_id": (GGUF_U32, 2),
+        "tokenizer.ggml.unknown_token_id": (GGUF_U32, 0),
+        "tokenizer.ggml.add_bos_token": (GGUF_BOOL, True),
+        "tokenizer.ggml.add_eos_token": (GGUF_BOOL, False),
+        "tokenizer.ggml.add_space_prefix": (GGUF_BOOL, True),
+    }
+
+    rng = random.Random(seed)
+    tensors = []
+    for tname, ne in llama_tensor_shapes(n_embd, n_layer, n_head, n_head_kv, n_ff,
+                                         n_vocab, tied):
+        count = n_elements(ne)
+        if len(ne) == 1:
+            values = [1.0 + rng.gauss(0.0, 0.1) for _ in range(count)]
+            ttype = GGML_F32  # norms stay F32, as llama.cpp's converters keep them
+        else:
+            sigma = 0.5 if tname == "token_embd.weight" else 0.08
+            values = [rng.gauss(0.0, sigma) for _ in range(count)]
+            ttype = ggml_type
+        tensors.append({"name": tname, "ne": ne, "type": ttype, "offset": None,
+                        "data": quantize(values, ttype)})
+    return metadata, tensors
+
+
+# ---------------------------------------------------------------------------
+# Conversion
+
+def set_file_type(metadata, ggml_type):
+    # Assigning an existing key keeps its position, so the KV order is unchanged.
+    metadata["general.file_type"] = (GGUF_U32, FILE_TYPE_FOR[ggml_type])
+
+
+def convert_tensors(tensors, ggml_type):
+    """Re-encode every 2-D tensor of a decodable type to ggml_type; 1-D ones stay."""
+    decodable = (GGML_F32, GGML_F16, GGML_Q8_0, GGML_Q4_0)
+    result = []
+    for t in tensors:
+        t = dict(t)
+        if len(t["ne"]) == 2 and t["type"] in decodable and t["type"] != ggml_type:
+            tensor_nbytes(ggml_type, t["ne"])  # raises if ne[0] does not fit the blocks
+            t["data"] = quantize(tensor_values(t), ggml_type)
+            t["type"] = ggml_type
+        result.append(t)
+    return result
+
+
+# ---------------------------------------------------------------------------
+# Malformed files
+
+BAD_CASES = {
+    "bad-magic": "magic is not GGUF",
+    "bad-version": "version 7",
+    "version1": "version 1 (the old u32-count format is not supported)",
+    "truncated-header": "file ends inside the 24-byte header",
+    "truncated-metadata": "file ends in the middle of a metadata KV",
+    "truncated-tensor-info": "file ends in the middle of a tensor info",
+    "truncated-data": "file ends inside the last tensor's data",
+    "offset-past-end": "last tensor's offset lies beyond the end of the file",
+    "misaligned-offset": "a tensor offset is not a multiple of the alignment",
+    "overlapping-tensors": "two tensors' byte ranges overlap",
+    "unknown-arch": 'general.architecture is "mamba"',
+    "missing-tensor": "blk.0.ffn_up.weight is absent",
+    "misshaped-tensor": "blk.0.attn_k.weight has one extra row (ne[1] + 1)",
+    "unsupported-type": "blk.0.attn_q.weight has ggml type 12 (Q4_K)",
+    "bad-value-type": "a metadata value has type 99",
+    "huge-string": "a metadata key claims a length of 2^62",
+    "huge-array": "an array claims 2^60 elements",
+    "bad-alignment": "general.alignment is 0",
+    "missing-metadata": "<arch>.embedding_length is absent",
+}
+
+
+def _kv_span(layout, key):
+    for name, start, end in layout["kv"]:
+        if name == key:
+            return start, end
+    raise GGUFError("base model has no metadata key %r" % key)
+
+
+def _tensor_index(tensors, name):
+    for index, t in enumerate(tensors):
+        if t["name"] == name:
+            return index
+    raise GGUFError("base model has no tensor %r" % name)
+
+
+def _patch(blob, position, fmt, value):
+    struct.pack_into("<" + fmt, blob, position, value)
+
+
+def make_bad(case, metadata, tensors, version=3):
+    """Bytes of a file that is `metadata`/`tensors` with only `case` broken."""
+    if case not in BAD_CASES:
+        raise GGUFError("unknown case %r (see bad --list)" % case)
+    metadata = dict(metadata)
+    tensors = [dict(t) for t in tensors]
+    arch = metadata.get("general.architecture", (GGUF_STRING, "llama"))[1]
+    alignment = metadata_alignment(metadata)
+
+    # Cases that change content are encoded normally.
+    if case == "unknown-arch":
+        metadata["general.architecture"] = (GGUF_STRING, "mamba")
+    elif case == "missing-metadata":
+        key = arch + ".embedding_length"
+        if key not in metadata:
+            raise GGUFError("base model has no metadata key %r" % key)
+        del metadata[key]
+    elif case == "missing-tensor":
+        del tensors[_tensor_index(tensors, "blk.0.ffn_up.weight")]
+    elif case == "misshaped-tensor":
+        t = tensors[_tensor_index(tensors, "blk.0.attn_k.weight")]
+        row_bytes = len(t["data"]) // t["ne"][1]
+        t["ne"] = [t["ne"][0], t["ne"][1] + 1] + t["ne"][2:]
+        t["data"] = t["data"] + t["data"][:row_bytes]
+    elif case == "unsupported-type":
+        t = tensors[_tensor_index(tensors, "blk.0.attn_q.weight")]
+        _, block, size = GGML_TYPES[GGML_Q4_K]
+        nbytes = (n_elements(t["ne"]) + block - 1) // block * size
+        t["type"] = GGML_Q4_K
+        t["data"] = random.Random(GGML_Q4_K).randbytes(nbytes)
+    elif case == "bad-alignment" and "general.alignment" not in metadata:
+        metadata["general.alignment"] = (GGUF_U32, alignment)
+
+    offsets = default_offsets(tensors, alignment)
+    if case == "misaligned-offset":
+        # Move one tensor off the boundary and push the rest one alignment further,
+        # so nothing overlaps and every other offset stays aligned.
+        k = _tensor_index(tensors, "blk.0.attn_q.weight")
+        shift = 4 if alignment > 4 else 1
+        offsets = offsets[:k] + [offsets[k] + shift] + [o + alignment for o in offsets[k + 1:]]
+    elif case == "overlapping-tensors":
+        # Start blk.0.attn_k.weight one alignment step into blk.0.attn_q.weight.
+        k = _tensor_index(tensors, "blk.0.attn_k.weight")
+        q = _tensor_index(tensors, "blk.0.attn_q.weight")
+        if len(tensors[q]["data"]) <= alignment:
+            raise GGUFError("blk.0.attn_q.weight is too small to overlap")
+        offsets[k] = offsets[q] + alignment
+
+    blob, layout = encode_gguf(metadata, tensors, version, offsets,
+                               check_sizes=case != "unsupported-type")
+
+    if case == "bad-magic":
+        blob[0:4] = b"GGUX"
+    elif case == "bad-version":
+        _patch(blob, 4, "I", 7)
+    elif case == "version1":
+        _patch(blob, 4, "I", 1)
+    elif case == "truncated-header":
+        del blob[20:]
+    elif case == "truncated-metadata":
+        _, start, end = layout["kv"][len(layout["kv"]) // 2]
+        del blob[(start + end) // 2:]
+    elif case == "truncated-tensor-info":
+        _, start, end = layout["tensor_info"][len(layout["tensor_info"]) // 2]
+        del blob[(start + end) // 2:]
+    elif case == "truncated-data":
+        last = tensors[-1]
+        del blob[layout["data_start"] + layout["offsets"][-1] + len(last["data"]) // 2:]
+    elif case == "offset-past-end":
+        past = align_up(len(blob) - layout["data_start"] + 1, alignment)
+        _patch(blob, layout["tensor_info"][-1][2] - 8, "Q", past)
+    elif case == "bad-value-type":
+        start, _ = _kv_span(layout, "general.name")
+        key_len = struct.unpack_from("<Q", blob, start)[0]
+        _patch(blob, start + 8 + key_len, "I", 99)
+    elif case == "huge-string":
+        start, _ = _kv_span(layout, "general.name")
+        _patch(blob, start, "Q", 1 << 62)
+    elif case == "huge-array":
+        key = next((k for k, (vt, _) in metadata.items() if vt == GGUF_ARRAY), None)
+        if key is None:
+            raise GGUFError("base model has no array metadata")
+        start, _ = _kv_span(layout, key)
+        # key length, key, value type, element type, then the u64 count
+        _patch(blob, start + 8 + len(key.encode("utf-8")) + 8, "Q", 1 << 60)
+    elif case == "bad-alignment":
+        start, _ = _kv_span(layout, "general.alignment")
+        _patch(blob, start + 8 + len("general.alignment") + 4, "I", 0)
+    return bytes(blob)
+
+
+# ---------------------------------------------------------------------------
+# Text dump
+
+def _format_scalar(vtype, value):
+    if vtype == GGUF_STRING:
+        return repr(value)
+    if vtype in (GGUF_F32, GGUF_F64):
+        return "%.9g" % value
+    return str(value)
+
+
+def format_value(vtype, value, max_items=8):
+    if vtype != GGUF_ARRAY:
+        return _format_scalar(vtype, value)
+    etype, items = value
+    shown = [format_value(etype, item, max_items) for item in items[:max_items]]
+    more = ", ... (%d more)" % (len(items) - max_items) if len(items) > max_items else ""
+    return "[%s%s]" % (", ".join(shown), more)
+
+
+def _type_label(vtype, value):
+    if vtype == GGUF_ARRAY:
+        etype, items = value
+        return "arr[%s,%d]" % (VALUE_TYPE_NAMES.get(etype, etype), len(items))
+    return VALUE_TYPE_NAMES.get(vtype, str(vtype))
+
+
+def dump(path, out=sys.stdout, max_items=8):
+    with open(path, "rb") as f:
+        buf = memoryview(f.read())
+    info = parse_gguf(buf, load_data=False)
+    print("GGUF v%d, %d bytes, %d metadata, %d tensors, alignment %s, data at %s"
+          % (info["version"], info["size"], len(info["metadata"]), len(info["tensors"]),
+             info["alignment"], info["data_start"]), file=out)
+    for key, (vtype, value) in info["metadata"].items():
+        print("  %-45s %-14s %s" % (key, _type_label(vtype, value),
+                                     format_value(vtype, value, max_items)), file=out)
+    for t in info["tensors"]:
+        try:
+            nbytes = str(tensor_nbytes(t["type"], t["ne"]))
+        except GGUFError:
+            nbytes = "?"
+        print("  %-32s %-6s ne=%-14s offset=%-10d bytes=%s"
+              % (t["name"], type_name(t["type"]), "[%s]" % ",".join(map(str, t["ne"])),
+                 t["offset"], nbytes), file=out)
+    try:
+        parse_gguf(buf, load_data=True)
+        print("data: ok", file=out)
+    except GGUFError as e:
+        print("data: %s" % e, file=out)
+
+
+# ---------------------------------------------------------------------------
+# Command line
+
+def _cmd_model(args):
+    metadata, tensors = random_llama(
+        n_embd=args.n_embd, n_layer=args.n_layer, n_head=args.n_head,
+        n_head_kv=args.n_head_kv, n_ff=args.n_ff, n_vocab=args.vocab, n_ctx=args.ctx,
+        tied=args.tied, ggml_type=TYPE_BY_NAME[args.type], seed=args.seed,
+        rope_base=args.rope_base, eps=args.eps, alignment=args.alignment,
+        arch=args.arch, name=args.name)
+    write_gguf(args.out, metadata, tensors, args.version)
+
+
+def _cmd_convert(args):
+    version, metadata, tensors = read_gguf(args.input)
+    ggml_type = TYPE_BY_NAME[args.type]
+    tensors = convert_tensors(tensors, ggml_type)
+    set_file_type(metadata, ggml_type)
+    write_gguf(args.out, metadata, tensors, version)
+
+
+def _cmd_copy(args):
+    version, metadata, tensors = read_gguf(args.input)
+    write_gguf(args.out, metadata, tensors, version)
+
+
+def _cmd_bad(args):
+    if args.list:
+        for name, what in BAD_CASES.items():
+            print("%-22s %s" % (name, what))
+        return
+    if not args.out or not args.case:
+        raise GGUFError("bad needs OUT and --case (or --list)")
+    if args.from_model:
+        version, metadata, tensors = read_gguf(args.from_model)
+    else:
+        # n_embd 256 so a retyped tensor can be a well-formed Q4_K (256-value blocks).
+        version = 3
+        metadata, tensors = random_llama(n_embd=256, n_layer=1, n_head=4, n_head_kv=2,
+                                         n_ff=256, n_vocab=64, n_ctx=64)
+    blob = make_bad(args.case, metadata, tensors, version)
+    with open(args.out, "wb") as f:
+        f.write(blob)
+
+
+def _cmd_dump(args):
+    dump(args.input, max_items=args.items)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Craft and inspect GGUF files for tests.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    types = sorted(TYPE_BY_NAME)
+
+    p = sub.add_parser("model", help="write a random-weight llama model")
+    p.add_argument("out")
+    p.add_argument("--n-embd", type=int, default=64)
+    p.add_argument("--n-layer", type=int, default=2)
+    p.add_argument("--n-head", type=int, default=4)
+    p.add_argument("--n-head-kv", type=int, default=2)
+    p.add_argument("--n-ff", type=int, default=96)
+    p.add_argument("--vocab", type=int, default=64)
+    p.add_argument("--ctx", type=int, default=64)
+    p.add_argument("--tied", action="store_true", help="omit output.weight")
+    p.add_argument("--type", choices=types, default="f32", help="type of 2-D tensors")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--rope-base", type=float, default=10000.0)
+    p.add_argument("--eps", type=float, default=1e-5)
+    p.add_argument("--version", type=int, choices=(2, 3), default=3)
+    p.add_argument("--alignment", type=int, default=DEFAULT_ALIGNMENT)
+    p.add_argument("--arch", default="llama")
+    p.add_argument("--name")
+    p.set_defaults(func=_cmd_model)
+
+    p = sub.add_parser("convert", help="re-encode the 2-D tensors of a model")
+    p.add_argument("input")
+    p.add_argument("out")
+    p.add_argument("--type", choices=types, required=True)
+    p.set_defaults(func=_cmd_convert)
+
+    p = sub.add_parser("copy", help="read a model and write it back unchanged")
+    p.add_argument("input")
+    p.add_argument("out")
+    p.set_defaults(func=_cmd_copy)
+
+    p = sub.add_parser("bad", help="write a deliberately malformed file")
+    p.add_argument("out", nargs="?")
+    p.add_argument("--case", choices=sorted(BAD_CASES))
+    p.add_argument("--from", dest="from_model", metavar="MODEL",
+                   help="derive from this model instead of a small random one")
+    p.add_argument("--list", action="store_true", help="list the cases")
+    p.set_defaults(func=_cmd_bad)
+
+    p = sub.add_parser("dump", help="print metadata and tensor infos")
+    p.add_argument("input")
+    p.add_argument("--items", type=int, default=8, help="array elements to show")
+    p.set_defaults(func=_cmd_dump)
+
+    args = parser.parse_args(argv)
+    try:
+        args.func(args)
+    except (GGUFError, OSError) as e:
+        print("gguf_tool: %s" % e, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
