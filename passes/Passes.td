@@ -3,4 +3,53 @@
 
 include "mlir/Pass/PassBase.td"
 
+def PackLayout : Pass<"kiln-pack-layout", "mlir::ModuleOp"> {
+  let summary = "Places every weight in the data section of the pack";
+  let description = [{
+    Gives each distinct `kiln.weight` a segment: 64-byte aligned, in model order,
+    with every decoder layer starting on a page so the loader can prefetch or
+    drop one layer at a time. The weight keeps its GGUF block layout.
+
+    Before:
+    ```mlir
+    %w = kiln.weight "blk.0.attn_q.weight" : tensor<256x256xf32>
+    ```
+    After:
+    ```mlir
+    %w = kiln.weight "blk.0.attn_q.weight"
+           {segment = #kiln.segment<offset = 528384, bytes = 262144, layer = 0>}
+           : tensor<256x256xf32>
+    ```
+    The module gets `kiln.pack_data_bytes`, the size of the data section.
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def PlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Assigns every intermediate a fixed offset in one arena";
+  let description = [{
+    The KV cache is a persistent region at the start of the arena, shared by all
+    functions. Each function's intermediates follow it, placed by liveness
+    (greedy by size, 64-byte aligned); an elementwise op whose operand dies there
+    writes in place. Each op producing a tensor gets `slot = #kiln.slot<...>`;
+    each function gets `kiln.activation_bytes` and `kiln.activation_lower_bound`
+    (most bytes live at once), and the module `kiln.kv_bytes` and
+    `kiln.arena_bytes` (KV cache plus the largest function's activations).
+
+    Before:
+    ```mlir
+    %1 = kiln.add %0, %x : tensor<1x256xf32>
+    ```
+    After:
+    ```mlir
+    %1 = kiln.add %0, %x {slot = #kiln.slot<offset = 262144, bytes = 1024>} : tensor<1x256xf32>
+    ```
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+           "Byte alignment of every buffer">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 #endif // KILN_PASSES_TD

@@ -12,4 +12,28 @@ def Kiln_CacheKind : I32EnumAttr<"CacheKind", "which half of the KV cache", [
 }
 def Kiln_CacheKindAttr : EnumAttr<Kiln_Dialect, Kiln_CacheKind, "cache_kind">;
 
+class Kiln_Attr<string name, string attrMnemonic> : AttrDef<Kiln_Dialect, name> {
+  let mnemonic = attrMnemonic;
+}
+
+def Kiln_SlotAttr : Kiln_Attr<"Slot", "slot"> {
+  let summary = "a buffer at a fixed offset of the arena";
+  let description = [{
+    Set by plan-memory on every op whose result lives in the arena. The KV cache
+    is a persistent region at the start of the arena; activations follow it.
+  }];
+  let parameters = (ins "int64_t":$offset, "int64_t":$bytes);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Kiln_SegmentAttr : Kiln_Attr<"Segment", "segment"> {
+  let summary = "a weight's bytes in the data section of the pack";
+  let description = [{
+    Set by pack-layout on every `kiln.weight`. Offsets are from the start of the
+    data section; layer -1 holds tensors outside the decoder blocks.
+  }];
+  let parameters = (ins "int64_t":$offset, "int64_t":$bytes, "int64_t":$layer);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 #endif // KILN_ATTRS_TD

@@ -1,0 +1,56 @@
+#include "passes/Passes.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_PACKLAYOUT
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+constexpr int64_t kSegmentAlign = 64;
+constexpr int64_t kPageBytes = 4096;
+
+/// Layer of a GGUF tensor name ("blk.3.ffn_up.weight" -> 3), -1 outside blocks.
+int64_t layerOf(StringRef name) {
+  int64_t layer;
+  if (!name.consume_front("blk.") || name.consumeInteger(10, layer))
+    return -1;
+  return layer;
+}
+
+struct PackLayoutPass : kiln::impl::PackLayoutBase<PackLayoutPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    llvm::StringMap<SegmentAttr> segments;
+    int64_t end = 0, lastLayer = -1;
+    WalkResult result = module.walk([&](WeightOp op) -> WalkResult {
+      auto [it, inserted] = segments.try_emplace(op.getName());
+      if (inserted) {
+        int64_t layer = layerOf(op.getName());
+        end = llvm::alignTo(end, layer != lastLayer ? kPageBytes : kSegmentAlign);
+        lastLayer = layer;
+        int64_t bytes = getStorageBytes(op.getType());
+        it->second = SegmentAttr::get(&getContext(), end, bytes, layer);
+        end += bytes;
+      } else if (it->second.getBytes() != getStorageBytes(op.getType())) {
+        return op.emitOpError("uses the tensor with a type of a different size than "
+                              "another use");
+      }
+      op->setAttr("segment", it->second);
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      return signalPassFailure();
+    module->setAttr("kiln.pack_data_bytes",
+                    IntegerAttr::get(IntegerType::get(&getContext(), 64),
+                                     llvm::alignTo(end, kPageBytes)));
+  }
+};
+
+} // namespace

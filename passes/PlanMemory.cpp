@@ -1,0 +1,137 @@
+#include "passes/MemoryPlanner.h"
+#include "passes/Passes.h"
+
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <map>
+
+namespace kiln {
+#define GEN_PASS_DEF_PLANMEMORY
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+int64_t tensorBytes(Type type) {
+  auto t = cast<RankedTensorType>(type);
+  return t.getNumElements() * getBlockBytes(t.getElementType());
+}
+
+/// Ops whose result may overwrite an operand that dies there: each output
+/// element depends only on the same elements of the inputs.
+bool canWriteInPlace(Operation *op) {
+  return isa<AddOp, MulOp, SiluOp, GeluOp, RopeOp>(op);
+}
+
+/// Whether the result of `op` lives in the activation region of the arena.
+bool needsBuffer(Operation *op) {
+  return op->getNumResults() == 1 && isa<RankedTensorType>(op->getResult(0).getType()) &&
+         !isa<WeightOp, KvCacheOp, KvWriteOp>(op);
+}
+
+struct PlanMemoryPass : kiln::impl::PlanMemoryBase<PlanMemoryPass> {
+  using PlanMemoryBase::PlanMemoryBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    auto i64 = IntegerType::get(ctx, 64);
+
+    // The KV cache: one persistent slot per (layer, kind), the same in every function.
+    std::map<std::pair<int64_t, int64_t>, SlotAttr> caches;
+    int64_t kvBytes = 0;
+    WalkResult walk = module.walk([&](KvCacheOp op) -> WalkResult {
+      auto key = std::make_pair(int64_t(op.getLayer()), int64_t(op.getKind()));
+      int64_t bytes = tensorBytes(op.getType());
+      auto [it, inserted] = caches.try_emplace(key);
+      if (inserted) {
+        it->second = SlotAttr::get(ctx, kvBytes, bytes);
+        kvBytes = llvm::alignTo(kvBytes + bytes, alignment);
+      } else if (it->second.getBytes() != bytes) {
+        return op.emitOpError("has a different size than another use of the same cache");
+      }
+      op->setAttr("slot", it->second);
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
+
+    int64_t activationBytes = 0;
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      if (!fn.getBody().hasOneBlock()) {
+        fn.emitOpError("expects a single block");
+        return signalPassFailure();
+      }
+      MemoryPlan plan = planFunction(fn, kvBytes);
+      activationBytes = std::max(activationBytes, plan.peakBytes);
+      fn->setAttr("kiln.activation_bytes", IntegerAttr::get(i64, plan.peakBytes));
+      fn->setAttr("kiln.activation_lower_bound", IntegerAttr::get(i64, plan.lowerBound));
+    }
+    module->setAttr("kiln.kv_bytes", IntegerAttr::get(i64, kvBytes));
+    module->setAttr("kiln.arena_bytes", IntegerAttr::get(i64, kvBytes + activationBytes));
+  }
+
+  MemoryPlan planFunction(func::FuncOp fn, int64_t base) {
+    Block &block = fn.getBody().front();
+    llvm::DenseMap<Operation *, int64_t> step;
+    for (Operation &op : block)
+      step[&op] = step.size();
+    int64_t end = step.size();
+
+    auto lastUse = [&](Value v) {
+      int64_t last = step[v.getDefiningOp()];
+      for (Operation *user : v.getUsers())
+        last = std::max(last, isa<func::ReturnOp>(user) ? end : step[user]);
+      return last;
+    };
+
+    // Values that share a buffer: an in-place result joins its dying operand.
+    llvm::EquivalenceClasses<Operation *> groups;
+    for (Operation &op : block) {
+      if (!needsBuffer(&op))
+        continue;
+      groups.insert(&op);
+      if (!canWriteInPlace(&op))
+        continue;
+      for (Value operand : op.getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (def && needsBuffer(def) && operand.getType() == op.getResult(0).getType() &&
+            lastUse(operand) == step[&op]) {
+          groups.unionSets(def, &op);
+          break;
+        }
+      }
+    }
+
+    std::vector<BufferRequest> requests;
+    std::vector<Operation *> leaders;
+    for (auto it = groups.begin(); it != groups.end(); ++it) {
+      if (!it->isLeader())
+        continue;
+      BufferRequest r{0, end, 0};
+      for (auto m = groups.member_begin(it); m != groups.member_end(); ++m) {
+        r.bytes = std::max(r.bytes, tensorBytes((*m)->getResult(0).getType()));
+        r.firstStep = std::min(r.firstStep, step[*m]);
+        r.lastStep = std::max(r.lastStep, lastUse((*m)->getResult(0)));
+      }
+      requests.push_back(r);
+      leaders.push_back(it->getData());
+    }
+
+    MemoryPlan plan = planMemory(requests, alignment);
+    for (size_t i = 0; i < leaders.size(); ++i)
+      for (auto m = groups.member_begin(groups.findValue(leaders[i]));
+           m != groups.member_end(); ++m)
+        (*m)->setAttr("slot", SlotAttr::get(&getContext(), base + plan.offsets[i],
+                                            requests[i].bytes));
+    for (auto op : block.getOps<KvWriteOp>())
+      op->setAttr("slot", op.getCache().getDefiningOp()->getAttr("slot"));
+    return plan;
+  }
+};
+
+} // namespace
