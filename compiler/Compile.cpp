@@ -1,5 +1,7 @@
 #include "compiler/Compile.h"
 
+#include "codegen_targets/EmitC.h"
+#include "compiler/pack/PackWriter.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -47,18 +49,43 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
   if (!module)
     return report(errs, options.input, llvm::toString(module.takeError()));
 
+  const TargetDescription *target = lookupTarget(options.target);
+  if (!target)
+    return report(errs, options.target, "unknown target (available: c99)");
+
   PassManager pm(&context);
   buildGraphPipeline(pm);
+  if (options.emit != EmitPhase::Mlir)
+    buildKernelPipeline(pm);
   if (failed(pm.run(**module)))
-    return report(errs, options.input, "graph pipeline failed");
+    return report(errs, options.input, "compilation pipeline failed");
 
-  if (options.outputDir.empty()) {
-    (*module)->print(out);
-    return success();
+  std::string name = (*module)->getSymName()->str();
+  if (options.emit != EmitPhase::C) {
+    if (options.outputDir.empty()) {
+      (*module)->print(out);
+      return success();
+    }
+    if (std::error_code ec = llvm::sys::fs::create_directories(options.outputDir))
+      return report(errs, options.outputDir, ec.message());
+    llvm::SmallString<256> path(options.outputDir);
+    llvm::sys::path::append(path, name + ".mlir");
+    return writeFile(path, errs, [&](llvm::raw_ostream &os) { (*module)->print(os); });
   }
+
+  if (options.outputDir.empty())
+    return report(errs, options.input, "--emit=c needs an output directory (-o DIR)");
   if (std::error_code ec = llvm::sys::fs::create_directories(options.outputDir))
     return report(errs, options.outputDir, ec.message());
-  llvm::SmallString<256> path(options.outputDir);
-  llvm::sys::path::append(path, (*module)->getSymName()->str() + ".mlir");
-  return writeFile(path, errs, [&](llvm::raw_ostream &os) { (*module)->print(os); });
+  llvm::Expected<Vocabulary> vocab = readVocabulary(*file);
+  if (!vocab)
+    return report(errs, options.input, llvm::toString(vocab.takeError()));
+  llvm::SmallString<256> packPath(options.outputDir);
+  llvm::sys::path::append(packPath, name + ".kpack");
+  llvm::Expected<PackInfo> pack = writePack(**module, *file, *vocab, packPath);
+  if (!pack)
+    return report(errs, options.input, llvm::toString(pack.takeError()));
+  if (failed(emitC(**module, *target, *pack, options.outputDir)))
+    return report(errs, options.input, "code generation failed");
+  return success();
 }

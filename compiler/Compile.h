@@ -8,12 +8,17 @@
 namespace kiln {
 
 /// The phase kiln-compile stops after.
-enum class EmitPhase { Mlir };
+enum class EmitPhase {
+  Mlir,     // graph-level kiln IR, after import and graph passes
+  KernelIr, // every op one kernel call: arena slots and weight segments set
+  C,        // generated sources, pack and CMakeLists.txt in the output directory
+};
 
 struct CompileOptions {
   std::string input;
   std::string outputDir; // empty: print the result of a textual phase
-  EmitPhase emit = EmitPhase::Mlir;
+  EmitPhase emit = EmitPhase::C;
+  std::string target = "c99";
   ImportOptions import;
 };
 

@@ -13,9 +13,15 @@ static cl::opt<std::string> input(cl::Positional, cl::desc("<model.gguf>"), cl::
 static cl::opt<std::string> outputDir("o", cl::desc("Output directory"),
                                       cl::value_desc("dir"), cl::cat(category));
 static cl::opt<kiln::EmitPhase> emit(
-    "emit", cl::desc("Phase to stop after"), cl::init(kiln::EmitPhase::Mlir),
-    cl::values(clEnumValN(kiln::EmitPhase::Mlir, "mlir", "graph-level kiln IR")),
+    "emit", cl::desc("Phase to stop after"), cl::init(kiln::EmitPhase::C),
+    cl::values(clEnumValN(kiln::EmitPhase::Mlir, "mlir", "graph-level kiln IR"),
+               clEnumValN(kiln::EmitPhase::KernelIr, "kernel-ir",
+                          "kernel-level IR: arena slots and weight segments"),
+               clEnumValN(kiln::EmitPhase::C, "c",
+                          "C sources, pack and CMakeLists.txt in the -o directory")),
     cl::cat(category));
+static cl::opt<std::string> target("target", cl::desc("Code generation target"),
+                                   cl::init("c99"), cl::cat(category));
 static cl::opt<int64_t> prefillChunk(
     "prefill-chunk", cl::desc("Tokens per prefill call (default: min(64, context))"),
     cl::init(0), cl::cat(category));
@@ -36,6 +42,7 @@ int main(int argc, char **argv) {
   options.input = input;
   options.outputDir = outputDir;
   options.emit = emit;
+  options.target = target;
   options.import.prefillChunk = prefillChunk;
   options.import.maxContext = maxContext;
   options.import.name = name;

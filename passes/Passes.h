@@ -18,6 +18,10 @@ namespace kiln {
 /// Graph-level passes run between import and kernel-level lowering.
 void buildGraphPipeline(mlir::OpPassManager &pm);
 
+/// From graph level to kernel level: weights placed in the pack, every
+/// intermediate placed in the arena.
+void buildKernelPipeline(mlir::OpPassManager &pm);
+
 } // namespace kiln
 
 #endif // KILN_PASSES_PASSES_H

@@ -1,0 +1,20 @@
+#ifndef KILN_CODEGEN_TARGETS_EMITC_H
+#define KILN_CODEGEN_TARGETS_EMITC_H
+
+#include "codegen_targets/Target.h"
+#include "compiler/pack/PackWriter.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace kiln {
+
+/// Writes the generated sources of a planned, laid-out module into `outDir`:
+/// `<name>.h` (API and exact sizes), `<name>.c` (the schedule),
+/// `<name>_kernels.h/.c` (specialised kernels), `CMakeLists.txt`, and the runtime
+/// and sample sources the folder needs to build on its own.
+mlir::LogicalResult emitC(mlir::ModuleOp module, const TargetDescription &target,
+                          const PackInfo &pack, llvm::StringRef outDir);
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_TARGETS_EMITC_H

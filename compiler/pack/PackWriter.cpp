@@ -1,0 +1,192 @@
+#include "compiler/pack/PackWriter.h"
+
+#include "compiler/pack/kiln_pack_generated.h"
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Endian.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace kiln;
+using llvm::Expected;
+
+namespace {
+
+constexpr uint64_t kHeaderBytes = 64;
+constexpr uint64_t kPageBytes = 4096;
+constexpr uint32_t kPackVersion = 1;
+
+llvm::Error fail(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+/// FNV-1a, 64-bit: small, dependency-free and stable across hosts.
+class Fnv1a {
+public:
+  void add(llvm::ArrayRef<uint8_t> bytes) {
+    for (uint8_t b : bytes)
+      hash = (hash ^ b) * 0x100000001b3ull;
+  }
+  void add(llvm::StringRef s) {
+    add(llvm::ArrayRef(reinterpret_cast<const uint8_t *>(s.data()), s.size()));
+    add(uint64_t(s.size()));
+  }
+  void add(uint64_t v) {
+    uint8_t le[8];
+    llvm::support::endian::write64le(le, v);
+    add(llvm::ArrayRef(le));
+  }
+  uint64_t value() const { return hash; }
+
+private:
+  uint64_t hash = 0xcbf29ce484222325ull;
+};
+
+struct Segment {
+  std::string name;
+  RankedTensorType type;
+  SegmentAttr attr;
+};
+
+pack::Format formatOf(Type element, uint32_t &groupSize) {
+  groupSize = getBlockElements(element);
+  if (isa<Q8_0Type>(element)) return pack::Format_Q8_0;
+  if (isa<Q4_0Type>(element)) return pack::Format_Q4_0;
+  if (isa<I8GroupType>(element)) return pack::Format_I8G;
+  if (isa<I4GroupType>(element)) return pack::Format_I4G;
+  if (element.isF16()) return pack::Format_F16;
+  return pack::Format_F32;
+}
+
+/// The bytes of a weight as the generated kernels read them. Today every
+/// format is stored as the model file has it.
+Expected<llvm::ArrayRef<uint8_t>> segmentBytes(const gguf::File &model,
+                                               const Segment &s) {
+  const gguf::TensorInfo *t = model.findTensor(s.name);
+  if (!t)
+    return fail(llvm::formatv("the model has no tensor '{0}'", s.name));
+  if (t->bytes != uint64_t(s.attr.getBytes()))
+    return fail(llvm::formatv("tensor '{0}' has {1} bytes in the model but the IR "
+                              "expects {2}",
+                              s.name, t->bytes, s.attr.getBytes()));
+  return model.tensorBytes(*t);
+}
+
+} // namespace
+
+Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
+                                   const Vocabulary &vocab, llvm::StringRef path) {
+  std::vector<Segment> segments;
+  llvm::StringSet<> seen;
+  module.walk([&](WeightOp op) {
+    auto attr = op->getAttrOfType<SegmentAttr>("segment");
+    if (attr && seen.insert(op.getName()).second)
+      segments.push_back({op.getName().str(), op.getType(), attr});
+  });
+  std::sort(segments.begin(), segments.end(), [](const Segment &a, const Segment &b) {
+    return a.attr.getOffset() < b.attr.getOffset();
+  });
+  auto dataBytes = module->getAttrOfType<IntegerAttr>("kiln.pack_data_bytes");
+  if (!dataBytes)
+    return fail("the module has no pack layout (run kiln-pack-layout first)");
+
+  Fnv1a hash;
+  std::vector<llvm::ArrayRef<uint8_t>> bytes;
+  for (const Segment &s : segments) {
+    Expected<llvm::ArrayRef<uint8_t>> b = segmentBytes(model, s);
+    if (!b)
+      return b.takeError();
+    bytes.push_back(*b);
+    uint32_t group;
+    hash.add(s.name);
+    hash.add(uint64_t(formatOf(s.type.getElementType(), group)));
+    hash.add(uint64_t(group));
+    for (int64_t d : s.type.getShape())
+      hash.add(uint64_t(d));
+    hash.add(uint64_t(s.attr.getOffset()));
+    hash.add(*b);
+  }
+
+  flatbuffers::FlatBufferBuilder fbb(1 << 16);
+  std::vector<flatbuffers::Offset<pack::Tensor>> tensors;
+  std::map<int64_t, std::pair<uint64_t, uint64_t>> layers; // index -> [begin, end)
+  for (const Segment &s : segments) {
+    uint32_t group;
+    pack::Format format = formatOf(s.type.getElementType(), group);
+    std::vector<int64_t> shape(s.type.getShape().begin(), s.type.getShape().end());
+    uint64_t offset = s.attr.getOffset(), size = s.attr.getBytes();
+    tensors.push_back(pack::CreateTensorDirect(fbb, s.name.c_str(), format, group, &shape,
+                                               offset, size, s.attr.getLayer()));
+    if (s.attr.getLayer() >= 0) {
+      auto [it, inserted] = layers.try_emplace(s.attr.getLayer(), offset, offset + size);
+      it->second.first = std::min(it->second.first, offset);
+      it->second.second = std::max(it->second.second, offset + size);
+    }
+  }
+  std::vector<flatbuffers::Offset<pack::Layer>> layerTable;
+  for (auto [index, range] : layers)
+    layerTable.push_back(
+        pack::CreateLayer(fbb, index, range.first, range.second - range.first));
+
+  std::vector<flatbuffers::Offset<flatbuffers::String>> tokens, merges;
+  for (const std::string &t : vocab.tokens)
+    tokens.push_back(fbb.CreateString(t));
+  for (const std::string &m : vocab.merges)
+    merges.push_back(fbb.CreateString(m));
+  auto vocabTable = pack::CreateVocabularyDirect(
+      fbb, vocab.model.c_str(), &tokens, &vocab.scores, &vocab.types, &merges,
+      vocab.bos, vocab.eos, vocab.unk, vocab.addBos, vocab.addSpacePrefix);
+  std::string name = module.getSymName() ? module.getSymName()->str() : "model";
+  auto root = pack::CreatePackDirect(fbb, name.c_str(), hash.value(), &tensors,
+                                     &layerTable, vocabTable, dataBytes.getInt());
+  pack::FinishPackBuffer(fbb, root);
+
+  flatbuffers::Verifier verifier(fbb.GetBufferPointer(), fbb.GetSize());
+  if (!pack::VerifyPackBuffer(verifier))
+    return fail("internal error: the pack table does not verify");
+
+  PackInfo info;
+  info.modelHash = hash.value();
+  info.dataOffset = llvm::alignTo(kHeaderBytes + fbb.GetSize(), kPageBytes);
+  info.dataSize = dataBytes.getInt();
+  info.fileSize = info.dataOffset + info.dataSize;
+
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return fail(llvm::formatv("{0}: {1}", path, ec.message()));
+  uint8_t header[kHeaderBytes] = {'K', 'I', 'L', 'N', 'P', 'A', 'C', 'K'};
+  using namespace llvm::support::endian;
+  write32le(header + 8, kPackVersion);
+  write32le(header + 12, 0);
+  write64le(header + 16, info.modelHash);
+  write64le(header + 24, kHeaderBytes);
+  write64le(header + 32, fbb.GetSize());
+  write64le(header + 40, info.dataOffset);
+  write64le(header + 48, info.dataSize);
+  write64le(header + 56, info.fileSize);
+  os.write(reinterpret_cast<const char *>(header), kHeaderBytes);
+  os.write(reinterpret_cast<const char *>(fbb.GetBufferPointer()), fbb.GetSize());
+  uint64_t written = kHeaderBytes + fbb.GetSize();
+  auto padTo = [&](uint64_t target) {
+    os.write_zeros(target - written);
+    written = target;
+  };
+  padTo(info.dataOffset);
+  for (size_t i = 0; i < segments.size(); ++i) {
+    padTo(info.dataOffset + segments[i].attr.getOffset());
+    os.write(reinterpret_cast<const char *>(bytes[i].data()), bytes[i].size());
+    written += bytes[i].size();
+  }
+  padTo(info.fileSize);
+  os.close();
+  if (os.has_error())
+    return fail(llvm::formatv("{0}: {1}", path, os.error().message()));
+  return info;
+}

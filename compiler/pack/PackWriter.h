@@ -1,0 +1,29 @@
+#ifndef KILN_COMPILER_PACK_PACKWRITER_H
+#define KILN_COMPILER_PACK_PACKWRITER_H
+
+#include "compiler/import/GGUFReader.h"
+#include "compiler/import/LlamaImporter.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace kiln {
+
+/// What the generated code must know about the pack it will read.
+struct PackInfo {
+  uint64_t modelHash = 0;
+  uint64_t dataOffset = 0;
+  uint64_t dataSize = 0;
+  uint64_t fileSize = 0;
+};
+
+/// Writes `path`: the 64-byte header, the FlatBuffers table describing every
+/// weight segment that pack-layout assigned in `module`, the layers and the
+/// vocabulary, then the data section with each weight's bytes from `model`.
+/// The model hash covers the layout and the bytes, so a pack only opens with
+/// the code generated alongside it.
+llvm::Expected<PackInfo> writePack(mlir::ModuleOp module, const gguf::File &model,
+                                   const Vocabulary &vocab, llvm::StringRef path);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_PACK_PACKWRITER_H

@@ -1,0 +1,36 @@
+/* A generated model seen through one table of functions, so that programs such
+ * as kiln-generate work with any model. Each model defines `<name>_api`. */
+#ifndef KILN_KILN_MODEL_H
+#define KILN_KILN_MODEL_H
+
+#include "kiln.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_model_api {
+  const char *name;
+  size_t model_bytes;   /* sizeof the model's state struct */
+  size_t arena_bytes;   /* exact arena size from plan-memory */
+  uint64_t pack_bytes;
+  int32_t vocab;
+  int32_t max_context;
+  int32_t prefill_chunk;
+  int32_t bos, eos;
+  kiln_status (*open)(void *model, const kiln_pack_source *src, void *arena,
+                      size_t arena_bytes);
+  /* n tokens at the current position; logits (may be NULL) gets n rows of vocab. */
+  kiln_status (*prefill)(void *model, const int32_t *tokens, int32_t n, float *logits);
+  /* One token; logits (may be NULL) gets vocab floats. */
+  kiln_status (*decode)(void *model, int32_t token, float *logits);
+  int32_t (*position)(const void *model);
+  void (*reset)(void *model);
+  void (*close)(void *model);
+} kiln_model_api;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_KILN_MODEL_H */

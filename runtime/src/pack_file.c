@@ -1,0 +1,101 @@
+/* Hosted pack sources: map a pack file read-only so weights are paged in on
+ * demand instead of copied. Bare-metal builds omit this file. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE /* madvise is not in strict POSIX on glibc */
+#endif
+
+#include "kiln/kiln.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* An empty file cannot be mapped (mmap of length 0 fails), but it is a valid
+ * source that verify reports as truncated; point it at something non-NULL. */
+static const uint8_t empty_file[1] = {0};
+
+static void zero_source(kiln_pack_source *src) {
+  src->bytes = NULL;
+  src->size = 0;
+  src->mapping = NULL;
+  src->mapping_size = 0;
+}
+
+/* Size of a regular file, or -1 when it has none or does not fit in memory. */
+static int file_size(int fd, size_t *size) {
+  struct stat st;
+
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0)
+    return -1;
+  if ((uintmax_t)st.st_size > (uintmax_t)SIZE_MAX)
+    return -1;
+  *size = (size_t)st.st_size;
+  return 0;
+}
+
+kiln_status kiln_pack_source_open_file(kiln_pack_source *src, const char *path) {
+  int fd;
+  size_t size;
+  void *map;
+
+  if (src == NULL)
+    return KILN_ERR_ARGUMENT;
+  zero_source(src);
+  if (path == NULL)
+    return KILN_ERR_ARGUMENT;
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return KILN_ERR_IO;
+  if (file_size(fd, &size) != 0) {
+    close(fd);
+    return KILN_ERR_IO;
+  }
+  if (size == 0) {
+    close(fd);
+    src->bytes = empty_file;
+    return KILN_OK;
+  }
+  /* No MADV_SEQUENTIAL: every token walks all weights again, and that hint lets
+   * the kernel drop pages right after use. */
+  map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd); /* the mapping keeps the file referenced */
+  if (map == MAP_FAILED)
+    return KILN_ERR_IO;
+  src->bytes = (const uint8_t *)map;
+  src->size = size;
+  src->mapping = map;
+  src->mapping_size = size;
+  return KILN_OK;
+}
+
+void kiln_pack_source_close(kiln_pack_source *src) {
+  if (src == NULL)
+    return;
+  if (src->mapping != NULL)
+    munmap(src->mapping, src->mapping_size);
+  zero_source(src);
+}
+
+void kiln_pack_source_prefetch(const kiln_pack_source *src, uint64_t offset, uint64_t size) {
+  long page_size;
+  uint64_t page, start, end;
+
+  if (src == NULL || src->mapping == NULL || size == 0u ||
+      offset >= (uint64_t)src->mapping_size)
+    return;
+  end = (uint64_t)src->mapping_size;
+  if (size < end - offset)
+    end = offset + size;
+  /* madvise wants a page-aligned address; the mapping itself starts on one. */
+  page_size = sysconf(_SC_PAGESIZE);
+  page = page_size > 0 ? (uint64_t)page_size : KILN_PACK_PAGE;
+  start = offset - offset % page;
+  if (end <= start)
+    return;
+  /* The kernel rounds the length up to whole pages within the mapping. */
+  madvise((uint8_t *)src->mapping + (size_t)start, (size_t)(end - start), MADV_WILLNEED);
+}
