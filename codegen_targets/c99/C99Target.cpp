@@ -45,11 +45,11 @@ const char *const kHelperDot[][2] = {
 static float dot_f32(const float *x, const uint8_t *w, int32_t k) {
   const float *r = (const float *)(const void *)w;
   float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int32_t i, j;
-  for (i = 0; i + 8 <= k; i += 8)
+  int32_t i, j, whole = k - k % 8;
+  for (i = 0; i < whole; i += 8)
     for (j = 0; j < 8; ++j)
       s[j] += x[i + j] * r[i + j];
-  for (; i < k; ++i)
+  for (i = whole; i < k; ++i)
     s[0] += x[i] * r[i];
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
@@ -57,11 +57,11 @@ static float dot_f32(const float *x, const uint8_t *w, int32_t k) {
     {"dot_f16", R"c(
 static float dot_f16(const float *x, const uint8_t *w, int32_t k) {
   float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int32_t i, j;
-  for (i = 0; i + 8 <= k; i += 8)
+  int32_t i, j, whole = k - k % 8;
+  for (i = 0; i < whole; i += 8)
     for (j = 0; j < 8; ++j)
       s[j] += x[i + j] * load_f16(w + 2 * (i + j));
-  for (; i < k; ++i)
+  for (i = whole; i < k; ++i)
     s[0] += x[i] * load_f16(w + 2 * i);
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }

@@ -1,0 +1,285 @@
+/* Next-token sampler; the procedure and its float operation order are
+ * specified in kiln_sampler.h and mirrored by test/runtime/sampler_reference.py,
+ * so keep the two in step. Every float result is assigned to a float
+ * variable before further use: C99 then rounds it even on targets that
+ * evaluate in wider precision, and no statement has a multiply-add to fuse. */
+#include "kiln/kiln_sampler.h"
+
+#include <math.h>
+#include <string.h>
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+#define PCG32_MULT UINT64_C(6364136223846793005)
+#define PCG32_INC UINT64_C(1442695040888963407)
+
+/* PCG32 XSH-RR: output from the old state, then one LCG step. */
+static uint32_t pcg32_next(uint64_t *state) {
+  uint64_t old = *state;
+  uint32_t xorshifted, rot;
+
+  *state = old * PCG32_MULT + PCG32_INC;
+  xorshifted = (uint32_t)(((old >> 18) ^ old) >> 27);
+  rot = (uint32_t)(old >> 59);
+  return (xorshifted >> rot) | (xorshifted << ((0u - rot) & 31u));
+}
+
+static uint64_t pcg32_seed(uint64_t seed) {
+  uint64_t state = 0;
+
+  (void)pcg32_next(&state);
+  state += seed;
+  (void)pcg32_next(&state);
+  return state;
+}
+
+static int params_valid(const kiln_sampler_params *p) {
+  /* Written as positive tests so NaN fails each of them. */
+  if (!(p->temperature <= 0.0f || (p->temperature > 0.0f && !isinf(p->temperature))))
+    return 0;
+  if (p->top_k < 0)
+    return 0;
+  if (!(p->top_p >= 0.0f))
+    return 0;
+  if (!(p->repeat_penalty > 0.0f) || isinf(p->repeat_penalty))
+    return 0;
+  if (p->repeat_last_n < -1)
+    return 0;
+  return 1;
+}
+
+void kiln_sampler_default_params(kiln_sampler_params *p) {
+  if (p == NULL)
+    return;
+  p->temperature = 0.0f;
+  p->top_k = 0;
+  p->top_p = 1.0f;
+  p->repeat_penalty = 1.0f;
+  p->repeat_last_n = 64;
+  p->seed = 0;
+}
+
+kiln_status kiln_sampler_init(kiln_sampler *s, const kiln_sampler_params *p) {
+  if (s == NULL || p == NULL || !params_valid(p))
+    return KILN_ERR_ARGUMENT;
+  s->p = *p;
+  s->rng_state = pcg32_seed(p->seed);
+  return KILN_OK;
+}
+
+/* The work buffer holds one int32 candidate id per token; the slack lets any
+ * caller address be rounded up to int32 alignment. */
+#define WORK_SLACK (sizeof(int32_t) - 1u)
+
+size_t kiln_sampler_work_bytes(int32_t vocab) {
+  if (vocab <= 0 || (uint64_t)vocab > (uint64_t)((SIZE_MAX - WORK_SLACK) / sizeof(int32_t)))
+    return 0;
+  return (size_t)vocab * sizeof(int32_t) + WORK_SLACK;
+}
+
+static int32_t *align_work(void *work) {
+  unsigned char *p = (unsigned char *)work;
+  size_t mis = (size_t)((uintptr_t)p % sizeof(int32_t));
+
+  if (mis != 0)
+    p += sizeof(int32_t) - mis;
+  return (int32_t *)(void *)p;
+}
+
+/* Total order used everywhere: higher logit first, then lower id. Logits are
+ * NaN-free by the time this is called. */
+static int better(const float *l, int32_t a, int32_t b) {
+  return l[a] > l[b] || (l[a] == l[b] && a < b);
+}
+
+/* Min-heap on `better`: the root is the worst of c[0..n). */
+static void sift_down(int32_t *c, size_t n, size_t i, const float *l) {
+  for (;;) {
+    size_t worst = i, left, right;
+    int32_t tmp;
+
+    if (i >= n / 2)
+      return; /* no children; also keeps 2i+1 from overflowing */
+    left = 2 * i + 1;
+    right = left + 1;
+    if (better(l, c[worst], c[left]))
+      worst = left;
+    if (right < n && better(l, c[worst], c[right]))
+      worst = right;
+    if (worst == i)
+      return;
+    tmp = c[i];
+    c[i] = c[worst];
+    c[worst] = tmp;
+    i = worst;
+  }
+}
+
+/* Leaves the k best ids of [0, vocab) in c[0..k), best first: a bounded
+ * heap keeps the k best seen, then heapsort orders them. O(V log k). */
+static void select_sorted(int32_t *c, int32_t k, int32_t vocab, const float *l) {
+  size_t n = (size_t)k, i, end;
+  int32_t id, tmp;
+
+  for (i = 0; i < n; i++)
+    c[i] = (int32_t)i;
+  for (i = n / 2; i-- > 0;)
+    sift_down(c, n, i, l);
+  for (id = k; id < vocab; id++) {
+    if (better(l, id, c[0])) {
+      c[0] = id;
+      sift_down(c, n, 0, l);
+    }
+  }
+  /* Moving the root to the back repeatedly puts the worst last. */
+  for (end = n; end-- > 1;) {
+    tmp = c[0];
+    c[0] = c[end];
+    c[end] = tmp;
+    sift_down(c, end, 0, l);
+  }
+}
+
+/* Validates the tokens in the penalty window; 0 on a token outside the
+ * vocabulary. Nothing is modified here, so errors leave logits intact. */
+static int window_valid(const int32_t *w, int32_t n, int32_t vocab) {
+  int32_t i;
+
+  for (i = 0; i < n; i++)
+    if (w[i] < 0 || w[i] >= vocab)
+      return 0;
+  return 1;
+}
+
+/* Each distinct token once: a bitmap in the work buffer marks those done. */
+static void apply_penalty(float *logits, int32_t vocab, const int32_t *w, int32_t n,
+                          float penalty, unsigned char *seen) {
+  int32_t i;
+
+  memset(seen, 0, ((size_t)vocab + 7u) / 8u);
+  for (i = 0; i < n; i++) {
+    int32_t t = w[i];
+    unsigned char bit = (unsigned char)(1u << (t & 7));
+    float v;
+
+    if (seen[t >> 3] & bit)
+      continue;
+    seen[t >> 3] |= bit;
+    v = logits[t];
+    if (v > 0.0f)
+      v = v / penalty;
+    else
+      v = v * penalty;
+    logits[t] = v;
+  }
+}
+
+static int32_t argmax(const float *logits, int32_t vocab) {
+  int32_t best = 0, i;
+
+  for (i = 1; i < vocab; i++)
+    if (better(logits, i, best))
+      best = i;
+  return best;
+}
+
+/* Steps 3-6 of the header's procedure. c has room for vocab ids. */
+static int32_t sample_candidates(const kiln_sampler_params *p, uint32_t r, float *l,
+                                 int32_t vocab, int32_t *c) {
+  int truncate_k = p->top_k > 0 && p->top_k < vocab;
+  int truncate_p = p->top_p < 1.0f;
+  int32_t n = truncate_k ? p->top_k : vocab;
+  int32_t i, kept, best, last_positive;
+  float lmax, sum, cum, u, target;
+
+  if (truncate_k || truncate_p) {
+    select_sorted(c, n, vocab, l);
+    best = c[0];
+  } else {
+    for (i = 0; i < n; i++)
+      c[i] = i;
+    best = argmax(l, vocab);
+  }
+  lmax = l[best];
+  if (isinf(lmax))
+    return best; /* softmax is undefined; the limit picks the best */
+
+  sum = 0.0f;
+  for (i = 0; i < n; i++) {
+    float x = l[c[i]] - lmax;
+    float e;
+
+    x = x / p->temperature;
+    e = expf(x);
+    l[c[i]] = e;
+    sum = sum + e;
+  }
+  for (i = 0; i < n; i++)
+    l[c[i]] = l[c[i]] / sum;
+
+  kept = n;
+  cum = 0.0f;
+  for (i = 0; i < n; i++) {
+    cum = cum + l[c[i]];
+    if (truncate_p && cum >= p->top_p) {
+      kept = i + 1;
+      break;
+    }
+  }
+
+  u = (float)(r >> 8);
+  u = u * (1.0f / 16777216.0f);
+  target = u * cum;
+  cum = 0.0f;
+  last_positive = 0;
+  for (i = 0; i < kept; i++) {
+    float pi = l[c[i]];
+
+    cum = cum + pi;
+    if (pi > 0.0f)
+      last_positive = i;
+    if (target < cum)
+      return c[i];
+  }
+  return c[last_positive];
+}
+
+kiln_status kiln_sampler_sample(kiln_sampler *s, float *logits, int32_t vocab,
+                                const int32_t *history, int32_t n_history, void *work,
+                                size_t work_bytes, int32_t *token) {
+  size_t need = kiln_sampler_work_bytes(vocab);
+  const int32_t *window;
+  int32_t n_window, i, *c;
+  const kiln_sampler_params *p;
+
+  if (s == NULL || logits == NULL || work == NULL || token == NULL || need == 0)
+    return KILN_ERR_ARGUMENT;
+  if (work_bytes < need || n_history < 0 || (history == NULL && n_history > 0))
+    return KILN_ERR_ARGUMENT;
+  p = &s->p;
+  if (!params_valid(p))
+    return KILN_ERR_ARGUMENT;
+
+  n_window = n_history;
+  if (p->repeat_last_n >= 0 && p->repeat_last_n < n_window)
+    n_window = p->repeat_last_n;
+  window = n_window > 0 ? history + (n_history - n_window) : NULL; /* no NULL + 0 */
+  if (n_window > 0 && !window_valid(window, n_window, vocab))
+    return KILN_ERR_ARGUMENT;
+
+  c = align_work(work);
+  if (n_window > 0 && p->repeat_penalty != 1.0f)
+    apply_penalty(logits, vocab, window, n_window, p->repeat_penalty, (unsigned char *)c);
+  for (i = 0; i < vocab; i++)
+    if (isnan(logits[i]))
+      logits[i] = -INFINITY;
+
+  if (p->temperature <= 0.0f) {
+    *token = argmax(logits, vocab);
+    return KILN_OK;
+  }
+  *token = sample_candidates(p, pcg32_next(&s->rng_state), logits, vocab, c);
+  return KILN_OK;
+}

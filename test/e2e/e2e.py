@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""End-to-end tests: compile a GGUF model with kiln-compile, build the generated C
+with a C compiler at -std=c99 -pedantic -Wall -Wextra -Werror, run it, and compare
+with an independent oracle (model A's reference logits, or the naive Python
+reference in test/tools/llama_ref.py for random-weight models).
+
+Each subcommand is one ctest test and prints 'N passed, N failed'."""
+import argparse
+import json
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "test", "tools"))
+import gguf_tool  # noqa: E402
+import llama_ref  # noqa: E402
+
+MODEL_A = os.path.join(ROOT, "test", "data", "tiny-llama-A")
+STRICT = "-Wall -Wextra -Werror -pedantic"
+
+
+class Results:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, ok, what):
+        print(("PASS " if ok else "FAIL ") + what, flush=True)
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+
+    def finish(self):
+        print(f"{self.passed} passed, {self.failed} failed")
+        return 0 if self.failed == 0 and self.passed > 0 else 1
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, text=True, capture_output=True, **kw)
+
+
+def compile_model(args, gguf, out, *flags):
+    shutil.rmtree(out, ignore_errors=True)
+    run([args.kiln_compile, gguf, "-o", out, *flags])
+    with open(os.path.join(out, "CMakeLists.txt")) as f:
+        name = f.read().split("project(")[1].split()[0]
+    return name
+
+
+def build(out, cc, defs=()):
+    """Builds the generated folder with `cc`; returns the build directory."""
+    b = os.path.join(out, "build-" + os.path.basename(cc))
+    run(["cmake", "-S", out, "-B", b, f"-DCMAKE_C_COMPILER={cc}",
+         f"-DCMAKE_C_FLAGS={STRICT}", *defs])
+    run(["cmake", "--build", b, "-j2"])
+    return b
+
+
+def generate(build_dir, pack, tokens, n, dump, *extra):
+    r = run([os.path.join(build_dir, "kiln-generate"), "--pack", pack, "--tokens",
+             ",".join(map(str, tokens)), "-n", str(n), "--dump-logits", dump, *extra])
+    ids = [int(x) for x in r.stdout.split("ids:")[1].split(",")] if n else []
+    return ids
+
+
+def npy_rows(path):
+    shape, flat = llama_ref.read_npy(path)
+    return [flat[i * shape[1]:(i + 1) * shape[1]] for i in range(shape[0])]
+
+
+def model_a(args):
+    res = Results()
+    gguf = os.path.join(MODEL_A, "tiny-llama-A-f32.gguf")
+    tol = 1e-4
+    if args.type != "f32":
+        gguf = os.path.join(args.work, f"tiny-llama-A-{args.type}.gguf")
+        os.makedirs(args.work, exist_ok=True)
+        run([sys.executable, os.path.join(ROOT, "test", "tools", "gguf_tool.py"),
+             "convert", os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"), gguf,
+             "--type", args.type])
+        tol = args.tol
+    out = os.path.join(args.work, "out")
+    name = compile_model(args, gguf, out, f"--prefill-chunk={args.chunk}")
+    pack = os.path.join(out, name + ".kpack")
+    refs = json.load(open(os.path.join(MODEL_A, "tiny-llama-A-refs.json")))
+    for cc in args.cc:
+        b = build(out, cc)
+        res.check(True, f"{cc}: generated code builds with {STRICT} -std=c99")
+        worst = 0.0
+        for p in refs["prompts"]:
+            k, toks = p["index"], p["token_ids"]
+            dump = os.path.join(args.work, f"p{k}-{os.path.basename(cc)}.f32")
+            ids = generate(b, pack, toks, 32, dump)
+            rows = llama_ref.read_f32(dump, refs["n_vocab"])
+            ref = npy_rows(os.path.join(MODEL_A, p["logits_file"]))
+            ref += npy_rows(os.path.join(MODEL_A, p["greedy_logits_file"]))[1:]
+            err, r, c = llama_ref.max_abs_diff(rows, ref)
+            worst = max(worst, err)
+            res.check(len(rows) == len(ref) and err <= tol,
+                      f"{cc} prompt {k}: {len(rows)} logit rows, max abs error {err:.3g} "
+                      f"(row {r}, col {c}) <= {tol}")
+            res.check(ids == p["greedy_ids"], f"{cc} prompt {k}: greedy 32 ids equal")
+            if cc == args.cc[0]:
+                single = dump + ".decode"
+                generate(b, pack, toks, 1, single, "--no-prefill")
+                err2, _, _ = llama_ref.max_abs_diff(llama_ref.read_f32(single, refs["n_vocab"]),
+                                                    rows[:len(toks)])
+                res.check(err2 <= 1e-5, f"prompt {k}: prefill in chunks of {args.chunk} vs "
+                          f"token-by-token decode: max abs diff {err2:.3g} <= 1e-5")
+        print(f"{cc}: worst logit error over all prompts {worst:.3g}")
+        check_no_heap(res, b, name)
+    return res.finish()
+
+
+def check_no_heap(res, build_dir, name):
+    """The model library and the runtime call no allocator and keep no mutable
+    globals: their objects have no undefined allocator symbols and no data/bss."""
+    libs = [os.path.join(build_dir, f"lib{name}.a"), os.path.join(build_dir, "libkiln_runtime.a")]
+    undefined = run(["nm", "-u", *libs]).stdout.split()
+    heap = sorted({s for s in undefined if s in ("malloc", "calloc", "realloc", "free",
+                                                 "aligned_alloc", "posix_memalign")})
+    res.check(not heap, f"no allocator symbols referenced ({heap or 'none'})")
+    # Symbols in .data/.bss; const tables with pointers may sit in .data.rel.ro,
+    # which is read-only once relocated.
+    writable = [line.split()[-1] for line in run(["objdump", "-t", *libs]).stdout.splitlines()
+                if any(f" {sec}\t" in line or f" {sec}." in line
+                       for sec in (".data", ".bss"))
+                and " O " in line and ".data.rel.ro" not in line]
+    res.check(not writable, f"no mutable globals ({writable or 'none'})")
+
+
+SHAPES = {
+    # name: gguf_tool model flags, prefill chunk
+    "mha-tied-f16": (["--n-embd", "96", "--n-layer", "3", "--n-head", "3", "--n-head-kv", "3",
+                      "--n-ff", "160", "--vocab", "300", "--ctx", "40", "--tied", "--type", "f16"], 7),
+    "gqa-q8_0": (["--n-embd", "128", "--n-layer", "2", "--n-head", "8", "--n-head-kv", "2",
+                  "--n-ff", "96", "--vocab", "64", "--ctx", "32", "--type", "q8_0"], 8),
+    "odd-layers-q4_0-v2": (["--n-embd", "64", "--n-layer", "5", "--n-head", "4", "--n-head-kv", "1",
+                            "--n-ff", "96", "--vocab", "80", "--ctx", "24", "--type", "q4_0",
+                            "--version", "2"], 5),
+    "f32-rope-base": (["--n-embd", "48", "--n-layer", "1", "--n-head", "2", "--n-head-kv", "1",
+                       "--n-ff", "40", "--vocab", "50", "--ctx", "20", "--rope-base", "500",
+                       "--eps", "1e-6"], 20),
+}
+
+
+def random_model(args):
+    res = Results()
+    flags, chunk = SHAPES[args.shape]
+    os.makedirs(args.work, exist_ok=True)
+    gguf = os.path.join(args.work, args.shape + ".gguf")
+    run([sys.executable, os.path.join(ROOT, "test", "tools", "gguf_tool.py"), "model", gguf,
+         "--seed", "7", "--name", args.shape, *flags])
+    out = os.path.join(args.work, "out")
+    name = compile_model(args, gguf, out, f"--prefill-chunk={chunk}")
+    b = build(out, args.cc[0])
+    ref = llama_ref.LlamaRef(gguf)
+    vocab = len(ref.logits([1])[0])
+    ctx = int(flags[flags.index("--ctx") + 1])
+    rng = random.Random(3)
+    tokens = [rng.randrange(vocab) for _ in range(ctx - 6)]
+    dump = os.path.join(args.work, "logits.f32")
+    ids = generate(b, os.path.join(out, name + ".kpack"), tokens, 6, dump)
+    ref.reset()
+    want_ids, want_rows = ref.greedy(tokens, 6)
+    prompt_rows = ref_rows = None
+    ref.reset()
+    prompt_rows = ref.logits(tokens)
+    ref_rows = prompt_rows + want_rows[1:]
+    rows = llama_ref.read_f32(dump, vocab)
+    err, r, c = llama_ref.max_abs_diff(rows, ref_rows)
+    res.check(len(rows) == len(ref_rows) and err <= args.tol,
+              f"{args.shape}: {len(rows)} rows vs naive reference, max abs error {err:.3g} "
+              f"(row {r}, col {c}) <= {args.tol}")
+    res.check(ids == want_ids, f"{args.shape}: greedy ids {ids} == reference {want_ids}")
+    # Filling the context exactly works; one more token reports a full context.
+    full = run([os.path.join(b, "kiln-generate"), "--pack", os.path.join(out, name + ".kpack"),
+                "--tokens", ",".join(map(str, tokens)), "-n", "7"], check=False) \
+        if False else subprocess.run([os.path.join(b, "kiln-generate"), "--pack",
+                                      os.path.join(out, name + ".kpack"), "--tokens",
+                                      ",".join(map(str, tokens)), "-n", "8"],
+                                     text=True, capture_output=True)
+    res.check(full.returncode == 1 and "context is full" in full.stderr,
+              f"{args.shape}: decoding past the cache capacity fails cleanly: "
+              f"{full.stderr.strip()}")
+    return res.finish()
+
+
+def patch(data, offset, fmt, value):
+    data = bytearray(data)
+    struct.pack_into(fmt, data, offset, value)
+    return bytes(data)
+
+
+def bad_packs(args):
+    res = Results()
+    os.makedirs(args.work, exist_ok=True)
+    models = []
+    for seed in ("1", "2"):
+        gguf = os.path.join(args.work, f"m{seed}.gguf")
+        run([sys.executable, os.path.join(ROOT, "test", "tools", "gguf_tool.py"), "model", gguf,
+             "--seed", seed, "--name", "bad-pack-model", "--n-embd", "32", "--n-layer", "1",
+             "--n-head", "2", "--n-ff", "32", "--vocab", "16", "--ctx", "8"])
+        out = os.path.join(args.work, "out" + seed)
+        name = compile_model(args, gguf, out)
+        models.append((out, os.path.join(out, name + ".kpack")))
+    out, pack = models[0]
+    b = build(out, args.cc[0])
+    good = open(pack, "rb").read()
+    data_offset, data_size, file_size = struct.unpack_from("<QQQ", good, 40)
+    cases = {
+        "truncated": (good[:len(good) // 2], "pack is truncated"),
+        "empty": (b"", "pack is truncated"),
+        "bad-magic": (b"KILNPACX" + good[8:], "not a Kiln pack"),
+        "bad-version": (patch(good, 8, "<I", 9), "unsupported pack format version"),
+        "wrong-model-hash": (patch(good, 16, "<Q", struct.unpack_from("<Q", good, 16)[0] ^ 1),
+                             "model hash mismatch"),
+        "other-model": (open(models[1][1], "rb").read(), "model hash mismatch"),
+        "segment-out-of-bounds": (patch(patch(good, 48, "<Q", data_size + 4096), 56, "<Q",
+                                        file_size + 4096) + bytes(4096),
+                                  "disagree with the generated code"),
+        "data-past-end": (patch(patch(good, 48, "<Q", data_size + 4096), 56, "<Q",
+                                file_size + 4096), "pack is truncated"),
+        "misaligned": (patch(patch(good, 40, "<Q", data_offset + 64), 56, "<Q", file_size + 64)
+                       + bytes(64), "not page aligned"),
+        "table-overlaps-data": (patch(good, 32, "<Q", data_offset), "header ranges are inconsistent"),
+    }
+    gen = os.path.join(b, "kiln-generate")
+    for case, (data, message) in cases.items():
+        path = os.path.join(args.work, case + ".kpack")
+        with open(path, "wb") as f:
+            f.write(data)
+        r = subprocess.run([gen, "--pack", path, "--tokens", "1,2"], text=True,
+                           capture_output=True)
+        res.check(r.returncode == 1 and message in r.stderr and path in r.stderr,
+                  f"{case}: exit {r.returncode}, {r.stderr.strip()}")
+    r = subprocess.run([gen, "--pack", pack, "--tokens", "1,99"], text=True, capture_output=True)
+    res.check(r.returncode == 1 and "token outside the vocabulary" in r.stderr,
+              f"token out of range: {r.stderr.strip()}")
+    r = subprocess.run([gen, "--pack", os.path.join(args.work, "missing.kpack"), "--tokens", "1"],
+                       text=True, capture_output=True)
+    res.check(r.returncode == 1 and "could not be opened" in r.stderr,
+              f"missing pack: {r.stderr.strip()}")
+    r = subprocess.run([gen, "--pack", pack, "--tokens", "1,2", "-n", "2"], text=True,
+                       capture_output=True)
+    res.check(r.returncode == 0, "the unmodified pack still runs")
+    return res.finish()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--kiln-compile", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--cc", action="append", default=None)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("model-a")
+    a.add_argument("--type", default="f32")
+    a.add_argument("--chunk", type=int, default=16)
+    a.add_argument("--tol", type=float, default=1e-4)
+    r = sub.add_parser("random")
+    r.add_argument("--shape", choices=sorted(SHAPES), required=True)
+    r.add_argument("--tol", type=float, default=1e-4)
+    sub.add_parser("bad-packs")
+    args = ap.parse_args()
+    args.cc = args.cc or ["gcc"]
+    return {"model-a": model_a, "random": random_model, "bad-packs": bad_packs}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
