@@ -11,9 +11,12 @@ namespace kiln {
 /// Writes the generated sources of a planned, laid-out module into `outDir`:
 /// `<name>.h` (API and exact sizes), `<name>.c` (the schedule),
 /// `<name>_kernels.h/.c` (specialised kernels), `CMakeLists.txt`, and the runtime
-/// and sample sources the folder needs to build on its own.
+/// and sample sources the folder needs to build on its own. With `embedWeights`,
+/// `<name>_weights.c` holds the pack `<name>.kpack` as a 64-byte aligned const
+/// array, so a firmware can place it in flash and run without a file system.
 mlir::LogicalResult emitC(mlir::ModuleOp module, const TargetDescription &target,
-                          const PackInfo &pack, llvm::StringRef outDir);
+                          const PackInfo &pack, llvm::StringRef outDir,
+                          bool embedWeights);
 
 } // namespace kiln
 

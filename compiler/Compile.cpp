@@ -85,7 +85,7 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
   llvm::Expected<PackInfo> pack = writePack(**module, *file, *vocab, packPath);
   if (!pack)
     return report(errs, options.input, llvm::toString(pack.takeError()));
-  if (failed(emitC(**module, *target, *pack, options.outputDir)))
+  if (failed(emitC(**module, *target, *pack, options.outputDir, options.embedWeights)))
     return report(errs, options.input, "code generation failed");
   return success();
 }

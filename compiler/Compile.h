@@ -19,6 +19,7 @@ struct CompileOptions {
   std::string outputDir; // empty: print the result of a textual phase
   EmitPhase emit = EmitPhase::C;
   std::string target = "c99";
+  bool embedWeights = false; // also write the pack as a const array (<name>_weights.c)
   ImportOptions import;
 };
 

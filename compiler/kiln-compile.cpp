@@ -20,6 +20,14 @@ static cl::opt<kiln::EmitPhase> emit(
                clEnumValN(kiln::EmitPhase::C, "c",
                           "C sources, pack and CMakeLists.txt in the -o directory")),
     cl::cat(category));
+enum class Weights { Pack, Embed };
+static cl::opt<Weights> weights(
+    "weights", cl::desc("Where the generated code finds its weights"),
+    cl::init(Weights::Pack),
+    cl::values(clEnumValN(Weights::Pack, "pack", "a .kpack file, mapped or loaded at run time"),
+               clEnumValN(Weights::Embed, "embed",
+                          "also a const array in <name>_weights.c, for flash/XIP")),
+    cl::cat(category));
 static cl::opt<std::string> target("target", cl::desc("Code generation target"),
                                    cl::init("c99"), cl::cat(category));
 static cl::opt<int64_t> prefillChunk(
@@ -43,6 +51,7 @@ int main(int argc, char **argv) {
   options.outputDir = outputDir;
   options.emit = emit;
   options.target = target;
+  options.embedWeights = weights == Weights::Embed;
   options.import.prefillChunk = prefillChunk;
   options.import.maxContext = maxContext;
   options.import.name = name;

@@ -89,9 +89,13 @@ static int32_t *align_work(void *work) {
 }
 
 /* Total order used everywhere: higher logit first, then lower id. Logits are
- * NaN-free by the time this is called. */
+ * NaN-free by the time this is called, so neither < nor > means equal. */
 static int better(const float *l, int32_t a, int32_t b) {
-  return l[a] > l[b] || (l[a] == l[b] && a < b);
+  if (l[a] > l[b])
+    return 1;
+  if (l[a] < l[b])
+    return 0;
+  return a < b;
 }
 
 /* Min-heap on `better`: the root is the worst of c[0..n). */
@@ -154,8 +158,8 @@ static int window_valid(const int32_t *w, int32_t n, int32_t vocab) {
 }
 
 /* Each distinct token once: a bitmap in the work buffer marks those done. */
-static void apply_penalty(float *logits, int32_t vocab, const int32_t *w, int32_t n,
-                          float penalty, unsigned char *seen) {
+static void apply_penalty(float *logits, int32_t vocab, const int32_t *w, int32_t n, float penalty,
+                          unsigned char *seen) {
   int32_t i;
 
   memset(seen, 0, ((size_t)vocab + 7u) / 8u);
@@ -176,74 +180,145 @@ static void apply_penalty(float *logits, int32_t vocab, const int32_t *w, int32_
   }
 }
 
+/* First index of the maximum, i.e. the best under `better`. The running
+ * maximum is kept in a local so each step does not wait on reloading it. */
 static int32_t argmax(const float *logits, int32_t vocab) {
   int32_t best = 0, i;
+  float best_value = logits[0];
 
-  for (i = 1; i < vocab; i++)
-    if (better(logits, i, best))
+  for (i = 1; i < vocab; i++) {
+    if (logits[i] > best_value) {
       best = i;
+      best_value = logits[i];
+    }
+  }
   return best;
 }
 
-/* Steps 3-6 of the header's procedure. c has room for vocab ids. */
-static int32_t sample_candidates(const kiln_sampler_params *p, uint32_t r, float *l,
-                                 int32_t vocab, int32_t *c) {
-  int truncate_k = p->top_k > 0 && p->top_k < vocab;
-  int truncate_p = p->top_p < 1.0f;
-  int32_t n = truncate_k ? p->top_k : vocab;
-  int32_t i, kept, best, last_positive;
-  float lmax, sum, cum, u, target;
+/* e = expf((l - lmax) / T), one rounding per step. */
+static float weight(float l, float lmax, float temperature) {
+  float x = l - lmax;
+  float e;
 
-  if (truncate_k || truncate_p) {
-    select_sorted(c, n, vocab, l);
-    best = c[0];
-  } else {
-    for (i = 0; i < n; i++)
-      c[i] = i;
-    best = argmax(l, vocab);
-  }
-  lmax = l[best];
-  if (isinf(lmax))
-    return best; /* softmax is undefined; the limit picks the best */
+  x = x / temperature;
+  e = expf(x);
+  return e;
+}
 
-  sum = 0.0f;
+/* Step 6: draws from the probabilities pr[id] of ids c[0..n) (ids 0..n when
+ * c is NULL), whose running sum in that order is total. */
+static int32_t draw_from(const float *pr, const int32_t *c, int32_t n, float total, uint32_t r) {
+  float u = (float)(r >> 8);
+  float target, cum = 0.0f;
+  int32_t i, last_positive = c != NULL ? c[0] : 0;
+
+  u = u * (1.0f / 16777216.0f);
+  target = u * total;
   for (i = 0; i < n; i++) {
-    float x = l[c[i]] - lmax;
-    float e;
+    int32_t id = c != NULL ? c[i] : i;
+    float pi = pr[id];
 
-    x = x / p->temperature;
-    e = expf(x);
+    cum = cum + pi;
+    if (pi > 0.0f)
+      last_positive = id;
+    if (target < cum)
+      return id;
+  }
+  return last_positive;
+}
+
+/* top_k truncates: steps 4-6 over the k best, all in sorted order. */
+static int32_t sample_top_k(const kiln_sampler_params *p, uint32_t r, float *l, int32_t vocab,
+                            int32_t *c) {
+  int32_t n = p->top_k, kept, i;
+  float lmax, sum = 0.0f, cum = 0.0f;
+
+  select_sorted(c, n, vocab, l);
+  lmax = l[c[0]];
+  if (isinf(lmax))
+    return c[0]; /* softmax is undefined; its limit picks the best */
+  for (i = 0; i < n; i++) {
+    float e = weight(l[c[i]], lmax, p->temperature);
     l[c[i]] = e;
     sum = sum + e;
   }
   for (i = 0; i < n; i++)
     l[c[i]] = l[c[i]] / sum;
-
   kept = n;
-  cum = 0.0f;
   for (i = 0; i < n; i++) {
     cum = cum + l[c[i]];
-    if (truncate_p && cum >= p->top_p) {
+    if (p->top_p < 1.0f && cum >= p->top_p) {
       kept = i + 1;
       break;
     }
   }
+  return draw_from(l, c, kept, cum, r);
+}
 
-  u = (float)(r >> 8);
-  u = u * (1.0f / 16777216.0f);
-  target = u * cum;
-  cum = 0.0f;
-  last_positive = 0;
-  for (i = 0; i < kept; i++) {
-    float pi = l[c[i]];
+/* top_p alone: the nucleus is a prefix of the full sorted order, so sort
+ * only the best m tokens and grow m until the prefix reaches top_p; the
+ * result equals a full sort at O(V log m) cost. sum is over all tokens in id
+ * order, so it does not depend on m. */
+static int32_t sample_nucleus(const kiln_sampler_params *p, uint32_t r, float *l, int32_t vocab,
+                              int32_t *c, float lmax, float sum) {
+  int32_t m = vocab < 64 ? vocab : 64, kept, i;
+  float cum;
 
-    cum = cum + pi;
-    if (pi > 0.0f)
-      last_positive = i;
-    if (target < cum)
-      return c[i];
+  for (;;) {
+    select_sorted(c, m, vocab, l);
+    cum = 0.0f;
+    kept = m;
+    for (i = 0; i < m; i++) {
+      float e = weight(l[c[i]], lmax, p->temperature);
+      float pi = e / sum;
+      cum = cum + pi;
+      if (cum >= p->top_p) {
+        kept = i + 1;
+        break;
+      }
+    }
+    if (i < m || m == vocab)
+      break;
+    m = m > vocab / 4 ? vocab : m * 4;
   }
-  return c[last_positive];
+  /* The logits are no longer needed as sort keys: store the kept p_i. */
+  for (i = 0; i < kept; i++) {
+    float e = weight(l[c[i]], lmax, p->temperature);
+    l[c[i]] = e / sum;
+  }
+  return draw_from(l, c, kept, cum, r);
+}
+
+/* Steps 3-6 of the header's procedure. c has room for vocab ids. */
+static int32_t sample_candidates(const kiln_sampler_params *p, uint32_t r, float *l, int32_t vocab,
+                                 int32_t *c) {
+  int32_t best, i;
+  float lmax, sum = 0.0f, cum = 0.0f;
+
+  if (p->top_k > 0 && p->top_k < vocab)
+    return sample_top_k(p, r, l, vocab, c);
+  best = argmax(l, vocab);
+  lmax = l[best];
+  if (isinf(lmax))
+    return best;
+  if (p->top_p < 1.0f) {
+    for (i = 0; i < vocab; i++) {
+      float e = weight(l[i], lmax, p->temperature);
+      sum = sum + e;
+    }
+    return sample_nucleus(p, r, l, vocab, c, lmax, sum);
+  }
+  /* No truncation: no sort, everything in id order. */
+  for (i = 0; i < vocab; i++) {
+    float e = weight(l[i], lmax, p->temperature);
+    l[i] = e;
+    sum = sum + e;
+  }
+  for (i = 0; i < vocab; i++) {
+    l[i] = l[i] / sum;
+    cum = cum + l[i];
+  }
+  return draw_from(l, NULL, vocab, cum, r);
 }
 
 kiln_status kiln_sampler_sample(kiln_sampler *s, float *logits, int32_t vocab,

@@ -15,19 +15,20 @@
  *     when repeat_penalty is 1 or the window is empty. NaN logits then count
  *     as -infinity.
  *  2. temperature <= 0: greedy argmax, ties to the lowest id; no random draw.
- *  3. Otherwise candidates: the top_k best by (logit desc, id asc), or all of
- *     them when top_k is 0 or >= vocab. They are in that sorted order when
- *     top_k or top_p truncates, and in id order otherwise (no sort needed).
- *  4. Softmax with temperature over the candidates in candidate order:
- *     e_i = expf((l_i - l_max) / T), sum accumulated in order, p_i = e_i / sum.
- *  5. top_p < 1: keep the shortest prefix whose running sum of p_i (added in
- *     order) is >= top_p; at least one candidate.
+ *  3. Otherwise candidates: the top_k best by (logit desc, id asc), or all
+ *     tokens when top_k is 0 or >= vocab. Candidate order is that sorted
+ *     order when top_k or top_p truncates, and id order otherwise.
+ *  4. Softmax with temperature: e_i = expf((l_i - l_max) / T); sum = the e_i
+ *     added one by one, in candidate order under top_k truncation and in id
+ *     order otherwise; p_i = e_i / sum.
+ *  5. top_p < 1: keep the shortest prefix (in candidate order) whose running
+ *     sum of p_i is >= top_p; at least one candidate.
  *  6. Draw: u = (pcg32() >> 8) * 2^-24 in [0,1); target = u * W, where W is
- *     the running sum of the kept p_i; the token is the first candidate whose
- *     running sum exceeds target (the last one with p_i > 0 if rounding
- *     leaves none). When l_max is infinite the best candidate is taken, but
- *     the draw is still made: every non-greedy call consumes exactly one
- *     pcg32 output.
+ *     the running sum of the kept p_i in candidate order; the token is the
+ *     first kept candidate whose running sum exceeds target (the last one
+ *     with p_i > 0 if rounding leaves none). When l_max is infinite the best
+ *     candidate is taken, but the draw is still made: every non-greedy call
+ *     consumes exactly one pcg32 output.
  *
  * The generator is PCG32 (XSH-RR, 64-bit LCG with multiplier
  * 6364136223846793005 and fixed increment 1442695040888963407), seeded as
@@ -49,16 +50,16 @@ extern "C" {
 #endif
 
 typedef struct kiln_sampler_params {
-  float temperature;    /* <= 0: greedy; must not be NaN */
-  int32_t top_k;        /* 0: off; must be >= 0 */
-  float top_p;          /* >= 1: off; must be >= 0 */
-  float repeat_penalty; /* 1: off; must be finite and > 0 */
+  float temperature;     /* <= 0: greedy; must not be NaN */
+  int32_t top_k;         /* 0: off; must be >= 0 */
+  float top_p;           /* >= 1: off; must be >= 0 */
+  float repeat_penalty;  /* 1: off; must be finite and > 0 */
   int32_t repeat_last_n; /* history window; 0: off, -1: all of it */
   uint64_t seed;
 } kiln_sampler_params;
 
 typedef struct kiln_sampler {
-  kiln_sampler_params p; /* may be changed between calls; checked on each */
+  kiln_sampler_params p; /* may change between calls (checked on each); seed is read by init only */
   uint64_t rng_state;    /* PCG32 state */
 } kiln_sampler;
 
