@@ -130,6 +130,7 @@ std::string headerText(const ModelInfo &m, const PackInfo &pack) {
 
 #include "kiln/kiln.h"
 #include "kiln/kiln_model.h"
+#include "kiln/kiln_tokenizer.h"
 
 #ifdef __cplusplus
 extern "C" {{
@@ -145,6 +146,8 @@ extern "C" {{
 #define {1}_PREFILL_CHUNK {8}
 #define {1}_BOS {9}
 #define {1}_EOS {10}
+#define {1}_VOCAB_SEGMENT_OFFSET {11}u /* in the data section */
+#define {1}_VOCAB_SEGMENT_BYTES {12}u
 
 typedef struct {0}_model {{
   const uint8_t *weights;           /* data section of the pack */
@@ -162,6 +165,8 @@ kiln_status {0}_open({0}_model *m, const kiln_pack_source *src, void *arena,
 kiln_status {0}_prefill({0}_model *m, const int32_t *tokens, int32_t n, float *logits);
 /* Appends one token; logits (may be NULL) receives {1}_VOCAB floats. */
 kiln_status {0}_decode({0}_model *m, int32_t token, float *logits);
+/* The tokenizer over the vocabulary in the pack of an open model. */
+kiln_status {0}_tokenizer(const {0}_model *m, kiln_tokenizer *t);
 /* Empties the KV cache. */
 void {0}_reset({0}_model *m);
 void {0}_close({0}_model *m);
@@ -180,7 +185,7 @@ extern const uint8_t {0}_pack_bytes[{1}_PACK_BYTES];
 )c",
                  m.name, m.upper, m.arenaBytes, m.kvBytes, pack.fileSize, pack.modelHash,
                  m.get("n_vocab"), m.get("max_context"), m.get("prefill_chunk"),
-                 m.get("bos"), m.get("eos"));
+                 m.get("bos"), m.get("eos"), pack.vocabOffset, pack.vocabBytes);
 }
 
 std::string scheduleApiText(const ModelInfo &m, const PackInfo &pack,
@@ -251,6 +256,13 @@ kiln_status {0}_decode({0}_model *m, int32_t token, float *logits) {{
   return KILN_OK;
 }
 
+kiln_status {0}_tokenizer(const {0}_model *m, kiln_tokenizer *t) {{
+  if (!m || !m->weights)
+    return KILN_ERR_ARGUMENT;
+  return kiln_tokenizer_init(t, m->weights + {1}_VOCAB_SEGMENT_OFFSET,
+                             {1}_VOCAB_SEGMENT_BYTES);
+}
+
 void {0}_reset({0}_model *m) {{
   if (m)
     m->pos = 0;
@@ -276,13 +288,16 @@ static kiln_status api_decode(void *m, int32_t token, float *logits) {{
   return {0}_decode(({0}_model *)m, token, logits);
 }
 static int32_t api_position(const void *m) {{ return ((const {0}_model *)m)->pos; }
+static kiln_status api_tokenizer(const void *m, kiln_tokenizer *t) {{
+  return {0}_tokenizer((const {0}_model *)m, t);
+}
 static void api_reset(void *m) {{ {0}_reset(({0}_model *)m); }
 static void api_close(void *m) {{ {0}_close(({0}_model *)m); }
 
 const kiln_model_api {0}_api = {{
     "{0}", sizeof({0}_model), {1}_ARENA_BYTES, {1}_PACK_BYTES, {1}_VOCAB,
     {1}_MAX_CONTEXT, {1}_PREFILL_CHUNK, {1}_BOS, {1}_EOS,
-    api_open, api_prefill, api_decode, api_position, api_reset, api_close};
+    api_open, api_prefill, api_decode, api_position, api_tokenizer, api_reset, api_close};
 )c",
                  m.name, m.upper, pack.dataOffset, pack.dataSize, prefillLogits,
                  decodeLogits);
@@ -341,12 +356,14 @@ set(CMAKE_C_STANDARD 99)
 set(CMAKE_C_STANDARD_REQUIRED ON)
 set(CMAKE_C_EXTENSIONS OFF)
 
-set(runtime_sources runtime/src/status.c runtime/src/pack.c)
+set(runtime_sources runtime/src/status.c runtime/src/pack.c runtime/src/tokenizer.c
+  runtime/src/sampler.c)
 if(KILN_HOSTED)
   list(APPEND runtime_sources runtime/src/pack_file.c)
 endif()
 add_library(kiln_runtime STATIC ${{runtime_sources})
 target_include_directories(kiln_runtime PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR}/runtime/include)
+target_link_libraries(kiln_runtime PUBLIC m)
 
 add_library({0} STATIC {0}.c {0}_kernels.c{2})
 target_include_directories({0} PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR})

@@ -200,6 +200,8 @@ Expected<Vocabulary> kiln::readVocabulary(const gguf::File &file) {
     return std::move(e);
   if (const gguf::Value *b = file.find("tokenizer.ggml.add_bos_token"))
     v.addBos = b->bits != 0;
+  if (const gguf::Value *b = file.find("tokenizer.ggml.add_eos_token"))
+    v.addEos = b->bits != 0;
   if (const gguf::Value *b = file.find("tokenizer.ggml.add_space_prefix"))
     v.addSpacePrefix = b->bits != 0;
   return v;

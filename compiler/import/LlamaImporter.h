@@ -25,7 +25,7 @@ struct Vocabulary {
   std::vector<int32_t> types;
   std::vector<std::string> merges;
   int64_t bos = -1, eos = -1, unk = -1;
-  bool addBos = true, addSpacePrefix = true;
+  bool addBos = true, addEos = false, addSpacePrefix = true;
 };
 
 struct ImportOptions {

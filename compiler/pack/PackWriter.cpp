@@ -1,5 +1,6 @@
 #include "compiler/pack/PackWriter.h"
 
+#include "compiler/pack/VocabSegment.h"
 #include "compiler/pack/kiln_pack_generated.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 
@@ -96,6 +97,15 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
   if (!dataBytes)
     return fail("the module has no pack layout (run kiln-pack-layout first)");
 
+  std::vector<uint8_t> vocabSegment = encodeVocabSegment(
+      vocab.model, vocab.tokens, vocab.scores, vocab.types, vocab.merges,
+      static_cast<int32_t>(vocab.bos), static_cast<int32_t>(vocab.eos),
+      static_cast<int32_t>(vocab.unk), vocab.addBos, vocab.addEos, vocab.addSpacePrefix);
+  if (vocabSegment.empty())
+    return fail("the vocabulary cannot be stored for the runtime tokenizer");
+  uint64_t vocabOffset = llvm::alignTo(dataBytes.getInt(), kPageBytes);
+  uint64_t dataSize = llvm::alignTo(vocabOffset + vocabSegment.size(), kPageBytes);
+
   Fnv1a hash;
   std::vector<llvm::ArrayRef<uint8_t>> bytes;
   for (const Segment &s : segments) {
@@ -112,6 +122,8 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
     hash.add(uint64_t(s.attr.getOffset()));
     hash.add(*b);
   }
+  hash.add(vocabOffset);
+  hash.add(llvm::ArrayRef(vocabSegment));
 
   flatbuffers::FlatBufferBuilder fbb(1 << 16);
   std::vector<flatbuffers::Offset<pack::Tensor>> tensors;
@@ -144,7 +156,8 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
       vocab.bos, vocab.eos, vocab.unk, vocab.addBos, vocab.addSpacePrefix);
   std::string name = module.getSymName() ? module.getSymName()->str() : "model";
   auto root = pack::CreatePackDirect(fbb, name.c_str(), hash.value(), &tensors,
-                                     &layerTable, vocabTable, dataBytes.getInt());
+                                     &layerTable, vocabTable, dataSize, vocabOffset,
+                                     vocabSegment.size());
   pack::FinishPackBuffer(fbb, root);
 
   flatbuffers::Verifier verifier(fbb.GetBufferPointer(), fbb.GetSize());
@@ -154,7 +167,9 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
   PackInfo info;
   info.modelHash = hash.value();
   info.dataOffset = llvm::alignTo(kHeaderBytes + fbb.GetSize(), kPageBytes);
-  info.dataSize = dataBytes.getInt();
+  info.dataSize = dataSize;
+  info.vocabOffset = vocabOffset;
+  info.vocabBytes = vocabSegment.size();
   info.fileSize = info.dataOffset + info.dataSize;
 
   std::error_code ec;
@@ -184,6 +199,9 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
     os.write(reinterpret_cast<const char *>(bytes[i].data()), bytes[i].size());
     written += bytes[i].size();
   }
+  padTo(info.dataOffset + vocabOffset);
+  os.write(reinterpret_cast<const char *>(vocabSegment.data()), vocabSegment.size());
+  written += vocabSegment.size();
   padTo(info.fileSize);
   os.close();
   if (os.has_error())

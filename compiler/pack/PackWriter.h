@@ -14,11 +14,14 @@ struct PackInfo {
   uint64_t dataOffset = 0;
   uint64_t dataSize = 0;
   uint64_t fileSize = 0;
+  uint64_t vocabOffset = 0; // vocab segment, from the start of the data section
+  uint64_t vocabBytes = 0;
 };
 
 /// Writes `path`: the 64-byte header, the FlatBuffers table describing every
 /// weight segment that pack-layout assigned in `module`, the layers and the
-/// vocabulary, then the data section with each weight's bytes from `model`.
+/// vocabulary, then the data section with each weight's bytes from `model`
+/// followed by the vocab segment of the runtime tokenizer.
 /// The model hash covers the layout and the bytes, so a pack only opens with
 /// the code generated alongside it.
 llvm::Expected<PackInfo> writePack(mlir::ModuleOp module, const gguf::File &model,

@@ -288,8 +288,10 @@ const char *kiln_token_text(const kiln_tokenizer *t, int32_t id, size_t *len) {
 
 /* ---- encoding ------------------------------------------------------------ */
 
+/* Symbols tile the work text, so a symbol's length is the gap to the next
+ * one's offset (or to the end) and need not be stored. */
 typedef struct symbol {
-  uint32_t off, n;   /* bytes in the work text; n == 0 once merged away */
+  uint32_t off;      /* first byte in the work text */
   int32_t prev, next;
   union {
     float score;     /* SPM: score of the piece this symbol + next would form */
@@ -304,10 +306,16 @@ typedef struct encoder {
   int32_t *heap;
   int32_t heap_n;
   uint8_t *text;
+  uint32_t text_n;   /* bytes of work text in use */
   int32_t *ids;
   int32_t max_ids;
   int32_t n_ids;
 } encoder;
+
+static uint32_t sym_len(const encoder *e, int32_t i) {
+  int32_t next = e->sym[i].next;
+  return (next >= 0 ? e->sym[next].off : e->text_n) - e->sym[i].off;
+}
 
 static void emit(encoder *e, int32_t id) {
   if (e->n_ids < e->max_ids)
@@ -382,12 +390,12 @@ static void update_pair(encoder *e, int32_t s) {
   if (r < 0) {
     found = -1;
   } else if (e->t->model == KILN_VOCAB_MODEL_SPM) {
-    /* Adjacent symbols are adjacent bytes of the work text. */
-    found = find_token(e->t, e->text + x->off, x->n + e->sym[r].n);
+    found = find_token(e->t, e->text + x->off, e->sym[r].off - x->off + sym_len(e, r));
     if (found >= 0)
       x->key.score = load_f32(e->t->score + 4u * (size_t)found);
   } else {
-    found = find_merge(e->t, e->text + x->off, x->n, e->text + e->sym[r].off, e->sym[r].n);
+    found = find_merge(e->t, e->text + x->off, e->sym[r].off - x->off, e->text + e->sym[r].off,
+                       sym_len(e, r));
     if (found >= 0)
       x->key.rank = (uint32_t)found;
   }
@@ -417,8 +425,6 @@ static void merge_all(encoder *e, int32_t n) {
 
     heap_remove(e, left);
     heap_remove(e, right);
-    l->n += r->n;
-    r->n = 0;
     l->next = r->next;
     if (r->next >= 0)
       e->sym[r->next].prev = left;
@@ -428,10 +434,9 @@ static void merge_all(encoder *e, int32_t n) {
   }
 }
 
-static void chain(encoder *e, int32_t i, uint32_t off, uint32_t n, int last) {
+static void chain(encoder *e, int32_t i, uint32_t off, int last) {
   symbol *s = &e->sym[i];
   s->off = off;
-  s->n = n;
   s->prev = i - 1;
   s->next = last ? -1 : i + 1;
   s->slot = -1;
@@ -467,7 +472,7 @@ static void encode_spm(encoder *e, const uint8_t *text, size_t len) {
     uint32_t c = utf8_len(e->text[off]);
     if (c > n - off)
       c = n - off;
-    chain(e, count, off, c, off + c == n);
+    chain(e, count, off, off + c == n);
     off += c;
     count++;
   }
@@ -544,7 +549,7 @@ static void encode_bpe_word(encoder *e, const uint8_t *word, size_t len) {
 
   for (i = 0; (size_t)i < len; ++i) {
     uint32_t n = (uint32_t)put_codepoint(e->text + off, byte_to_codepoint(word[i]));
-    chain(e, i, off, n, (size_t)i + 1 == len);
+    chain(e, i, off, (size_t)i + 1 == len);
     off += n;
   }
   merge_all(e, (int32_t)len);

@@ -1,36 +1,62 @@
-/* kiln-generate: runs a generated model on token ids with greedy decoding.
+/* kiln-generate: talks to a generated model on a hosted system.
+ *
+ *   kiln-generate [--pack FILE] -p TEXT [-n N] [--temp T] [--top-k K] [--top-p P]
+ *                 [--repeat-penalty R] [--seed S] [--ignore-eos] [--dump-logits FILE]
+ *   kiln-generate [--pack FILE] --tokens ID,ID,... [-n N] [--no-prefill] [--dump-logits FILE]
+ *   kiln-generate [--pack FILE] --perplexity TEXTFILE [--ctx N] [--chunks K]
+ *   kiln-generate [--pack FILE] --tokenize -p TEXT
+ *
  * Built by the CMakeLists.txt that kiln-compile writes next to the model; the
- * model is chosen at compile time through KILN_MODEL_* definitions. */
+ * model is chosen at compile time through KILN_MODEL_* definitions. The model
+ * state, the arena and the logits are static; only this program's own text
+ * handling (reading a file, the tokenizer's work buffer) uses the heap. */
+#define _POSIX_C_SOURCE 200809L
+
 #include KILN_MODEL_HEADER
 #include "kiln/kiln_model.h"
+#include "kiln/kiln_sampler.h"
+#include "kiln/kiln_tokenizer.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 extern const kiln_model_api KILN_MODEL_API;
 
-/* Static storage: the model path itself never allocates. */
 static KILN_MODEL_TYPE model;
 static uint8_t arena[KILN_ARENA_BYTES] __attribute__((aligned(64)));
 static float logits[(size_t)KILN_PREFILL_CHUNK * KILN_VOCAB];
 static int32_t tokens[KILN_MAX_CONTEXT];
 
+typedef struct options {
+  const char *pack, *prompt, *ids, *dump, *perplexity;
+  int32_t n_generate, ctx, chunks;
+  int prefill, tokenize, ignore_eos;
+  kiln_sampler_params sampling;
+} options;
+
 static void usage(void) {
   fprintf(stderr,
-          "usage: kiln-generate [--pack FILE] --tokens ID,ID,... [-n N]\n"
-          "                     [--dump-logits FILE] [--no-prefill]\n"
+          "usage: kiln-generate [--pack FILE] -p TEXT [-n N] [--temp T] [--top-k K]\n"
+          "                     [--top-p P] [--repeat-penalty R] [--seed S] [--ignore-eos]\n"
+          "                     [--dump-logits FILE]\n"
+          "       kiln-generate [--pack FILE] --tokens ID,ID,... [-n N] [--no-prefill]\n"
+          "       kiln-generate [--pack FILE] --perplexity TEXTFILE [--ctx N] [--chunks K]\n"
+          "       kiln-generate [--pack FILE] --tokenize -p TEXT\n"
           "  --dump-logits  float32 logits, one row of vocab floats per evaluated\n"
           "                 position (prompt positions, then generated ones)\n"
-          "  --no-prefill   evaluate the prompt one decode call at a time\n");
+          "  --no-prefill   evaluate the prompt one decode call at a time\n"
+          "  --perplexity   perplexity over chunks of --ctx tokens, each [BOS] + ctx-1\n"
+          "                 tokens of the text, all ctx predictions scored\n");
 }
 
-static int32_t argmax(const float *row) {
-  int32_t best = 0, i;
-  for (i = 1; i < KILN_VOCAB; ++i)
-    if (row[i] > row[best])
-      best = i;
-  return best;
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static int fail(const char *what, kiln_status s) {
@@ -38,68 +64,278 @@ static int fail(const char *what, kiln_status s) {
   return 1;
 }
 
-static int dump(FILE *out, const float *rows, int32_t n) {
+static int parse(int argc, char **argv, options *o) {
+  int i;
+  memset(o, 0, sizeof *o);
+  o->pack = KILN_DEFAULT_PACK;
+  o->n_generate = 32;
+  o->ctx = KILN_MAX_CONTEXT;
+  o->prefill = 1;
+  kiln_sampler_default_params(&o->sampling);
+  for (i = 1; i < argc; ++i) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--no-prefill")) o->prefill = 0;
+    else if (!strcmp(a, "--tokenize")) o->tokenize = 1;
+    else if (!strcmp(a, "--ignore-eos")) o->ignore_eos = 1;
+    else if (!v) return 0;
+    else if (!strcmp(a, "--pack")) o->pack = v, ++i;
+    else if (!strcmp(a, "-p")) o->prompt = v, ++i;
+    else if (!strcmp(a, "--tokens")) o->ids = v, ++i;
+    else if (!strcmp(a, "-n")) o->n_generate = atoi(v), ++i;
+    else if (!strcmp(a, "--dump-logits")) o->dump = v, ++i;
+    else if (!strcmp(a, "--perplexity")) o->perplexity = v, ++i;
+    else if (!strcmp(a, "--ctx")) o->ctx = atoi(v), ++i;
+    else if (!strcmp(a, "--chunks")) o->chunks = atoi(v), ++i;
+    else if (!strcmp(a, "--temp")) o->sampling.temperature = (float)atof(v), ++i;
+    else if (!strcmp(a, "--top-k")) o->sampling.top_k = atoi(v), ++i;
+    else if (!strcmp(a, "--top-p")) o->sampling.top_p = (float)atof(v), ++i;
+    else if (!strcmp(a, "--repeat-penalty")) o->sampling.repeat_penalty = (float)atof(v), ++i;
+    else if (!strcmp(a, "--seed")) o->sampling.seed = strtoull(v, NULL, 10), ++i;
+    else return 0;
+  }
+  return (o->prompt || o->ids || o->perplexity) && o->n_generate >= 0;
+}
+
+/* Tokenizes `len` bytes into `out` (at most `cap` ids). */
+static kiln_status encode(const kiln_tokenizer *t, const char *text, size_t len, int special,
+                          int32_t *out, int32_t cap, int32_t *n) {
+  size_t work_bytes = kiln_tokenize_work_bytes(t, len);
+  void *work = malloc(work_bytes ? work_bytes : 1);
+  kiln_status s = work ? kiln_tokenize(t, text, len, special, out, cap, n, work, work_bytes)
+                       : KILN_ERR_ARGUMENT;
+  free(work);
+  return s;
+}
+
+static int32_t parse_ids(const char *ids) {
+  int32_t n = 0;
+  while (*ids && n < KILN_MAX_CONTEXT) {
+    char *end;
+    tokens[n++] = (int32_t)strtol(ids, &end, 10);
+    if (end == ids)
+      return -1;
+    ids = *end == ',' ? end + 1 : end;
+  }
+  return n;
+}
+
+static int dump_rows(FILE *out, const float *rows, int32_t n) {
   return out && fwrite(rows, sizeof(float) * KILN_VOCAB, (size_t)n, out) != (size_t)n;
+}
+
+/* Evaluates the prompt (chunks or one decode at a time), dumping every row;
+ * leaves the last row's logits at the start of `logits`. */
+static kiln_status run_prompt(const kiln_model_api *api, int32_t n_prompt, int prefill,
+                              FILE *dump) {
+  int32_t i, n;
+  kiln_status s;
+  for (i = 0; i < n_prompt; i += n) {
+    n = prefill ? n_prompt - i : 1;
+    if (n > KILN_PREFILL_CHUNK)
+      n = KILN_PREFILL_CHUNK;
+    s = prefill ? api->prefill(&model, tokens + i, n, logits)
+                : api->decode(&model, tokens[i], logits);
+    if (s != KILN_OK)
+      return s;
+    if (dump_rows(dump, logits, n))
+      return KILN_ERR_IO;
+    memmove(logits, logits + (size_t)(n - 1) * KILN_VOCAB, sizeof(float) * KILN_VOCAB);
+  }
+  return KILN_OK;
+}
+
+static void print_piece(const kiln_tokenizer *t, int32_t id, int is_first) {
+  char piece[256];
+  size_t n = 0;
+  if (kiln_token_piece(t, id, is_first, piece, sizeof piece, &n) == KILN_OK)
+    fwrite(piece, 1, n, stdout);
+  fflush(stdout);
+}
+
+static long peak_rss_kib(void) {
+  struct rusage ru;
+  return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
+}
+
+static int generate(const kiln_model_api *api, const kiln_tokenizer *t, const options *o) {
+  static uint8_t sampler_work[4 * KILN_VOCAB + 64];
+  kiln_sampler sampler;
+  int32_t n_prompt, i, next, generated = 0, decoded = 0;
+  double t0, t1, t2;
+  kiln_status s;
+  FILE *dump = NULL;
+
+  if (o->ids) {
+    n_prompt = parse_ids(o->ids);
+  } else {
+    s = encode(t, o->prompt, strlen(o->prompt), 1, tokens, KILN_MAX_CONTEXT, &n_prompt);
+    if (s != KILN_OK)
+      return fail("prompt does not fit the context", s);
+  }
+  if (n_prompt <= 0) {
+    usage();
+    return 2;
+  }
+  if (o->tokenize) {
+    for (i = 0; i < n_prompt; ++i)
+      printf("%s%d", i ? "," : "ids: ", (int)tokens[i]);
+    printf("\n");
+    return 0;
+  }
+  s = kiln_sampler_init(&sampler, &o->sampling);
+  if (s != KILN_OK)
+    return fail("sampling options", s);
+  if (o->dump && !(dump = fopen(o->dump, "wb"))) {
+    perror(o->dump);
+    return 1;
+  }
+  if (o->prompt)
+    fputs(o->prompt, stdout);
+
+  t0 = now();
+  s = run_prompt(api, n_prompt, o->prefill, dump);
+  if (s != KILN_OK)
+    return fail("prompt", s);
+  t1 = now();
+  for (i = 0; i < o->n_generate; ++i) {
+    s = kiln_sampler_sample(&sampler, logits, KILN_VOCAB, tokens, api->position(&model),
+                            sampler_work, sizeof sampler_work, &next);
+    if (s != KILN_OK)
+      return fail("sample", s);
+    if (!o->ids && next == api->eos && !o->ignore_eos)
+      break;
+    ++generated;
+    if (o->ids)
+      printf("%s%d", i ? "," : "ids: ", (int)next);
+    else
+      print_piece(t, next, 0);
+    if (i + 1 == o->n_generate)
+      break;
+    if (api->position(&model) < KILN_MAX_CONTEXT)
+      tokens[api->position(&model)] = next;
+    s = api->decode(&model, next, logits);
+    if (s != KILN_OK)
+      return fail("decode", s);
+    ++decoded;
+    if (dump_rows(dump, logits, 1))
+      return fail(o->dump, KILN_ERR_IO);
+  }
+  t2 = now();
+  printf("\n");
+  if (dump)
+    fclose(dump);
+  fprintf(stderr,
+          "prefill: %d tokens, %.1f tokens/s; time to first token %.2f ms\n"
+          "generated %d tokens; decode: %.1f tokens/s\n"
+          "arena: %lu bytes; pack: %llu bytes; peak RSS: %ld KiB\n",
+          (int)n_prompt, n_prompt / (t1 - t0), (t1 - t0) * 1e3, (int)generated,
+          decoded > 0 ? decoded / (t2 - t1) : 0.0, (unsigned long)api->arena_bytes,
+          (unsigned long long)api->pack_bytes, peak_rss_kib());
+  return 0;
+}
+
+static char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  char *text = NULL;
+  long size;
+  if (f && fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+      (text = malloc((size_t)size + 1)) && fread(text, 1, (size_t)size, f) == (size_t)size) {
+    *len = (size_t)size;
+  } else {
+    free(text);
+    text = NULL;
+  }
+  if (f)
+    fclose(f);
+  return text;
+}
+
+/* -log softmax(row)[target], in double. */
+static double nll(const float *row, int32_t target) {
+  double mx = row[0], sum = 0.0;
+  int32_t i;
+  for (i = 1; i < KILN_VOCAB; ++i)
+    if (row[i] > mx)
+      mx = row[i];
+  for (i = 0; i < KILN_VOCAB; ++i)
+    sum += exp((double)row[i] - mx);
+  return mx + log(sum) - (double)row[target];
+}
+
+static int perplexity(const kiln_model_api *api, const kiln_tokenizer *t, const options *o) {
+  size_t len;
+  char *text = read_file(o->perplexity, &len);
+  int32_t *ids, n_ids = 0, chunks, c, j, done;
+  double total = 0.0, t0;
+  kiln_status s;
+
+  if (!text) {
+    perror(o->perplexity);
+    return 1;
+  }
+  if (o->ctx < 2 || o->ctx > KILN_MAX_CONTEXT) {
+    fprintf(stderr, "kiln-generate: --ctx must be in [2, %d]\n", KILN_MAX_CONTEXT);
+    return 2;
+  }
+  ids = malloc(sizeof(int32_t) * (3 * len + 5));
+  s = ids ? encode(t, text, len, 0, ids, (int32_t)(3 * len + 5), &n_ids) : KILN_ERR_ARGUMENT;
+  free(text);
+  if (s != KILN_OK)
+    return fail(o->perplexity, s);
+  chunks = n_ids / o->ctx;
+  if (o->chunks > 0 && o->chunks < chunks)
+    chunks = o->chunks;
+  if (chunks == 0) {
+    fprintf(stderr, "kiln-generate: %s: fewer than %d tokens\n", o->perplexity, o->ctx);
+    return 1;
+  }
+  t0 = now();
+  for (c = 0; c < chunks; ++c) {
+    const int32_t *chunk = ids + (size_t)c * o->ctx;
+    api->reset(&model);
+    tokens[0] = api->bos;
+    memcpy(tokens + 1, chunk, sizeof(int32_t) * (size_t)(o->ctx - 1));
+    /* Logits at position j predict chunk[j]: every token of the chunk is scored. */
+    for (done = 0; done < o->ctx; done += j) {
+      int32_t n = o->ctx - done < KILN_PREFILL_CHUNK ? o->ctx - done : KILN_PREFILL_CHUNK;
+      s = api->prefill(&model, tokens + done, n, logits);
+      if (s != KILN_OK)
+        return fail("perplexity", s);
+      for (j = 0; j < n; ++j)
+        total += nll(logits + (size_t)j * KILN_VOCAB, chunk[done + j]);
+    }
+  }
+  printf("perplexity: %.6f (mean NLL %.6f nats over %d tokens, %d chunks of %d)\n",
+         exp(total / ((double)chunks * o->ctx)), total / ((double)chunks * o->ctx),
+         (int)(chunks * o->ctx), (int)chunks, (int)o->ctx);
+  fprintf(stderr, "%.1f tokens/s\n", chunks * o->ctx / (now() - t0));
+  free(ids);
+  return 0;
 }
 
 int main(int argc, char **argv) {
   const kiln_model_api *api = &KILN_MODEL_API;
-  const char *pack = KILN_DEFAULT_PACK, *dump_path = NULL, *ids = NULL;
-  int32_t n_prompt = 0, n_generate = 0, i, next;
-  int prefill = 1;
   kiln_pack_source src;
+  kiln_tokenizer tok;
   kiln_status s;
-  FILE *out = NULL;
+  options o;
+  int rc;
 
-  for (i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--pack") && i + 1 < argc) pack = argv[++i];
-    else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) ids = argv[++i];
-    else if (!strcmp(argv[i], "-n") && i + 1 < argc) n_generate = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--dump-logits") && i + 1 < argc) dump_path = argv[++i];
-    else if (!strcmp(argv[i], "--no-prefill")) prefill = 0;
-    else { usage(); return 2; }
+  if (!parse(argc, argv, &o)) {
+    usage();
+    return 2;
   }
-  if (!ids || !*ids) { usage(); return 2; }
-  for (; *ids && n_prompt < KILN_MAX_CONTEXT; ++n_prompt) {
-    char *end;
-    tokens[n_prompt] = (int32_t)strtol(ids, &end, 10);
-    if (end == ids) { usage(); return 2; }
-    ids = *end == ',' ? end + 1 : end;
-  }
-
-  s = kiln_pack_source_open_file(&src, pack);
-  if (s != KILN_OK) return fail(pack, s);
+  s = kiln_pack_source_open_file(&src, o.pack);
+  if (s != KILN_OK)
+    return fail(o.pack, s);
   s = api->open(&model, &src, arena, sizeof arena);
-  if (s != KILN_OK) return fail(pack, s);
-  if (dump_path && !(out = fopen(dump_path, "wb"))) {
-    perror(dump_path);
-    return 1;
-  }
-
-  /* The prompt, in chunks (or one decode at a time); keep the last row. */
-  for (i = 0; i < n_prompt;) {
-    int32_t n = prefill ? n_prompt - i : 1;
-    if (n > KILN_PREFILL_CHUNK) n = KILN_PREFILL_CHUNK;
-    s = prefill ? api->prefill(&model, tokens + i, n, logits)
-                : api->decode(&model, tokens[i], logits);
-    if (s != KILN_OK) return fail("prompt", s);
-    if (dump(out, logits, n)) return fail("dump", KILN_ERR_IO);
-    memmove(logits, logits + (size_t)(n - 1) * KILN_VOCAB, sizeof(float) * KILN_VOCAB);
-    i += n;
-  }
-
-  printf("ids:");
-  for (i = 0; i < n_generate; ++i) {
-    next = argmax(logits);
-    printf("%s%d", i ? "," : " ", (int)next);
-    if (i + 1 == n_generate) break;
-    s = api->decode(&model, next, logits);
-    if (s != KILN_OK) return fail("decode", s);
-    if (dump(out, logits, 1)) return fail("dump", KILN_ERR_IO);
-  }
-  printf("\n");
-  if (out) fclose(out);
+  if (s != KILN_OK)
+    return fail(o.pack, s);
+  s = api->tokenizer(&model, &tok);
+  if (s != KILN_OK)
+    return fail(o.pack, s);
+  rc = o.perplexity ? perplexity(api, &tok, &o) : generate(api, &tok, &o);
   api->close(&model);
   kiln_pack_source_close(&src);
-  return 0;
+  return rc;
 }

@@ -4,6 +4,7 @@
 #define KILN_KILN_MODEL_H
 
 #include "kiln.h"
+#include "kiln_tokenizer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,6 +26,8 @@ typedef struct kiln_model_api {
   /* One token; logits (may be NULL) gets vocab floats. */
   kiln_status (*decode)(void *model, int32_t token, float *logits);
   int32_t (*position)(const void *model);
+  /* The tokenizer over the vocabulary stored in the pack of an open model. */
+  kiln_status (*tokenizer)(const void *model, kiln_tokenizer *t);
   void (*reset)(void *model);
   void (*close)(void *model);
 } kiln_model_api;
