@@ -442,10 +442,20 @@ static void chain(encoder *e, int32_t i, uint32_t off, int last) {
   s->slot = -1;
 }
 
-/* llama.cpp's unicode_len_utf8: the length a lead byte announces. */
-static uint32_t utf8_len(uint8_t lead) {
-  static const uint8_t len[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-  return len[lead >> 4];
+/* Length of the character at p: what the lead byte announces (as llama.cpp's
+ * unicode_len_utf8) if that many bytes follow and all are continuation bytes,
+ * else 1. llama.cpp takes the announced length blindly, which can swallow the
+ * start of a following U+2581 and then decode as bytes instead of a space;
+ * checking keeps byte fallback lossless and agrees on all valid UTF-8. */
+static uint32_t char_len(const uint8_t *p, uint32_t avail) {
+  static const uint8_t announced[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+  uint32_t n = announced[p[0] >> 4], k;
+  if (n > avail)
+    return 1;
+  for (k = 1; k < n; ++k)
+    if ((p[k] & 0xC0u) != 0x80u)
+      return 1;
+  return n;
 }
 
 static void encode_spm(encoder *e, const uint8_t *text, size_t len) {
@@ -468,10 +478,9 @@ static void encode_spm(encoder *e, const uint8_t *text, size_t len) {
       e->text[n++] = text[k];
     }
   }
+  e->text_n = n;
   while (off < n) {
-    uint32_t c = utf8_len(e->text[off]);
-    if (c > n - off)
-      c = n - off;
+    uint32_t c = char_len(e->text + off, n - off);
     chain(e, count, off, off + c == n);
     off += c;
     count++;
@@ -479,18 +488,18 @@ static void encode_spm(encoder *e, const uint8_t *text, size_t len) {
   merge_all(e, count);
 
   for (i = 0; i >= 0; i = e->sym[i].next) {
-    const symbol *s = &e->sym[i];
-    int32_t id = find_token(t, e->text + s->off, s->n);
-    uint32_t b;
+    const uint8_t *p = e->text + e->sym[i].off;
+    uint32_t b, len_i = sym_len(e, i);
+    int32_t id = find_token(t, p, len_i);
     if (id >= 0) {
       emit(e, id);
       continue;
     }
-    for (b = 0; b < s->n && t->byte_token[e->text[s->off + b]] >= 0; ++b)
+    for (b = 0; b < len_i && t->byte_token[p[b]] >= 0; ++b)
       ;
-    if (b == s->n) {
-      for (b = 0; b < s->n; ++b)
-        emit(e, t->byte_token[e->text[s->off + b]]);
+    if (b == len_i) {
+      for (b = 0; b < len_i; ++b)
+        emit(e, t->byte_token[p[b]]);
     } else if (t->unk >= 0) {
       emit(e, t->unk);
     }
@@ -552,20 +561,21 @@ static void encode_bpe_word(encoder *e, const uint8_t *word, size_t len) {
     chain(e, i, off, (size_t)i + 1 == len);
     off += n;
   }
+  e->text_n = off;
   merge_all(e, (int32_t)len);
 
   for (i = 0; i >= 0; i = e->sym[i].next) {
-    const symbol *s = &e->sym[i];
-    int32_t id = find_token(t, e->text + s->off, s->n);
-    uint32_t k, c;
+    const uint8_t *p = e->text + e->sym[i].off;
+    uint32_t k, c, n = sym_len(e, i);
+    int32_t id = find_token(t, p, n);
     if (id >= 0) {
       emit(e, id);
       continue;
     }
     /* Not a piece (merges and tokens disagree): one id per character. */
-    for (k = 0; k < s->n; k += c) {
-      c = e->text[s->off + k] < 0x80u ? 1u : 2u;
-      id = find_token(t, e->text + s->off + k, c);
+    for (k = 0; k < n; k += c) {
+      c = p[k] < 0x80u ? 1u : 2u;
+      id = find_token(t, p + k, c);
       if (id >= 0)
         emit(e, id);
       else if (t->unk >= 0)
@@ -583,13 +593,18 @@ static void encode_bpe(encoder *e, const uint8_t *text, size_t len) {
   }
 }
 
+/* SPM: the prefix plus at most one symbol per input byte (a space's U+2581 is
+ * one character); BPE: at most one per byte of a word. */
+static size_t max_symbols(size_t len) { return len + 1u; }
+
 size_t kiln_tokenize_work_bytes(const kiln_tokenizer *t, size_t len) {
+  const size_t per_byte = sizeof(symbol) + sizeof(int32_t) + 3u;
   (void)t; /* one size fits both models */
-  if (len > MAX_TEXT_BYTES)
+  /* The second limit only bites where size_t is 32 bits. */
+  if (len > MAX_TEXT_BYTES || len >= (SIZE_MAX - 16u) / per_byte)
     return 0;
-  /* Alignment slack, then per symbol (at most len + 1): the symbol, its heap
-   * slot, and 3 bytes of work text. */
-  return 8u + (len + 1u) * (sizeof(symbol) + sizeof(int32_t) + 3u);
+  /* Alignment slack, symbols with their heap slots, and the work text. */
+  return 8u + max_symbols(len) * (sizeof(symbol) + sizeof(int32_t)) + 3u * (len + 1u);
 }
 
 kiln_status kiln_tokenize(const kiln_tokenizer *t, const char *text, size_t len, int add_special,
@@ -597,23 +612,23 @@ kiln_status kiln_tokenize(const kiln_tokenizer *t, const char *text, size_t len,
                           size_t work_bytes) {
   encoder e;
   uint8_t *base;
-  size_t n_sym;
+  size_t n_sym, need = kiln_tokenize_work_bytes(t, len);
 
   if (n_ids != NULL)
     *n_ids = 0;
   if (t == NULL || t->segment == NULL || n_ids == NULL || max_ids < 0 || (ids == NULL && max_ids > 0) ||
-      (text == NULL && len > 0) || work == NULL || len > MAX_TEXT_BYTES ||
-      work_bytes < kiln_tokenize_work_bytes(t, len))
+      (text == NULL && len > 0) || work == NULL || need == 0 || work_bytes < need)
     return KILN_ERR_ARGUMENT;
 
   base = (uint8_t *)work;
   base += (size_t)(-(uintptr_t)base & 7u);
-  n_sym = len + 1u;
+  n_sym = max_symbols(len);
   e.t = t;
   e.sym = (symbol *)(void *)base;
   e.heap = (int32_t *)(void *)(base + n_sym * sizeof(symbol));
   e.text = base + n_sym * (sizeof(symbol) + sizeof(int32_t));
   e.heap_n = 0;
+  e.text_n = 0;
   e.ids = ids;
   e.max_ids = max_ids;
   e.n_ids = 0;

@@ -145,10 +145,13 @@ static kiln_status run_prompt(const kiln_model_api *api, int32_t n_prompt, int p
 }
 
 static void print_piece(const kiln_tokenizer *t, int32_t id, int is_first) {
-  char piece[256];
+  char piece[4096];
   size_t n = 0;
   if (kiln_token_piece(t, id, is_first, piece, sizeof piece, &n) == KILN_OK)
     fwrite(piece, 1, n, stdout);
+  else
+    fprintf(stderr, "kiln-generate: token %d has a %lu-byte piece; not printed\n", (int)id,
+            (unsigned long)n);
   fflush(stdout);
 }
 
@@ -222,6 +225,7 @@ static int generate(const kiln_model_api *api, const kiln_tokenizer *t, const op
   }
   t2 = now();
   printf("\n");
+  fflush(stdout);
   if (dump)
     fclose(dump);
   fprintf(stderr,

@@ -253,6 +253,81 @@ def bad_packs(args):
     return res.finish()
 
 
+def app(args):
+    """kiln-generate on model A: text in, text out, against the references."""
+    res = Results()
+    out = os.path.join(args.work, "out")
+    name = compile_model(args, os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"), out)
+    b = build(out, args.cc[0])
+    gen = [os.path.join(b, "kiln-generate"), "--pack", os.path.join(out, name + ".kpack")]
+    refs = json.load(open(os.path.join(MODEL_A, "tiny-llama-A-refs.json")))
+    for p in refs["prompts"]:
+        r = run(gen + ["--tokenize", "-p", p["text"]])
+        ids = [int(x) for x in r.stdout.split("ids:")[1].split(",")]
+        res.check(ids == p["token_ids"], f"prompt {p['index']}: tokenizer ids equal the reference")
+        r = run(gen + ["-p", p["text"], "-n", "32", "--ignore-eos"])
+        res.check(r.stdout == p["full_text"] + "\n",
+                  f"prompt {p['index']}: greedy text equals the reference: {r.stdout.strip()!r}")
+        res.check(all(k in r.stderr for k in ("tokens/s", "time to first token", "arena:",
+                                             "pack:", "peak RSS")),
+                  f"prompt {p['index']}: stats printed: {' | '.join(r.stderr.splitlines())}")
+    # Sampling: the same seed gives the same text, another seed another text.
+    sample = gen + ["-p", "It was", "-n", "24", "--temp", "0.9", "--top-k", "40", "--top-p", "0.95",
+                    "--repeat-penalty", "1.1", "--ignore-eos"]
+    a, a2, c = (run(sample + ["--seed", s]).stdout for s in ("1", "1", "2"))
+    res.check(a == a2 and a != c, f"seeded sampling is reproducible: {a.strip()!r} / {c.strip()!r}")
+    # Perplexity, protocol of ../shared/models/README.md: 32 chunks of 256.
+    r = run(gen + ["--perplexity", os.path.join(MODEL_A, "val.txt"), "--ctx", "256",
+                   "--chunks", "32"])
+    ppl = float(r.stdout.split("perplexity:")[1].split()[0])
+    want = refs["perplexity"]["ppl"]
+    res.check(abs(ppl - want) / want <= 1e-3,
+              f"perplexity {ppl:.5f} within 0.1% of the reference {want:.5f}")
+    return res.finish()
+
+
+def baremetal(args):
+    """samples/baremetal: weights as const data, static arena, no OS services in
+    the model path; built for the host and for aarch64 (run under qemu-user)."""
+    res = Results()
+    out = os.path.join(args.work, "out")
+    name = compile_model(args, os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"), out,
+                         "--weights=embed")
+    refs = json.load(open(os.path.join(MODEL_A, "tiny-llama-A-refs.json")))
+    prompt = refs["prompts"][0]
+    hosted = generate(build(out, args.cc[0]), os.path.join(out, name + ".kpack"),
+                      prompt["token_ids"], 32, os.path.join(args.work, "hosted.f32"))
+    targets = [("host", "gcc", [], [])]
+    if shutil.which("aarch64-linux-gnu-gcc") and shutil.which("qemu-aarch64"):
+        targets.append(("aarch64", "aarch64-linux-gnu-gcc",
+                        ["-DCMAKE_SYSTEM_NAME=Linux", "-DCMAKE_SYSTEM_PROCESSOR=aarch64"],
+                        ["qemu-aarch64"]))
+    else:
+        res.check(False, "aarch64 cross gcc and qemu-aarch64 are installed (scripts/setup.sh)")
+    for target, cc, defs, runner in targets:
+        b = os.path.join(args.work, "bm-" + target)
+        shutil.rmtree(b, ignore_errors=True)
+        run(["cmake", "-S", os.path.join(ROOT, "samples", "baremetal"), "-B", b,
+             f"-DCMAKE_C_COMPILER={cc}", f"-DCMAKE_C_FLAGS={STRICT}", *defs,
+             f"-DKILN_MODEL_DIR={out}", f"-DKILN_MODEL_NAME={name}",
+             "-DKILN_PROMPT=" + ",".join(map(str, prompt["token_ids"]))])
+        run(["cmake", "--build", b, "-j2"])
+        exe = os.path.join(b, "kiln-baremetal")
+        ids = [int(x) for x in run(runner + [exe]).stdout.split("ids:")[1].split(",")]
+        res.check(ids == hosted == prompt["greedy_ids"],
+                  f"{target}: bare-metal greedy ids equal the hosted run and the reference")
+        nm = "aarch64-linux-gnu-nm" if target == "aarch64" else "nm"
+        libs = [os.path.join(b, "model", f"lib{name}.a"), os.path.join(b, "model", "libkiln_runtime.a")]
+        undefined = set(run([nm, "-u", *libs]).stdout.split())
+        banned = sorted(undefined & {"malloc", "calloc", "realloc", "free", "fopen", "fread",
+                                     "printf", "fprintf", "mmap", "munmap", "open", "madvise"})
+        res.check(not banned, f"{target}: model path references no heap, file or stdio "
+                  f"symbols ({banned or 'none'})")
+        size = run(["size" if target == "host" else "aarch64-linux-gnu-size", exe]).stdout
+        print(f"{target} binary size:\n{size}")
+    return res.finish()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--kiln-compile", required=True)
@@ -267,9 +342,12 @@ def main():
     r.add_argument("--shape", choices=sorted(SHAPES), required=True)
     r.add_argument("--tol", type=float, default=1e-4)
     sub.add_parser("bad-packs")
+    sub.add_parser("app")
+    sub.add_parser("baremetal")
     args = ap.parse_args()
     args.cc = args.cc or ["gcc"]
-    return {"model-a": model_a, "random": random_model, "bad-packs": bad_packs}[args.cmd](args)
+    return {"model-a": model_a, "random": random_model, "bad-packs": bad_packs, "app": app,
+            "baremetal": baremetal}[args.cmd](args)
 
 
 if __name__ == "__main__":

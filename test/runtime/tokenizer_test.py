@@ -103,11 +103,14 @@ def read_npy_int32(path):
 # ---- independent reference encoders ------------------------------------------
 
 def utf8_symbols(s):
-    """Split as llama.cpp does: length from the lead byte's high nibble."""
+    """Characters: the length from the lead byte's high nibble when that many
+    continuation bytes follow, else a single byte."""
     out, i = [], 0
     while i < len(s):
         hi = s[i] >> 4
         n = 1 if hi < 12 else (2 if hi < 14 else (3 if hi == 14 else 4))
+        if i + n > len(s) or any(b & 0xC0 != 0x80 for b in s[i + 1:i + n]):
+            n = 1
         out.append(s[i:i + n])
         i += n
     return out
@@ -317,8 +320,9 @@ def gpt2_vocab(add_bos):
         ("i", "n"), ("in", "g"), ("e", "r"), ("'", "s"), ("1", "2"),
         (e_acute[0], e_acute[1]), (nl, nl), (sp, sp),
         ("x", "y"),            # result not a token: per-character fallback
-        ("h", "e"),            # duplicate, later rank: the first one counts
-        ("t", "h"), ("e", "e"), (sp, "1"), (sp + "1", "2"), ("ee", "e"), ("in", "in"),
+        ("t", "h"),
+        ("h", "e"),            # duplicate, ranked after "t h": the first one counts
+        ("e", "e"), (sp, "1"), (sp + "1", "2"), ("ee", "e"), ("in", "in"),
     ]
     tokens = [c[b] for b in range(256)]
     for a, b in merges:

@@ -95,7 +95,7 @@ struct Parser {
   }
 
   bool integer(long long lo, long long hi, long long &out) {
-    double d;
+    double d = 0;
     if (!number(d))
       return false;
     if (!(d >= double(lo) && d <= double(hi)) || std::floor(d) != d)
@@ -132,7 +132,7 @@ struct Parser {
     return array([&] {
       std::string bytes;
       bool ok = array([&] {
-        long long b;
+        long long b = 0;
         if (!integer(0, 255, b))
           return false;
         bytes.push_back(char(b));
@@ -171,7 +171,7 @@ bool parseVocab(Parser &p, Vocab &v) {
       ok = p.byteStrings(v.merges);
     } else if (key == "scores") {
       ok = p.array([&] {
-        double d;
+        double d = 0;
         if (!p.number(d))
           return false;
         v.scores.push_back(float(d));
@@ -179,7 +179,7 @@ bool parseVocab(Parser &p, Vocab &v) {
       });
     } else if (key == "types") {
       ok = p.array([&] {
-        long long x;
+        long long x = 0;
         if (!p.integer(INT32_MIN, INT32_MAX, x))
           return false;
         v.types.push_back(int32_t(x));

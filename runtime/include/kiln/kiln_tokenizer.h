@@ -35,17 +35,18 @@
  * Encoding:
  *  - model 0 follows llama.cpp's SPM tokenizer: " " + text when
  *    add_space_prefix (not for empty text), ' ' -> U+2581, split into UTF-8
- *    characters by the lead byte (as llama.cpp: the length comes from the high
- *    nibble, clipped at the end of the text; a stray continuation byte is a
- *    one-byte symbol), merge the adjacent pair whose concatenation is a piece
- *    with the highest score (ties: leftmost) until none is left, then emit each
- *    symbol's id, or its bytes as <0xXX> tokens, or unk.
+ *    characters (the length the lead byte announces when that many
+ *    continuation bytes follow, else one byte: the same as llama.cpp on valid
+ *    UTF-8, and lossless on any bytes), merge the adjacent pair whose
+ *    concatenation is a piece with the highest score (ties: leftmost) until
+ *    none is left, then emit each symbol's id, or its bytes as <0xXX> tokens,
+ *    or one unk when a byte token is missing.
  *  - model 1: GPT-2 style pre-split into words ('s 't 're 've 'm 'll 'd;
  *    optional space + letters, digits, or other symbols; whitespace runs, whose
  *    last space joins a following word; any byte >= 0x80 counts as a letter),
  *    bytes mapped to GPT-2's printable alphabet, merges applied lowest rank
  *    first (ties: leftmost), each symbol emitted as its id (an unknown symbol
- *    falls back to one id per byte, else unk). add_space_prefix is ignored.
+ *    falls back to one id per character, else unk). add_space_prefix is ignored.
  *  - with add_special: BOS first when add_bos, EOS last when add_eos. */
 #ifndef KILN_KILN_TOKENIZER_H
 #define KILN_KILN_TOKENIZER_H
