@@ -47,6 +47,10 @@ public:
     return formatv("(float *)(void *)(a + {0}u)", slotOffset(op));
   }
 
+  std::string scratch(Operation *op) const override {
+    return formatv("(void *)(a + {0}u)", op->getAttrOfType<SlotAttr>("scratch").getOffset());
+  }
+
 private:
   func::FuncOp fn;
 };

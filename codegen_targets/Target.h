@@ -25,6 +25,8 @@ struct OperandNames {
   virtual ~OperandNames() = default;
   virtual std::string operand(mlir::Value v) const = 0;
   virtual std::string result(mlir::Operation *op) const = 0;
+  /// The op's scratch buffer (set by plan-memory), as a `void *`.
+  virtual std::string scratch(mlir::Operation *op) const = 0;
 };
 
 /// A code generation target: what it knows about the SoC and how it writes

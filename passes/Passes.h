@@ -15,6 +15,9 @@ namespace kiln {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
+/// The element type a policy format names ("q4_0", "i8g64", "f16", ...), or null.
+mlir::Type parseWeightFormat(mlir::MLIRContext *context, llvm::StringRef format);
+
 /// Graph-level passes run between import and kernel-level lowering.
 void buildGraphPipeline(mlir::OpPassManager &pm);
 

@@ -3,6 +3,40 @@
 
 include "mlir/Pass/PassBase.td"
 
+def Quantize : Pass<"kiln-quantize", "mlir::ModuleOp"> {
+  let summary = "Chooses the storage format of every weight and of the KV cache";
+  let description = [{
+    Gives each 2-D f32/f16 weight the format of the policy: `weights` for all of
+    them, then `overrides` (comma-separated `glob=format`, the last match wins),
+    e.g. `weights=q4_0 overrides=token_embd.weight=q8_0,output.weight=f16`.
+    Formats: f32, f16, q8_0, q4_0 (GGUF blocks of 32), i8g<G>, i4g<G> (one f16
+    scale per group of G). Tensors the model file already stores quantized keep
+    their format, as do tensors whose rows are not a whole number of blocks
+    (with a warning). The bytes are converted when the pack is written.
+
+    `kv` sets the KV cache element: f32, f16, or q8 (int8 with one f16 scale per
+    head and position, i.e. `!kiln.i8g<head_dim>`).
+
+    Before:
+    ```mlir
+    %w = kiln.weight "blk.0.ffn_up.weight" : tensor<768x256xf32>
+    ```
+    After `--kiln-quantize="weights=q4_0"`:
+    ```mlir
+    %w = kiln.weight "blk.0.ffn_up.weight" : tensor<768x256x!kiln.q4_0>
+    ```
+  }];
+  let options = [
+    Option<"weights", "weights", "std::string", /*default=*/"\"\"",
+           "Format of every 2-D weight (empty: keep the model's)">,
+    Option<"overrides", "overrides", "std::string", /*default=*/"\"\"",
+           "Comma-separated glob=format rules by tensor name">,
+    Option<"kv", "kv", "std::string", /*default=*/"\"f32\"",
+           "KV cache element: f32, f16 or q8">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def PackLayout : Pass<"kiln-pack-layout", "mlir::ModuleOp"> {
   let summary = "Places every weight in the data section of the pack";
   let description = [{

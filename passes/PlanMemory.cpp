@@ -16,15 +16,22 @@ using namespace kiln;
 
 namespace {
 
-int64_t tensorBytes(Type type) {
-  auto t = cast<RankedTensorType>(type);
-  return t.getNumElements() * getBlockBytes(t.getElementType());
-}
+int64_t tensorBytes(Type type) { return getStorageBytes(cast<RankedTensorType>(type)); }
 
 /// Ops whose result may overwrite an operand that dies there: each output
 /// element depends only on the same elements of the inputs.
 bool canWriteInPlace(Operation *op) {
   return isa<AddOp, MulOp, SiluOp, GeluOp, RopeOp>(op);
+}
+
+/// Bytes a matmul needs to hold its input quantized per weight block: one f32
+/// scale and the int8 values of each block of each row. Zero for float weights.
+int64_t activationScratchBytes(MatmulOp op) {
+  Type element = op.getWeight().getType().getElementType();
+  if (!isa<Q8_0Type, Q4_0Type, I8GroupType, I4GroupType>(element))
+    return 0;
+  ArrayRef<int64_t> x = op.getInput().getType().getShape();
+  return x[0] * (x[1] / getBlockElements(element) * 4 + x[1]);
 }
 
 /// Whether the result of `op` lives in the activation region of the arena.
@@ -122,7 +129,23 @@ struct PlanMemoryPass : kiln::impl::PlanMemoryBase<PlanMemoryPass> {
       leaders.push_back(it->getData());
     }
 
+    // Matmuls on quantized weights quantize their input rows into scratch that
+    // lives only during the call.
+    std::vector<Operation *> scratchUsers;
+    for (auto op : block.getOps<MatmulOp>()) {
+      int64_t bytes = activationScratchBytes(op);
+      if (bytes == 0)
+        continue;
+      requests.push_back({bytes, step[op], step[op]});
+      scratchUsers.push_back(op);
+    }
+
     MemoryPlan plan = planMemory(requests, alignment);
+    for (size_t i = 0; i < scratchUsers.size(); ++i) {
+      size_t r = leaders.size() + i;
+      scratchUsers[i]->setAttr("scratch", SlotAttr::get(&getContext(), base + plan.offsets[r],
+                                                        requests[r].bytes));
+    }
     for (size_t i = 0; i < leaders.size(); ++i)
       for (auto m = groups.member_begin(groups.findValue(leaders[i]));
            m != groups.member_end(); ++m)

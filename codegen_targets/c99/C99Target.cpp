@@ -14,13 +14,28 @@ using llvm::formatv;
 
 namespace {
 
-/// Short name of a weight format, used in helper and kernel names.
-std::string formatName(Type element) {
-  if (isa<Q8_0Type>(element)) return "q8_0";
-  if (isa<Q4_0Type>(element)) return "q4_0";
-  if (element.isF16()) return "f16";
-  if (element.isF32()) return "f32";
-  return "";
+/// How a kernel reads a weight or cache format: the helper family and, for the
+/// integer families, the group size. Q8_0 and Q4_0 share the group-wise layouts
+/// (an f16 scale, then the values), with groups of 32.
+struct ElementCode {
+  std::string family; // f32, f16, i8, i4
+  int64_t group = 1;
+  std::string name;   // for kernel names
+};
+
+ElementCode elementCode(Type element) {
+  if (isa<Q8_0Type>(element)) return {"i8", 32, "q8_0"};
+  if (isa<Q4_0Type>(element)) return {"i4", 32, "q4_0"};
+  if (auto g = dyn_cast<I8GroupType>(element))
+    return {"i8", g.getGroupSize(), formatv("i8g{0}", g.getGroupSize())};
+  if (auto g = dyn_cast<I4GroupType>(element))
+    return {"i4", g.getGroupSize(), formatv("i4g{0}", g.getGroupSize())};
+  if (element.isF16()) return {"f16", 1, "f16"};
+  return {"f32", 1, "f32"};
+}
+
+ElementCode elementCode(Value v) {
+  return elementCode(cast<RankedTensorType>(v.getType()).getElementType());
 }
 
 int64_t dim(Value v, unsigned i) { return cast<RankedTensorType>(v.getType()).getDimSize(i); }
@@ -28,18 +43,24 @@ int64_t dim(Value v, unsigned i) { return cast<RankedTensorType>(v.getType()).ge
 /// A float constant that reads back as the same float.
 std::string floatLiteral(double v) { return formatv("{0:e9}f", v).str(); }
 
-// Helpers shared by kernels. Each is emitted only when used, so generated code
-// stays free of unused static functions under -Wall -Werror.
-const char *const kHelperF16 = R"c(
+// Helpers shared by kernels, in the order they are emitted. Each is emitted only
+// when used (directly or by another helper), so generated code has no unused
+// static functions under -Wall -Werror.
+struct Helper {
+  const char *name;
+  const char *needs; // another helper this one calls, or ""
+  const char *text;
+};
+
+const Helper kHelpers[] = {
+    {"load_f16", "", R"c(
 static float load_f16(const uint8_t *p) {
   uint16_t h;
   memcpy(&h, p, sizeof h);
   return kiln_f16_to_f32(h);
 }
-)c";
-
-const char *const kHelperDot[][2] = {
-    {"dot_f32", R"c(
+)c"},
+    {"dot_f32", "", R"c(
 /* Eight partial sums in a fixed order: deterministic, and the compiler may
  * keep them in vector lanes. */
 static float dot_f32(const float *x, const uint8_t *w, int32_t k) {
@@ -54,7 +75,7 @@ static float dot_f32(const float *x, const uint8_t *w, int32_t k) {
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 )c"},
-    {"dot_f16", R"c(
+    {"dot_f16", "load_f16", R"c(
 static float dot_f16(const float *x, const uint8_t *w, int32_t k) {
   float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int32_t i, j, whole = k - k % 8;
@@ -66,84 +87,174 @@ static float dot_f16(const float *x, const uint8_t *w, int32_t k) {
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 )c"},
-    {"dot_q8_0", R"c(
-/* Q8_0 block: f16 scale, then 32 int8. */
-static float dot_q8_0(const float *x, const uint8_t *w, int32_t k) {
+    {"quantize_act", "", R"c(
+/* Quantizes k activations per group of g: one f32 scale (amax / 127) and g
+ * int8 values each, rounded half away from zero, as ggml's q8 activations. */
+static void quantize_act(const float *x, float *d, int8_t *q, int32_t k, int32_t g) {
+  int32_t b, j;
+  for (b = 0; b < k / g; ++b) {
+    const float *xb = x + g * b;
+    float amax = 0.0f, id;
+    for (j = 0; j < g; ++j)
+      amax = fabsf(xb[j]) > amax ? fabsf(xb[j]) : amax;
+    d[b] = amax / 127.0f;
+    id = d[b] != 0.0f ? 1.0f / d[b] : 0.0f;
+    for (j = 0; j < g; ++j)
+      q[g * b + j] = (int8_t)roundf(xb[j] * id);
+  }
+}
+)c"},
+    {"qdot_i8", "load_f16", R"c(
+/* int8 weights (f16 scale + g int8 per group) against int8 activations: an
+ * exact int32 sum per group, then one float multiply-add. */
+static float qdot_i8(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
+                     int32_t g) {
   float acc = 0.0f;
   int32_t b, j;
-  for (b = 0; b < k / 32; ++b) {
-    const uint8_t *blk = w + 34 * b;
+  for (b = 0; b < k / g; ++b) {
+    const uint8_t *blk = w + (2 + g) * b;
     const int8_t *q = (const int8_t *)(const void *)(blk + 2);
-    const float *xb = x + 32 * b;
-    float s = 0.0f;
-    for (j = 0; j < 32; ++j)
-      s += xb[j] * (float)q[j];
-    acc += load_f16(blk) * s;
+    const int8_t *xb = xq + g * b;
+    int32_t s = 0;
+    for (j = 0; j < g; ++j)
+      s += (int32_t)xb[j] * (int32_t)q[j];
+    acc += (float)s * (xd[b] * load_f16(blk));
   }
   return acc;
 }
 )c"},
-    {"dot_q4_0", R"c(
-/* Q4_0 block: f16 scale, then 16 bytes; low nibbles are elements 0..15 and
- * high nibbles 16..31, each stored as value + 8. */
-static float dot_q4_0(const float *x, const uint8_t *w, int32_t k) {
+    {"qdot_i4", "load_f16", R"c(
+/* int4 weights (f16 scale + g/2 bytes per group; byte j holds value j in its
+ * low nibble and value j + g/2 in its high nibble, each stored as value + 8). */
+static float qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
+                     int32_t g) {
   float acc = 0.0f;
-  int32_t b, j;
-  for (b = 0; b < k / 32; ++b) {
-    const uint8_t *blk = w + 18 * b;
-    const float *xb = x + 32 * b;
-    float s = 0.0f;
-    for (j = 0; j < 16; ++j) {
-      s += xb[j] * (float)((blk[2 + j] & 15) - 8);
-      s += xb[j + 16] * (float)((blk[2 + j] >> 4) - 8);
-    }
-    acc += load_f16(blk) * s;
+  int32_t b, j, h = g / 2;
+  for (b = 0; b < k / g; ++b) {
+    const uint8_t *blk = w + (2 + h) * b;
+    const int8_t *xb = xq + g * b;
+    int32_t s = 0;
+    for (j = 0; j < h; ++j)
+      s += (int32_t)xb[j] * ((blk[2 + j] & 15) - 8) + (int32_t)xb[j + h] * ((blk[2 + j] >> 4) - 8);
+    acc += (float)s * (xd[b] * load_f16(blk));
   }
   return acc;
 }
 )c"},
-    {"row_f32", R"c(
+    {"row_f32", "", R"c(
 static void row_f32(const uint8_t *w, float *y, int32_t k) {
   memcpy(y, w, (size_t)k * sizeof(float));
 }
 )c"},
-    {"row_f16", R"c(
+    {"row_f16", "load_f16", R"c(
 static void row_f16(const uint8_t *w, float *y, int32_t k) {
   int32_t i;
   for (i = 0; i < k; ++i)
     y[i] = load_f16(w + 2 * i);
 }
 )c"},
-    {"row_q8_0", R"c(
-static void row_q8_0(const uint8_t *w, float *y, int32_t k) {
+    {"row_i8", "load_f16", R"c(
+static void row_i8(const uint8_t *w, float *y, int32_t k, int32_t g) {
   int32_t b, j;
-  for (b = 0; b < k / 32; ++b) {
-    const uint8_t *blk = w + 34 * b;
+  for (b = 0; b < k / g; ++b) {
+    const uint8_t *blk = w + (2 + g) * b;
     const int8_t *q = (const int8_t *)(const void *)(blk + 2);
     float d = load_f16(blk);
-    for (j = 0; j < 32; ++j)
-      y[32 * b + j] = d * (float)q[j];
+    for (j = 0; j < g; ++j)
+      y[g * b + j] = d * (float)q[j];
   }
 }
 )c"},
-    {"row_q4_0", R"c(
-static void row_q4_0(const uint8_t *w, float *y, int32_t k) {
-  int32_t b, j;
-  for (b = 0; b < k / 32; ++b) {
-    const uint8_t *blk = w + 18 * b;
+    {"row_i4", "load_f16", R"c(
+static void row_i4(const uint8_t *w, float *y, int32_t k, int32_t g) {
+  int32_t b, j, h = g / 2;
+  for (b = 0; b < k / g; ++b) {
+    const uint8_t *blk = w + (2 + h) * b;
     float d = load_f16(blk);
-    for (j = 0; j < 16; ++j) {
-      y[32 * b + j] = d * (float)((blk[2 + j] & 15) - 8);
-      y[32 * b + j + 16] = d * (float)((blk[2 + j] >> 4) - 8);
+    for (j = 0; j < h; ++j) {
+      y[g * b + j] = d * (float)((blk[2 + j] & 15) - 8);
+      y[g * b + j + h] = d * (float)((blk[2 + j] >> 4) - 8);
     }
   }
 }
 )c"},
-};
-
-bool needsF16(const std::string &helper) {
-  return helper != "dot_f32" && helper != "row_f32";
+    // KV cache rows of one head: store, dot with a query, accumulate a value.
+    {"kv_f32", "", R"c(
+static void kv_store_f32(const float *x, uint8_t *row, int32_t hd) {
+  memcpy(row, x, (size_t)hd * sizeof(float));
 }
+static float kv_dot_f32(const float *q, const uint8_t *row, int32_t hd) {
+  const float *k = (const float *)(const void *)row;
+  float s = 0.0f;
+  int32_t i;
+  for (i = 0; i < hd; ++i)
+    s += q[i] * k[i];
+  return s;
+}
+static void kv_axpy_f32(float *acc, float e, const uint8_t *row, int32_t hd) {
+  const float *v = (const float *)(const void *)row;
+  int32_t i;
+  for (i = 0; i < hd; ++i)
+    acc[i] += e * v[i];
+}
+)c"},
+    {"kv_f16", "load_f16", R"c(
+static void kv_store_f16(const float *x, uint8_t *row, int32_t hd) {
+  int32_t i;
+  for (i = 0; i < hd; ++i) {
+    uint16_t h = kiln_f32_to_f16(x[i]);
+    memcpy(row + 2 * i, &h, sizeof h);
+  }
+}
+static float kv_dot_f16(const float *q, const uint8_t *row, int32_t hd) {
+  float s = 0.0f;
+  int32_t i;
+  for (i = 0; i < hd; ++i)
+    s += q[i] * load_f16(row + 2 * i);
+  return s;
+}
+static void kv_axpy_f16(float *acc, float e, const uint8_t *row, int32_t hd) {
+  int32_t i;
+  for (i = 0; i < hd; ++i)
+    acc[i] += e * load_f16(row + 2 * i);
+}
+)c"},
+    {"kv_i8", "load_f16", R"c(
+/* One f16 scale per head and position, then hd int8. The values are rounded
+ * against the stored (f16) scale so dequantization uses the same one. */
+static void kv_store_i8(const float *x, uint8_t *row, int32_t hd) {
+  int8_t *q = (int8_t *)(void *)(row + 2);
+  float amax = 0.0f, d, id;
+  uint16_t h;
+  int32_t i;
+  for (i = 0; i < hd; ++i)
+    amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+  h = kiln_f32_to_f16(amax / 127.0f);
+  memcpy(row, &h, sizeof h);
+  d = kiln_f16_to_f32(h);
+  id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (i = 0; i < hd; ++i) {
+    float v = roundf(x[i] * id);
+    q[i] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
+  }
+}
+static float kv_dot_i8(const float *q, const uint8_t *row, int32_t hd) {
+  const int8_t *k = (const int8_t *)(const void *)(row + 2);
+  float s = 0.0f;
+  int32_t i;
+  for (i = 0; i < hd; ++i)
+    s += q[i] * (float)k[i];
+  return s * load_f16(row);
+}
+static void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t hd) {
+  const int8_t *v = (const int8_t *)(const void *)(row + 2);
+  float ed = e * load_f16(row);
+  int32_t i;
+  for (i = 0; i < hd; ++i)
+    acc[i] += ed * (float)v[i];
+}
+)c"},
+};
 
 class C99Target : public TargetDescription {
 public:
@@ -154,40 +265,65 @@ public:
     KernelCall k;
     auto arg = [&](Value v) { k.args.push_back(names.operand(v)); };
     auto res = [&]() { k.args.push_back(names.result(op)); };
-    auto fmt = [&](Value w) -> std::string {
-      return formatName(cast<RankedTensorType>(w.getType()).getElementType());
-    };
     LogicalResult ok =
         llvm::TypeSwitch<Operation *, LogicalResult>(op)
             .Case([&](EmbedOp e) {
-              std::string f = fmt(e.getTable());
+              ElementCode c = elementCode(e.getTable());
               int64_t d = dim(e.getResult(), 1);
-              k.name = formatv("{0}_embed_{1}_d{2}", prefix, f, d);
+              std::string group = c.group > 1 ? formatv(", {0}", c.group).str() : "";
+              k.name = formatv("{0}_embed_{1}_d{2}", prefix, c.name, d);
               k.params = "const uint8_t *table, const int32_t *tokens, float *y, int32_t rows";
               k.body = formatv(R"c(  int32_t r;
   for (r = 0; r < rows; ++r)
-    row_{0}(table + (size_t)tokens[r] * {1}u, y + (size_t)r * {2}, {2});
+    row_{0}(table + (size_t)tokens[r] * {1}u, y + (size_t)r * {2}, {2}{3});
 )c",
-                               f, rowBytes(e.getTable()), d);
-              k.helpers = {"row_" + f};
+                               c.family, rowBytes(e.getTable()), d, group);
+              k.helpers = {"row_" + c.family};
               arg(e.getTable()), arg(e.getTokens()), res();
               return success();
             })
             .Case([&](MatmulOp m) {
-              std::string f = fmt(m.getWeight());
+              ElementCode c = elementCode(m.getWeight());
               int64_t n = dim(m.getResult(), 1), kk = dim(m.getInput(), 1);
-              k.name = formatv("{0}_matmul_{1}_n{2}_k{3}", prefix, f, n, kk);
-              k.params = "const float *x, const uint8_t *w, float *y, int32_t rows";
-              k.body = formatv(R"c(  int32_t n, r;
+              k.name = formatv("{0}_matmul_{1}_n{2}_k{3}", prefix, c.name, n, kk);
+              if (c.group == 1) {
+                k.params = "const float *x, const uint8_t *w, float *y, int32_t rows";
+                k.body = formatv(R"c(  int32_t n, r;
   for (n = 0; n < {0}; ++n) {{
     const uint8_t *row = w + (size_t)n * {1}u;
     for (r = 0; r < rows; ++r)
       y[(size_t)r * {0} + n] = dot_{2}(x + (size_t)r * {3}, row, {3});
   }
 )c",
-                               n, rowBytes(m.getWeight()), f, kk);
-              k.helpers = {"dot_" + f};
-              arg(m.getInput()), arg(m.getWeight()), res();
+                                 n, rowBytes(m.getWeight()), c.family, kk);
+                k.helpers = {"dot_" + c.family};
+                arg(m.getInput()), arg(m.getWeight()), res();
+                return success();
+              }
+              // Rows are quantized once into scratch (scales, then int8 values),
+              // then every output is an integer dot product per group.
+              int64_t groups = kk / c.group, stride = groups * 4 + kk;
+              k.params = "const float *x, const uint8_t *w, float *y, void *scratch, int32_t rows";
+              k.body = formatv(R"c(  uint8_t *s = (uint8_t *)scratch;
+  int32_t n, r;
+  for (r = 0; r < rows; ++r) {{
+    uint8_t *sr = s + (size_t)r * {5}u;
+    quantize_act(x + (size_t)r * {3}, (float *)(void *)sr, (int8_t *)(void *)(sr + {6}), {3}, {4});
+  }
+  for (n = 0; n < {0}; ++n) {{
+    const uint8_t *row = w + (size_t)n * {1}u;
+    for (r = 0; r < rows; ++r) {{
+      const uint8_t *sr = s + (size_t)r * {5}u;
+      y[(size_t)r * {0} + n] = qdot_{2}((const int8_t *)(const void *)(sr + {6}),
+                                      (const float *)(const void *)sr, row, {3}, {4});
+    }
+  }
+)c",
+                               n, rowBytes(m.getWeight()), c.family, kk, c.group, stride,
+                               groups * 4);
+              k.helpers = {"quantize_act", "qdot_" + c.family};
+              arg(m.getInput()), arg(m.getWeight()), res(),
+                  k.args.push_back(names.scratch(m));
               return success();
             })
             .Case([&](RmsNormOp n) {
@@ -216,12 +352,20 @@ public:
             })
             .Case([&](RopeOp r) { return rope(r, prefix, names, k); })
             .Case([&](KvWriteOp w) {
+              ElementCode c = elementCode(w.getCache());
               int64_t width = dim(w.getRows(), 1);
-              k.name = formatv("{0}_kv_write_w{1}", prefix, width);
-              k.params = "const float *x, float *cache, int32_t rows, int32_t pos";
-              k.body = formatv(R"c(  memcpy(cache + (size_t)pos * {0}, x, (size_t)rows * {0} * sizeof(float));
+              int64_t hd = c.family == "i8" ? c.group : width;
+              int64_t heads = width / hd, headBytes = cacheHeadBytes(c, hd);
+              k.name = formatv("{0}_kv_write_{1}_w{2}", prefix, c.name, width);
+              k.params = "const float *x, void *cache, int32_t rows, int32_t pos";
+              k.body = formatv(R"c(  uint8_t *c = (uint8_t *)cache;
+  int32_t r, h;
+  for (r = 0; r < rows; ++r)
+    for (h = 0; h < {0}; ++h)
+      kv_store_{1}(x + (size_t)r * {2} + h * {3}, c + (size_t)(pos + r) * {4}u + h * {5}, {3});
 )c",
-                               width);
+                               heads, c.family, width, hd, heads * headBytes, headBytes);
+              k.helpers = {"kv_" + c.family};
               arg(w.getRows()), arg(w.getCache()), k.args.push_back("rows"),
                   k.args.push_back("pos");
               return success();
@@ -264,19 +408,23 @@ public:
   }
 
   std::string helperDefinitions(const std::set<std::string> &used) const override {
+    std::set<std::string> all(used);
+    for (const Helper &h : kHelpers)
+      if (all.count(h.name) && *h.needs)
+        all.insert(h.needs);
     std::string out;
-    bool f16 = false;
-    for (const std::string &h : used)
-      f16 |= needsF16(h);
-    if (f16)
-      out += kHelperF16;
-    for (auto &[name, text] : kHelperDot)
-      if (used.count(name))
-        out += text;
+    for (const Helper &h : kHelpers)
+      if (all.count(h.name))
+        out += h.text;
     return out;
   }
 
 private:
+  /// Bytes of one head of one position in a cache of code `c`.
+  static int64_t cacheHeadBytes(const ElementCode &c, int64_t hd) {
+    return c.family == "i8" ? 2 + hd : c.family == "f16" ? 2 * hd : 4 * hd;
+  }
+
   static int64_t rowBytes(Value weight) {
     auto t = cast<RankedTensorType>(weight.getType());
     return t.getDimSize(1) / getBlockElements(t.getElementType()) *
@@ -327,33 +475,32 @@ private:
 
   LogicalResult attention(AttentionOp a, llvm::StringRef prefix,
                           const OperandNames &names, KernelCall &k) const {
-    if (!cast<RankedTensorType>(a.getKeys().getType()).getElementType().isF32())
-      return a.emitOpError("c99 target supports only an f32 KV cache here");
+    ElementCode c = elementCode(a.getKeys());
     int64_t nh = a.getNHead(), nkv = a.getNKvHead(), hd = a.getHeadDim();
+    if (c.family == "i8" && c.group != hd)
+      return a.emitOpError("expects one cache scale per head (group ") << hd << ")";
     int64_t window = a.getWindow() ? *a.getWindow() : 0;
-    k.name = formatv("{0}_attention_h{1}_kv{2}_d{3}_win{4}", prefix, nh, nkv, hd, window);
-    k.params = "const float *q, const float *kc, const float *vc, float *y, int32_t rows, "
+    int64_t headBytes = cacheHeadBytes(c, hd);
+    k.name = formatv("{0}_attention_{1}_h{2}_kv{3}_d{4}_win{5}", prefix, c.name, nh, nkv, hd,
+                     window);
+    k.params = "const float *q, const void *keys, const void *values, float *y, int32_t rows, "
                "int32_t pos";
     std::string start = window ? formatv("p - {0} + 1 > 0 ? p - {0} + 1 : 0", window).str()
                                : std::string("0");
     // One pass over the cache with an online softmax: no scores buffer.
-    k.body = formatv(R"c(  int32_t r, h, t, i;
+    k.body = formatv(R"c(  const uint8_t *kc = (const uint8_t *)keys, *vc = (const uint8_t *)values;
+  int32_t r, h, t, i;
   for (r = 0; r < rows; ++r) {{
     int32_t p = pos + r;
     for (h = 0; h < {0}; ++h) {{
       const float *qh = q + (size_t)r * {3} + h * {2};
-      int32_t g = h / {5};
+      size_t g = (size_t)(h / {5}) * {8}u;
       float acc[{2}];
       float mx = -INFINITY, sum = 0.0f;
       for (i = 0; i < {2}; ++i)
         acc[i] = 0.0f;
       for (t = {6}; t <= p; ++t) {{
-        const float *kt = kc + (size_t)t * {4} + g * {2};
-        const float *vt = vc + (size_t)t * {4} + g * {2};
-        float s = 0.0f, e;
-        for (i = 0; i < {2}; ++i)
-          s += qh[i] * kt[i];
-        s *= {7};
+        float s = kv_dot_{9}(qh, kc + (size_t)t * {4}u + g, {2}) * {7}, e;
         if (s > mx) {{
           float c = expf(mx - s);
           for (i = 0; i < {2}; ++i)
@@ -363,16 +510,16 @@ private:
         }
         e = expf(s - mx);
         sum += e;
-        for (i = 0; i < {2}; ++i)
-          acc[i] += e * vt[i];
+        kv_axpy_{9}(acc, e, vc + (size_t)t * {4}u + g, {2});
       }
       for (i = 0; i < {2}; ++i)
         y[(size_t)r * {3} + h * {2} + i] = acc[i] / sum;
     }
   }
 )c",
-                     nh, nkv, hd, nh * hd, nkv * hd, nh / nkv, start,
-                     floatLiteral(1.0 / std::sqrt(double(hd))));
+                     nh, nkv, hd, nh * hd, nkv * headBytes, nh / nkv, start,
+                     floatLiteral(1.0 / std::sqrt(double(hd))), headBytes, c.family);
+    k.helpers = {"kv_" + c.family};
     k.args = {names.operand(a.getQuery()), names.operand(a.getKeys()),
               names.operand(a.getValues()), names.result(a), "rows", "pos"};
     return success();

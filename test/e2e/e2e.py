@@ -135,6 +135,11 @@ def check_no_heap(res, build_dir, name):
     res.check(not writable, f"no mutable globals ({writable or 'none'})")
 
 
+# Quantized weights meet int8 activations in the kernels (as ggml's q8 dot
+# products do), while the reference dequantizes and computes in double: those
+# shapes are held to 3% of the largest logit instead of 1e-4.
+QUANTIZED_RTOL = 0.03
+
 SHAPES = {
     # name: gguf_tool model flags, prefill chunk
     "mha-tied-f16": (["--n-embd", "96", "--n-layer", "3", "--n-head", "3", "--n-head-kv", "3",
@@ -175,10 +180,20 @@ def random_model(args):
     ref_rows = prompt_rows + want_rows[1:]
     rows = llama_ref.read_f32(dump, vocab)
     err, r, c = llama_ref.max_abs_diff(rows, ref_rows)
-    res.check(len(rows) == len(ref_rows) and err <= args.tol,
+    quantized = any(t in args.shape for t in ("q8_0", "q4_0"))
+    tol = QUANTIZED_RTOL * max(abs(x) for row in ref_rows for x in row) if quantized else args.tol
+    res.check(len(rows) == len(ref_rows) and err <= tol,
               f"{args.shape}: {len(rows)} rows vs naive reference, max abs error {err:.3g} "
-              f"(row {r}, col {c}) <= {args.tol}")
-    res.check(ids == want_ids, f"{args.shape}: greedy ids {ids} == reference {want_ids}")
+              f"(row {r}, col {c}) <= {tol:.3g}")
+    # Greedy ids agree up to a step whose top-2 margin the error could flip.
+    first = next((i for i, (a, b) in enumerate(zip(ids, want_ids)) if a != b), None)
+    margin = None
+    if first is not None:
+        top = sorted(want_rows[first], reverse=True)
+        margin = top[0] - top[1]
+    res.check(first is None or margin <= 2 * err,
+              f"{args.shape}: greedy ids {ids} == reference {want_ids}"
+              + ("" if first is None else f" up to step {first} (margin {margin:.3g})"))
     # Filling the context exactly works; one more token reports a full context.
     full = run([os.path.join(b, "kiln-generate"), "--pack", os.path.join(out, name + ".kpack"),
                 "--tokens", ",".join(map(str, tokens)), "-n", "7"], check=False) \

@@ -34,8 +34,10 @@ void KilnDialect::initialize() {
 
 static LogicalResult verifyGroupSize(function_ref<InFlightDiagnostic()> emitError,
                                      unsigned groupSize) {
-  if (groupSize != 32 && groupSize != 64 && groupSize != 128 && groupSize != 256)
-    return emitError() << "group size must be 32, 64, 128 or 256, got " << groupSize;
+  // Any even size: weights use 32 to 256, a q8 KV cache one group per head.
+  if (groupSize < 2 || groupSize % 2 != 0 || groupSize > 4096)
+    return emitError() << "group size must be an even number from 2 to 4096, got "
+                       << groupSize;
   return success();
 }
 

@@ -9,8 +9,8 @@ func.func @q8_row_not_whole_blocks() {
 // -----
 
 func.func @group_size_not_supported() {
-  // expected-error @+1 {{group size must be 32, 64, 128 or 256, got 48}}
-  %w = kiln.weight "w" : tensor<4x96x!kiln.i4g<48>>
+  // expected-error @+1 {{group size must be an even number from 2 to 4096, got 7}}
+  %w = kiln.weight "w" : tensor<4x70x!kiln.i4g<7>>
   return
 }
 

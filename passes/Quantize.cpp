@@ -1,0 +1,110 @@
+#include "passes/Passes.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/GlobPattern.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_QUANTIZE
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+Type kiln::parseWeightFormat(MLIRContext *ctx, StringRef format) {
+  if (format == "f32") return Float32Type::get(ctx);
+  if (format == "f16") return Float16Type::get(ctx);
+  if (format == "q8_0") return Q8_0Type::get(ctx);
+  if (format == "q4_0") return Q4_0Type::get(ctx);
+  unsigned group;
+  bool int8 = format.consume_front("i8g");
+  if ((int8 || format.consume_front("i4g")) && !format.getAsInteger(10, group) &&
+      (group == 32 || group == 64 || group == 128 || group == 256))
+    return int8 ? Type(I8GroupType::get(ctx, group)) : Type(I4GroupType::get(ctx, group));
+  return nullptr;
+}
+
+namespace {
+
+bool isQuantized(Type element) {
+  return isa<Q8_0Type, Q4_0Type, I8GroupType, I4GroupType>(element);
+}
+
+struct Rule {
+  llvm::GlobPattern pattern;
+  Type format;
+};
+
+struct QuantizePass : kiln::impl::QuantizeBase<QuantizePass> {
+  using QuantizeBase::QuantizeBase;
+
+  LogicalResult initialize(MLIRContext *ctx) override {
+    if (!weights.empty() && !(defaultFormat = parseWeightFormat(ctx, weights)))
+      return emitError(UnknownLoc::get(ctx)) << "unknown weight format '" << weights
+                                             << "' (f32, f16, q8_0, q4_0, i8g<G>, i4g<G> "
+                                                "with G in 32, 64, 128, 256)";
+    llvm::SmallVector<StringRef> items;
+    StringRef(overrides).split(items, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef item : items) {
+      auto [glob, format] = item.split('=');
+      auto pattern = llvm::GlobPattern::create(glob.trim());
+      Type type = parseWeightFormat(ctx, format.trim());
+      if (!pattern || !type) {
+        if (!pattern)
+          llvm::consumeError(pattern.takeError());
+        return emitError(UnknownLoc::get(ctx))
+               << "bad override '" << item << "' (expected <glob>=<format>)";
+      }
+      rules.push_back({std::move(*pattern), type});
+    }
+    if (kv != "f32" && kv != "f16" && kv != "q8")
+      return emitError(UnknownLoc::get(ctx))
+             << "unknown KV cache type '" << kv << "' (f32, f16, q8)";
+    return success();
+  }
+
+  void runOnOperation() override {
+    getOperation().walk([&](WeightOp op) { quantizeWeight(op); });
+    if (kv != "f32")
+      getOperation().walk([&](AttentionOp op) { retypeCache(op); });
+  }
+
+  void quantizeWeight(WeightOp op) {
+    RankedTensorType type = op.getType();
+    Type format = defaultFormat;
+    for (const Rule &rule : rules)
+      if (rule.pattern.match(op.getName()))
+        format = rule.format;
+    if (!format || type.getRank() != 2 || isQuantized(type.getElementType()) ||
+        format == type.getElementType())
+      return;
+    if (type.getDimSize(1) % getBlockElements(format) != 0) {
+      op.emitWarning() << "kept as " << type.getElementType() << ": rows of "
+                       << type.getDimSize(1) << " are not whole blocks of " << format;
+      return;
+    }
+    op.getResult().setType(RankedTensorType::get(type.getShape(), format));
+  }
+
+  /// Gives the cache operands of `op` (and the ops that produce them) the
+  /// requested element type; every function sees the same cache type.
+  void retypeCache(AttentionOp op) {
+    MLIRContext *ctx = &getContext();
+    Type element = kv == "f16" ? Type(Float16Type::get(ctx))
+                               : Type(I8GroupType::get(ctx, op.getHeadDim()));
+    for (Value cache : {op.getKeys(), op.getValues()}) {
+      auto type = cast<RankedTensorType>(cache.getType());
+      auto retyped = RankedTensorType::get(type.getShape(), element);
+      for (Value v = cache; v; ) {
+        v.setType(retyped);
+        auto write = v.getDefiningOp<KvWriteOp>();
+        v = write ? write.getCache() : Value();
+      }
+    }
+  }
+
+  Type defaultFormat;
+  std::vector<Rule> rules;
+};
+
+} // namespace
