@@ -4,7 +4,9 @@
 #include "compiler/pack/PackWriter.h"
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -31,6 +33,32 @@ static LogicalResult writeFile(llvm::StringRef path, llvm::raw_ostream &errs,
   return success();
 }
 
+/// The --report table: every weight as stored, then the memory plan.
+static void printReport(ModuleOp module, const PackInfo &pack, llvm::raw_ostream &os) {
+  os << llvm::formatv("{0,-32} {1,-7} {2,12} {3,12}\n", "tensor", "format", "bytes",
+                      "rms error");
+  uint64_t weights = 0;
+  for (const TensorReport &t : pack.tensors) {
+    std::string err = t.converted ? llvm::formatv("{0:e3}", t.rmsError).str() : "as stored";
+    os << llvm::formatv("{0,-32} {1,-7} {2,12} {3,12}\n", t.name, t.format, t.bytes, err);
+    weights += t.bytes;
+  }
+  auto attr = [&](Operation *op, StringRef name) {
+    auto a = op->getAttrOfType<IntegerAttr>(name);
+    return a ? a.getInt() : 0;
+  };
+  int64_t arena = attr(module, "kiln.arena_bytes"), kv = attr(module, "kiln.kv_bytes");
+  os << llvm::formatv("weights: {0} bytes in {1} tensors; pack: {2} bytes\n", weights,
+                      pack.tensors.size(), pack.fileSize);
+  os << llvm::formatv("arena: {0} bytes = KV cache {1} + activations {2}\n", arena, kv,
+                      arena - kv);
+  for (auto fn : module.getOps<func::FuncOp>())
+    os << llvm::formatv("  @{0}: activations {1} bytes, lower bound {2}\n", fn.getSymName(),
+                        attr(fn, "kiln.activation_bytes"),
+                        attr(fn, "kiln.activation_lower_bound"));
+  os << llvm::formatv("total (pack + arena): {0} bytes\n", pack.fileSize + arena);
+}
+
 LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &out,
                             llvm::raw_ostream &errs) {
   // Mapped, not read: weights stay in the page cache until the pack is written.
@@ -53,8 +81,12 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
   if (!target)
     return report(errs, options.target, "unknown target (available: c99)");
 
+  QuantizeOptions quantize;
+  quantize.weights = options.quant;
+  quantize.overrides = options.quantOverrides;
+  quantize.kv = options.kvType;
   PassManager pm(&context);
-  buildGraphPipeline(pm);
+  buildGraphPipeline(pm, quantize);
   if (options.emit != EmitPhase::Mlir)
     buildKernelPipeline(pm);
   if (failed(pm.run(**module)))
@@ -87,5 +119,7 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
     return report(errs, options.input, llvm::toString(pack.takeError()));
   if (failed(emitC(**module, *target, *pack, options.outputDir, options.embedWeights)))
     return report(errs, options.input, "code generation failed");
+  if (options.report)
+    printReport(**module, *pack, out);
   return success();
 }

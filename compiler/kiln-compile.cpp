@@ -1,6 +1,7 @@
 // kiln-compile: a model file in, static C (or an earlier phase) out.
 #include "compiler/Compile.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 
@@ -28,6 +29,29 @@ static cl::opt<Weights> weights(
                clEnumValN(Weights::Embed, "embed",
                           "also a const array in <name>_weights.c, for flash/XIP")),
     cl::cat(category));
+static cl::opt<std::string> quant(
+    "quant",
+    cl::desc("Format of every 2-D f32/f16 weight: f32, f16, q8_0, q4_0, i8g<G>, i4g<G> "
+             "(G = 32, 64, 128, 256); default: as in the model"),
+    cl::cat(category));
+static cl::list<std::string> quantOverride(
+    "quant-override",
+    cl::desc("<glob>=<format> for tensors whose name matches, e.g. "
+             "'output.weight=q8_0' (repeatable; the last match wins)"),
+    cl::cat(category));
+static cl::opt<std::string> kvType("kv-type",
+                                   cl::desc("KV cache element: f32, f16 or q8 (int8, one "
+                                            "scale per head and position)"),
+                                   cl::init("f32"), cl::cat(category));
+static cl::opt<bool> report("report",
+                            cl::desc("Print each weight's format, bytes and quantization "
+                                     "error, and the memory plan"),
+                            cl::cat(category));
+static cl::opt<int64_t> memoryBudget(
+    "memory-budget",
+    cl::desc("Bytes for weights + arena (KV cache included): choose per-tensor formats "
+             "that fit with the least estimated loss"),
+    cl::init(0), cl::cat(category));
 static cl::opt<std::string> target("target", cl::desc("Code generation target"),
                                    cl::init("c99"), cl::cat(category));
 static cl::opt<int64_t> prefillChunk(
@@ -52,6 +76,11 @@ int main(int argc, char **argv) {
   options.emit = emit;
   options.target = target;
   options.embedWeights = weights == Weights::Embed;
+  options.quant = quant;
+  options.quantOverrides = llvm::join(quantOverride, ",");
+  options.kvType = kvType;
+  options.report = report;
+  options.memoryBudget = memoryBudget;
   options.import.prefillChunk = prefillChunk;
   options.import.maxContext = maxContext;
   options.import.name = name;

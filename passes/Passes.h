@@ -18,8 +18,9 @@ namespace kiln {
 /// The element type a policy format names ("q4_0", "i8g64", "f16", ...), or null.
 mlir::Type parseWeightFormat(mlir::MLIRContext *context, llvm::StringRef format);
 
-/// Graph-level passes run between import and kernel-level lowering.
-void buildGraphPipeline(mlir::OpPassManager &pm);
+/// Graph-level passes run between import and kernel-level lowering, ending with
+/// the format policy.
+void buildGraphPipeline(mlir::OpPassManager &pm, const QuantizeOptions &quantize = {});
 
 /// From graph level to kernel level: weights placed in the pack, every
 /// intermediate placed in the arena.

@@ -4,8 +4,9 @@
 
 using namespace mlir;
 
-void kiln::buildGraphPipeline(OpPassManager &pm) {
+void kiln::buildGraphPipeline(OpPassManager &pm, const QuantizeOptions &quantize) {
   pm.addPass(createCSEPass());
+  pm.addPass(createQuantize(quantize));
 }
 
 void kiln::buildKernelPipeline(OpPassManager &pm) {

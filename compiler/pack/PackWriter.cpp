@@ -1,6 +1,7 @@
 #include "compiler/pack/PackWriter.h"
 
 #include "compiler/pack/VocabSegment.h"
+#include "compiler/quant/Quantize.h"
 #include "compiler/pack/kiln_pack_generated.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 
@@ -11,6 +12,7 @@
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <map>
 
 using namespace mlir;
@@ -65,18 +67,71 @@ pack::Format formatOf(Type element, uint32_t &groupSize) {
   return pack::Format_F32;
 }
 
-/// The bytes of a weight as the generated kernels read them. Today every
-/// format is stored as the model file has it.
-Expected<llvm::ArrayRef<uint8_t>> segmentBytes(const gguf::File &model,
-                                               const Segment &s) {
+quant::FormatSpec specOf(Type element) {
+  uint32_t group;
+  switch (formatOf(element, group)) {
+  case pack::Format_F16: return {quant::Format::F16, 1};
+  case pack::Format_Q8_0: return {quant::Format::Q8_0, 32};
+  case pack::Format_Q4_0: return {quant::Format::Q4_0, 32};
+  case pack::Format_I8G: return {quant::Format::I8G, group};
+  case pack::Format_I4G: return {quant::Format::I4G, group};
+  default: return {quant::Format::F32, 1};
+  }
+}
+
+quant::FormatSpec specOf(uint32_t ggmlType) {
+  switch (static_cast<gguf::TensorType>(ggmlType)) {
+  case gguf::TensorType::F16: return {quant::Format::F16, 1};
+  case gguf::TensorType::Q8_0: return {quant::Format::Q8_0, 32};
+  case gguf::TensorType::Q4_0: return {quant::Format::Q4_0, 32};
+  default: return {quant::Format::F32, 1};
+  }
+}
+
+bool sameFormat(quant::FormatSpec a, quant::FormatSpec b) {
+  return a.format == b.format && a.group == b.group;
+}
+
+/// The bytes of a weight as the generated kernels read them: the model file's
+/// bytes when the format is unchanged, else decoded and re-encoded into `owned`.
+Expected<llvm::ArrayRef<uint8_t>> segmentBytes(const gguf::File &model, const Segment &s,
+                                               std::vector<uint8_t> &owned,
+                                               TensorReport &report) {
   const gguf::TensorInfo *t = model.findTensor(s.name);
   if (!t)
     return fail(llvm::formatv("the model has no tensor '{0}'", s.name));
-  if (t->bytes != uint64_t(s.attr.getBytes()))
-    return fail(llvm::formatv("tensor '{0}' has {1} bytes in the model but the IR "
+  quant::FormatSpec from = specOf(t->type), to = specOf(s.type.getElementType());
+  report.name = s.name;
+  report.format = quant::formatName(to);
+  report.bytes = s.attr.getBytes();
+  if (t->numElements() != uint64_t(s.type.getNumElements()))
+    return fail(llvm::formatv("tensor '{0}' has {1} elements in the model but the IR "
                               "expects {2}",
-                              s.name, t->bytes, s.attr.getBytes()));
-  return model.tensorBytes(*t);
+                              s.name, t->numElements(), s.type.getNumElements()));
+  if (sameFormat(from, to)) {
+    if (t->bytes != uint64_t(s.attr.getBytes()))
+      return fail(llvm::formatv("tensor '{0}' has {1} bytes in the model but the IR "
+                                "expects {2}",
+                                s.name, t->bytes, s.attr.getBytes()));
+    return model.tensorBytes(*t);
+  }
+  size_t n = t->numElements();
+  std::vector<float> values(n), decoded(n);
+  quant::dequantize(from, model.tensorBytes(*t).data(), n, values.data());
+  owned.resize(quant::rowBytes(to, n));
+  if (owned.size() != uint64_t(s.attr.getBytes()))
+    return fail(llvm::formatv("tensor '{0}': {1} needs {2} bytes but the IR expects {3}",
+                              s.name, report.format, owned.size(), s.attr.getBytes()));
+  quant::quantize(to, values.data(), n, owned.data());
+  quant::dequantize(to, owned.data(), n, decoded.data());
+  double err = 0, ref = 0;
+  for (size_t i = 0; i < n; ++i) {
+    err += (double(values[i]) - decoded[i]) * (double(values[i]) - decoded[i]);
+    ref += double(values[i]) * values[i];
+  }
+  report.rmsError = ref > 0 ? std::sqrt(err / ref) : 0;
+  report.converted = true;
+  return llvm::ArrayRef<uint8_t>(owned);
 }
 
 } // namespace
@@ -108,8 +163,11 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
 
   Fnv1a hash;
   std::vector<llvm::ArrayRef<uint8_t>> bytes;
-  for (const Segment &s : segments) {
-    Expected<llvm::ArrayRef<uint8_t>> b = segmentBytes(model, s);
+  std::vector<std::vector<uint8_t>> owned(segments.size());
+  std::vector<TensorReport> reports(segments.size());
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const Segment &s = segments[i];
+    Expected<llvm::ArrayRef<uint8_t>> b = segmentBytes(model, s, owned[i], reports[i]);
     if (!b)
       return b.takeError();
     bytes.push_back(*b);
@@ -170,6 +228,7 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
   info.dataSize = dataSize;
   info.vocabOffset = vocabOffset;
   info.vocabBytes = vocabSegment.size();
+  info.tensors = std::move(reports);
   info.fileSize = info.dataOffset + info.dataSize;
 
   std::error_code ec;

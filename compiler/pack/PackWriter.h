@@ -8,6 +8,15 @@
 
 namespace kiln {
 
+/// One weight as stored in the pack, for `--report`.
+struct TensorReport {
+  std::string name;
+  std::string format;
+  uint64_t bytes = 0;
+  double rmsError = 0; // relative to the model file's values; 0 when stored as read
+  bool converted = false;
+};
+
 /// What the generated code must know about the pack it will read.
 struct PackInfo {
   uint64_t modelHash = 0;
@@ -16,12 +25,15 @@ struct PackInfo {
   uint64_t fileSize = 0;
   uint64_t vocabOffset = 0; // vocab segment, from the start of the data section
   uint64_t vocabBytes = 0;
+  std::vector<TensorReport> tensors;
 };
 
 /// Writes `path`: the 64-byte header, the FlatBuffers table describing every
 /// weight segment that pack-layout assigned in `module`, the layers and the
 /// vocabulary, then the data section with each weight's bytes from `model`
-/// followed by the vocab segment of the runtime tokenizer.
+/// followed by the vocab segment of the runtime tokenizer. A weight whose IR
+/// type differs from the file's (the quantize pass chose another format) is
+/// decoded and re-encoded here.
 /// The model hash covers the layout and the bytes, so a pack only opens with
 /// the code generated alongside it.
 llvm::Expected<PackInfo> writePack(mlir::ModuleOp module, const gguf::File &model,

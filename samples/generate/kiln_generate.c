@@ -312,7 +312,7 @@ static int perplexity(const kiln_model_api *api, const kiln_tokenizer *t, const 
   printf("perplexity: %.6f (mean NLL %.6f nats over %d tokens, %d chunks of %d)\n",
          exp(total / ((double)chunks * o->ctx)), total / ((double)chunks * o->ctx),
          (int)(chunks * o->ctx), (int)chunks, (int)o->ctx);
-  fprintf(stderr, "%.1f tokens/s\n", chunks * o->ctx / (now() - t0));
+  fprintf(stderr, "evaluated %.1f tokens/s\n", chunks * o->ctx / (now() - t0));
   free(ids);
   return 0;
 }
