@@ -32,7 +32,7 @@ static float logits[(size_t)KILN_PREFILL_CHUNK * KILN_VOCAB];
 static int32_t tokens[KILN_MAX_CONTEXT];
 
 typedef struct options {
-  const char *pack, *prompt, *ids, *dump, *perplexity;
+  const char *pack, *prompt, *ids, *dump, *perplexity, *kl_base;
   int32_t n_generate, ctx, chunks;
   int prefill, tokenize, ignore_eos;
   kiln_sampler_params sampling;
@@ -45,12 +45,15 @@ static void usage(void) {
           "                     [--dump-logits FILE]\n"
           "       kiln-generate [--pack FILE] --tokens ID,ID,... [-n N] [--no-prefill]\n"
           "       kiln-generate [--pack FILE] --perplexity TEXTFILE [--ctx N] [--chunks K]\n"
+          "                     [--dump-logits FILE] [--kl-base FILE]\n"
           "       kiln-generate [--pack FILE] --tokenize -p TEXT\n"
           "  --dump-logits  float32 logits, one row of vocab floats per evaluated\n"
           "                 position (prompt positions, then generated ones)\n"
           "  --no-prefill   evaluate the prompt one decode call at a time\n"
           "  --perplexity   perplexity over chunks of --ctx tokens, each [BOS] + ctx-1\n"
-          "                 tokens of the text, all ctx predictions scored\n");
+          "                 tokens of the text, all ctx predictions scored\n"
+          "  --kl-base      logits dumped by a reference run of --perplexity: also\n"
+          "                 print the mean KL divergence from them\n");
 }
 
 static double now(void) {
@@ -86,6 +89,7 @@ static int parse(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--perplexity")) o->perplexity = v, ++i;
     else if (!strcmp(a, "--ctx")) o->ctx = atoi(v), ++i;
     else if (!strcmp(a, "--chunks")) o->chunks = atoi(v), ++i;
+    else if (!strcmp(a, "--kl-base")) o->kl_base = v, ++i;
     else if (!strcmp(a, "--temp")) o->sampling.temperature = (float)atof(v), ++i;
     else if (!strcmp(a, "--top-k")) o->sampling.top_k = atoi(v), ++i;
     else if (!strcmp(a, "--top-p")) o->sampling.top_p = (float)atof(v), ++i;
@@ -254,8 +258,8 @@ static char *read_file(const char *path, size_t *len) {
   return text;
 }
 
-/* -log softmax(row)[target], in double. */
-static double nll(const float *row, int32_t target) {
+/* log of the sum of exp(row), in double, shifted by the row's maximum. */
+static double log_sum_exp(const float *row) {
   double mx = row[0], sum = 0.0;
   int32_t i;
   for (i = 1; i < KILN_VOCAB; ++i)
@@ -263,14 +267,27 @@ static double nll(const float *row, int32_t target) {
       mx = row[i];
   for (i = 0; i < KILN_VOCAB; ++i)
     sum += exp((double)row[i] - mx);
-  return mx + log(sum) - (double)row[target];
+  return mx + log(sum);
+}
+
+/* KL(base || row) of the two softmax distributions. */
+static double kl_divergence(const float *base, const float *row) {
+  double lb = log_sum_exp(base), lr = log_sum_exp(row), kl = 0.0;
+  int32_t i;
+  for (i = 0; i < KILN_VOCAB; ++i) {
+    double pb = (double)base[i] - lb;
+    kl += exp(pb) * (pb - ((double)row[i] - lr));
+  }
+  return kl;
 }
 
 static int perplexity(const kiln_model_api *api, const kiln_tokenizer *t, const options *o) {
+  static float base[KILN_VOCAB];
   size_t len;
   char *text = read_file(o->perplexity, &len);
   int32_t *ids, n_ids = 0, chunks, c, j, done;
-  double total = 0.0, t0;
+  double total = 0.0, kl = 0.0, t0;
+  FILE *dump = NULL, *kl_base = NULL;
   kiln_status s;
 
   if (!text) {
@@ -280,6 +297,11 @@ static int perplexity(const kiln_model_api *api, const kiln_tokenizer *t, const 
   if (o->ctx < 2 || o->ctx > KILN_MAX_CONTEXT) {
     fprintf(stderr, "kiln-generate: --ctx must be in [2, %d]\n", KILN_MAX_CONTEXT);
     return 2;
+  }
+  if ((o->dump && !(dump = fopen(o->dump, "wb"))) ||
+      (o->kl_base && !(kl_base = fopen(o->kl_base, "rb")))) {
+    perror(o->dump && !dump ? o->dump : o->kl_base);
+    return 1;
   }
   ids = malloc(sizeof(int32_t) * (3 * len + 5));
   s = ids ? encode(t, text, len, 0, ids, (int32_t)(3 * len + 5), &n_ids) : KILN_ERR_ARGUMENT;
@@ -305,13 +327,31 @@ static int perplexity(const kiln_model_api *api, const kiln_tokenizer *t, const 
       s = api->prefill(&model, tokens + done, n, logits);
       if (s != KILN_OK)
         return fail("perplexity", s);
-      for (j = 0; j < n; ++j)
-        total += nll(logits + (size_t)j * KILN_VOCAB, chunk[done + j]);
+      if (dump_rows(dump, logits, n))
+        return fail(o->dump, KILN_ERR_IO);
+      for (j = 0; j < n; ++j) {
+        const float *row = logits + (size_t)j * KILN_VOCAB;
+        total += log_sum_exp(row) - (double)row[chunk[done + j]];
+        if (kl_base) {
+          if (fread(base, sizeof base, 1, kl_base) != 1) {
+            fprintf(stderr, "kiln-generate: %s: fewer rows than evaluated\n", o->kl_base);
+            return 1;
+          }
+          kl += kl_divergence(base, row);
+        }
+      }
     }
   }
   printf("perplexity: %.6f (mean NLL %.6f nats over %d tokens, %d chunks of %d)\n",
          exp(total / ((double)chunks * o->ctx)), total / ((double)chunks * o->ctx),
          (int)(chunks * o->ctx), (int)chunks, (int)o->ctx);
+  if (kl_base) {
+    printf("mean KL divergence from %s: %.6g nats\n", o->kl_base,
+           kl / ((double)chunks * o->ctx));
+    fclose(kl_base);
+  }
+  if (dump)
+    fclose(dump);
   fprintf(stderr, "evaluated %.1f tokens/s\n", chunks * o->ctx / (now() - t0));
   free(ids);
   return 0;
