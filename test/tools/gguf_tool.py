@@ -129,6 +129,15 @@ def tensor_nbytes(ggml_type, ne):
 # ---------------------------------------------------------------------------
 # Tensor data encoding
 
+_F32 = struct.Struct("<f")
+
+
+def _f32(x):
+    # ggml quantizes in binary32: round every intermediate as C float does (a
+    # double result of one f32 operation rounds to the correctly rounded f32).
+    return _F32.unpack(_F32.pack(x))[0]
+
+
 def _round_half_away(x):
     # C roundf semantics; Python's round() rounds halves to even.
     return int(x + 0.5) if x >= 0 else -int(0.5 - x)
@@ -139,10 +148,11 @@ def _quantize_q8_0(values):
     out = bytearray()
     for i in range(0, len(values), 32):
         chunk = values[i:i + 32]
+        chunk = [_f32(x) for x in chunk]
         amax = max(map(abs, chunk))
-        d = amax / 127
-        inv = 1.0 / d if d else 0.0
-        q = [max(-127, min(127, _round_half_away(x * inv))) for x in chunk]
+        d = _f32(amax / 127)
+        inv = _f32(1.0 / d) if d else 0.0
+        q = [max(-127, min(127, _round_half_away(_f32(x * inv)))) for x in chunk]
         out += block.pack(d, *q)
     return bytes(out)
 
@@ -157,9 +167,11 @@ def _quantize_q4_0(values):
         for x in chunk:
             if abs(x) > abs(peak):
                 peak = x
-        d = peak / -8
-        inv = 1.0 / d if d else 0.0
-        q = [max(0, min(15, int(x * inv + 8.5))) for x in chunk]
+        chunk = [_f32(x) for x in chunk]
+        peak = _f32(peak)
+        d = _f32(peak / -8)
+        inv = _f32(1.0 / d) if d else 0.0
+        q = [max(0, min(15, int(_f32(_f32(x * inv) + 8.5)))) for x in chunk]
         packed = [q[j] | (q[j + 16] << 4) for j in range(16)]
         out += block.pack(d, *packed)
     return bytes(out)
