@@ -2,6 +2,9 @@
 
 #include "codegen_targets/EmitC.h"
 #include "compiler/pack/PackWriter.h"
+#include "compiler/quant/BudgetPolicy.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MathExtras.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -31,6 +34,57 @@ static LogicalResult writeFile(llvm::StringRef path, llvm::raw_ostream &errs,
   write(file.os());
   file.keep();
   return success();
+}
+
+/// Chooses per-tensor formats for --memory-budget. The arena is planned once
+/// with float weights; quantized matmuls add at most one scratch buffer at a time,
+/// so the largest one is added. Pack overhead is bounded from above (header,
+/// table, vocabulary, 64-byte segments, a page per layer), so the result fits.
+static llvm::Expected<std::string> fitMemoryBudget(ModuleOp module, const gguf::File &file,
+                                                   int64_t budget, StringRef kvType,
+                                                   llvm::raw_ostream &log) {
+  OwningOpRef<ModuleOp> probe = module.clone();
+  QuantizeOptions kvOnly;
+  kvOnly.kv = kvType.str();
+  PassManager pm(module.getContext());
+  buildGraphPipeline(pm, kvOnly);
+  buildKernelPipeline(pm);
+  if (failed(pm.run(*probe)))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "memory planning failed");
+  int64_t fixed = (*probe)->getAttrOfType<IntegerAttr>("kiln.arena_bytes").getInt();
+  int64_t scratch = 0, layers = 0;
+  std::vector<BudgetTensor> tensors;
+  llvm::StringSet<> seen;
+  probe->walk([&](Operation *op) {
+    if (auto mm = dyn_cast<MatmulOp>(op)) {
+      ArrayRef<int64_t> x = mm.getInput().getType().getShape();
+      scratch = std::max(scratch, int64_t(llvm::alignTo(x[0] * (x[1] / 32 * 4 + x[1]), 64)));
+    }
+    auto w = dyn_cast<WeightOp>(op);
+    if (!w || !seen.insert(w.getName()).second)
+      return;
+    auto seg = w->getAttrOfType<SegmentAttr>("segment");
+    layers = std::max(layers, seg.getLayer() + 1);
+    if (w.getType().getRank() == 2)
+      tensors.push_back({w.getName().str(), w.getType().getDimSize(0),
+                         w.getType().getDimSize(1)});
+    else
+      fixed += llvm::alignTo(seg.getBytes(), 64);
+    fixed += 64; // name and fields in the pack table
+  });
+  llvm::Expected<Vocabulary> vocab = readVocabulary(file);
+  if (!vocab)
+    return vocab.takeError();
+  int64_t vocabBytes = 0;
+  for (const std::string &t : vocab->tokens)
+    vocabBytes += 2 * int64_t(t.size()) + 40; // in the table and in the vocab segment
+  for (const std::string &m : vocab->merges)
+    vocabBytes += 2 * int64_t(m.size()) + 24;
+  // Header, table root, and page alignment of the data, each layer, the vocab
+  // segment and the end.
+  fixed += scratch + vocabBytes + 64 + 1024 + (layers + 5) * 4096;
+  return chooseFormatsForBudget(file, tensors, fixed, budget, log);
 }
 
 /// The --report table: every weight as stored, then the memory plan.
@@ -85,6 +139,19 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
   quantize.weights = options.quant;
   quantize.overrides = options.quantOverrides;
   quantize.kv = options.kvType;
+  if (options.memoryBudget > 0) {
+    if (!options.quant.empty() || !options.quantOverrides.empty())
+      return report(errs, options.input,
+                    "--memory-budget chooses the weight formats: drop --quant and "
+                    "--quant-override");
+    llvm::Expected<std::string> chosen =
+        fitMemoryBudget(**module, *file, options.memoryBudget, options.kvType, out);
+    if (!chosen)
+      return report(errs, options.input,
+                    llvm::toString(chosen.takeError()) +
+                        (options.kvType != "q8" ? "; --kv-type=q8 shrinks the KV cache" : ""));
+    quantize.overrides = *chosen;
+  }
   PassManager pm(&context);
   buildGraphPipeline(pm, quantize);
   if (options.emit != EmitPhase::Mlir)
@@ -121,5 +188,16 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
     return report(errs, options.input, "code generation failed");
   if (options.report)
     printReport(**module, *pack, out);
+  if (options.memoryBudget > 0) {
+    int64_t total = pack->fileSize +
+                    (**module)->getAttrOfType<IntegerAttr>("kiln.arena_bytes").getInt();
+    out << llvm::formatv("memory budget {0} bytes: pack + arena = {1} bytes\n",
+                         options.memoryBudget, total);
+    if (total > options.memoryBudget)
+      return report(errs, options.input,
+                    llvm::formatv("internal error: the result ({0} bytes) exceeds the "
+                                  "memory budget",
+                                  total));
+  }
   return success();
 }

@@ -6,7 +6,7 @@ from lit.llvm import llvm_config
 config.name = "Kiln"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["Inputs", "tools", "data", "fuzz", "runtime", "e2e", "CMakeLists.txt", "lit.cfg.py",
+config.excludes = ["Inputs", "tools", "data", "fuzz", "runtime", "e2e", "quant", "CMakeLists.txt", "lit.cfg.py",
                    "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kiln_obj_root, "test")

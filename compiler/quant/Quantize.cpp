@@ -1,7 +1,6 @@
 #include "compiler/quant/Quantize.h"
 
 #include <cassert>
-#include <climits>
 #include <cmath>
 #include <cstring>
 #include <vector>

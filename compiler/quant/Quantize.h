@@ -24,17 +24,22 @@
 // bit for bit (every operation in binary32, no fused multiply-add), so a tensor
 // Kiln quantizes is byte-identical to the one llama.cpp would write.
 //
+// Scales: q8_0/i8g d = amax / 127; q4_0/i4g d = m / -8 where m is the element
+// of largest magnitude (the first on ties) with its sign, so m encodes as code
+// 0. An all-zero q4_0/i4g block therefore stores d = -0 (0x8000), as ggml does.
+//
 // i8g/i4g are Kiln's own group-wise formats. They differ from q8_0/q4_0 in
 // one point: the values are rounded against the scale as stored in f16
 // (id = 1 / f16(d)) rather than against the binary32 d, so the decoded error
 // is bounded by the scale the decoder actually uses. i8g clamps to [-127, 127]
 // and i4g to [0, 15] because that rounding can step past the last code.
 //
-// Non-finite inputs: q8_0/q4_0 follow ggml's operations to the letter, doing
-// its float-to-int8 casts the way x86-64 code does (NaN or out of range gives
-// code 0), so even NaN blocks match llama.cpp on that host. i8g/i4g skip NaN
-// when picking the scale and encode a NaN element as the code for 0. A group
-// holding an infinity gets an infinite scale in every format.
+// Degenerate inputs: q8_0/q4_0 follow ggml's operations to the letter, NaN
+// included, and do its float-to-int8 casts as x86-64 code does (NaN or beyond
+// int32 gives 0, anything else keeps its low byte), so even such blocks match
+// llama.cpp on that host. i8g/i4g skip NaN when picking the scale and encode a
+// NaN element as the code for 0. A group holding an infinity gets an infinite
+// scale in every format.
 
 #include <cstddef>
 #include <cstdint>

@@ -355,6 +355,8 @@ QUANT_CONFIGS = [
                                "--quant-override=output.weight=q8_0"], 1.02, 0.015),
     ("kv-f16", ["--kv-type=f16"], 1.0005, 1e-4),
     ("kv-q8", ["--kv-type=q8"], 1.002, 5e-4),
+    # The policy picks formats to fit 5 MB of pack + arena (f32: 22 MB).
+    ("budget-5MB", ["--memory-budget=5000000"], 1.02, 0.015),
 ]
 
 
@@ -387,6 +389,14 @@ def quant(args):
         res.check(ppl <= base_ppl * max_ratio,
                   f"{label}: perplexity {ppl:.4f} <= {max_ratio} x f32 {base_ppl:.4f}")
         res.check(kld <= max_kld, f"{label}: mean KLD {kld:.3g} <= {max_kld}")
+        if label.startswith("budget"):
+            res.check(pack + arena <= 5000000,
+                      f"{label}: pack {pack} + arena {arena} = {pack + arena} <= 5000000")
+    r = subprocess.run([args.kiln_compile, os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"), "-o",
+                        os.path.join(args.work, "budget-too-small"), "--memory-budget=3000000"],
+                       text=True, capture_output=True)
+    res.check(r.returncode == 1 and "nothing fits in the memory budget of 3000000 bytes: the "
+              "smallest reachable total is" in r.stderr, f"too small a budget: {r.stderr.strip()}")
     print(f"{'format':24} {'pack bytes':>11} {'arena+KV':>10} {'ppl':>9} {'KLD':>9} {'tok/s':>7}")
     print(f"{'f32':24} {os.path.getsize(os.path.join(base_dir, name + '.kpack')):>11} "
           f"{'-':>10} {base_ppl:>9.4f} {0:>9.3g} {'-':>7}")

@@ -21,6 +21,7 @@ usual way (tensors in order, each padded to the alignment).
 
 import argparse
 import random
+import math
 import struct
 import sys
 
@@ -135,7 +136,10 @@ _F32 = struct.Struct("<f")
 def _f32(x):
     # ggml quantizes in binary32: round every intermediate as C float does (a
     # double result of one f32 operation rounds to the correctly rounded f32).
-    return _F32.unpack(_F32.pack(x))[0]
+    try:
+        return _F32.unpack(_F32.pack(x))[0]
+    except OverflowError:
+        return math.copysign(math.inf, x)
 
 
 def _round_half_away(x):
@@ -161,14 +165,12 @@ def _quantize_q4_0(values):
     block = struct.Struct("<e16B")
     out = bytearray()
     for i in range(0, len(values), 32):
-        chunk = values[i:i + 32]
+        chunk = [_f32(x) for x in values[i:i + 32]]
         # The signed value of largest magnitude (first one on ties) maps to -8.
         peak = 0.0
         for x in chunk:
             if abs(x) > abs(peak):
                 peak = x
-        chunk = [_f32(x) for x in chunk]
-        peak = _f32(peak)
         d = _f32(peak / -8)
         inv = _f32(1.0 / d) if d else 0.0
         q = [max(0, min(15, int(_f32(_f32(x * inv) + 8.5)))) for x in chunk]

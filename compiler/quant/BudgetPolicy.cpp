@@ -1,0 +1,120 @@
+#include "compiler/quant/BudgetPolicy.h"
+
+#include "compiler/quant/Quantize.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <map>
+
+using namespace kiln;
+
+namespace {
+
+struct Option {
+  quant::FormatSpec spec;
+  int64_t bytes;
+  double loss;
+};
+
+llvm::Error fail(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+quant::FormatSpec storedSpec(uint32_t ggmlType) {
+  switch (static_cast<gguf::TensorType>(ggmlType)) {
+  case gguf::TensorType::F16: return {quant::Format::F16, 1};
+  case gguf::TensorType::Q8_0: return {quant::Format::Q8_0, 32};
+  case gguf::TensorType::Q4_0: return {quant::Format::Q4_0, 32};
+  default: return {quant::Format::F32, 1};
+  }
+}
+
+/// The formats a tensor may take, largest first, without dominated ones (an
+/// option no smaller than another yet with more loss).
+std::vector<Option> optionsFor(const gguf::File &model, const BudgetTensor &t) {
+  const gguf::TensorInfo *info = model.findTensor(t.name);
+  quant::FormatSpec stored = storedSpec(info->type);
+  size_t n = info->numElements();
+  int64_t storedBytes = info->bytes;
+  // A tensor the file already stores quantized keeps that format.
+  if (stored.format == quant::Format::Q8_0 || stored.format == quant::Format::Q4_0)
+    return {{stored, storedBytes, 0.0}};
+  std::vector<float> values(n);
+  quant::dequantize(stored, model.tensorBytes(*info).data(), n, values.data());
+  std::vector<Option> all;
+  for (const char *name : {"f32", "f16", "q8_0", "i8g128", "q4_0", "i4g64", "i4g128"}) {
+    quant::FormatSpec spec;
+    quant::parseFormat(name, spec);
+    if (t.cols % spec.group != 0 || (spec.format == quant::Format::F32 &&
+                                     stored.format != quant::Format::F32))
+      continue;
+    double err = quant::relativeRmsError(spec, values.data(), n);
+    all.push_back({spec, int64_t(quant::rowBytes(spec, n)), err * err * double(n)});
+  }
+  std::sort(all.begin(), all.end(),
+            [](const Option &a, const Option &b) { return a.bytes > b.bytes; });
+  std::vector<Option> kept;
+  for (const Option &o : all) {
+    while (!kept.empty() && kept.back().loss >= o.loss && kept.back().bytes >= o.bytes)
+      kept.pop_back();
+    kept.push_back(o);
+  }
+  return kept;
+}
+
+int64_t segment(int64_t bytes) { return llvm::alignTo(bytes, 64); }
+
+} // namespace
+
+llvm::Expected<std::string> kiln::chooseFormatsForBudget(const gguf::File &model,
+                                                         const std::vector<BudgetTensor> &tensors,
+                                                         int64_t fixedBytes, int64_t budget,
+                                                         llvm::raw_ostream &log) {
+  std::vector<std::vector<Option>> options;
+  std::vector<size_t> choice(tensors.size(), 0);
+  int64_t total = fixedBytes, smallest = fixedBytes;
+  for (const BudgetTensor &t : tensors) {
+    options.push_back(optionsFor(model, t));
+    total += segment(options.back().front().bytes);
+    smallest += segment(options.back().back().bytes);
+  }
+  if (smallest > budget)
+    return fail(llvm::formatv("nothing fits in the memory budget of {0} bytes: the "
+                              "smallest reachable total is {1} bytes (pack + arena)",
+                              budget, smallest));
+  while (total > budget) {
+    // The step that adds the least loss per byte it saves.
+    size_t best = tensors.size();
+    double bestRatio = 0;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (choice[i] + 1 >= options[i].size())
+        continue;
+      const Option &cur = options[i][choice[i]], &next = options[i][choice[i] + 1];
+      double ratio = (next.loss - cur.loss) / double(segment(cur.bytes) - segment(next.bytes) + 1);
+      if (best == tensors.size() || ratio < bestRatio)
+        best = i, bestRatio = ratio;
+    }
+    const Option &cur = options[best][choice[best]];
+    total -= segment(cur.bytes) - segment(options[best][++choice[best]].bytes);
+  }
+
+  std::string overrides;
+  std::map<std::string, std::pair<int, int64_t>> byFormat;
+  double loss = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Option &o = options[i][choice[i]];
+    std::string name = quant::formatName(o.spec);
+    overrides += (overrides.empty() ? "" : ",") + tensors[i].name + "=" + name;
+    byFormat[name].first += 1;
+    byFormat[name].second += o.bytes;
+    loss += o.loss;
+  }
+  log << llvm::formatv("memory budget {0} bytes: expected total {1} bytes, of which "
+                       "{2} for the arena, 1-D weights, vocabulary and pack overhead\n",
+                       budget, total, fixedBytes);
+  for (auto &[name, stats] : byFormat)
+    log << llvm::formatv("  {0,-7} {1,3} tensors {2,12} bytes\n", name, stats.first,
+                         stats.second);
+  return overrides;
+}
