@@ -79,15 +79,6 @@ quant::FormatSpec specOf(Type element) {
   }
 }
 
-quant::FormatSpec specOf(uint32_t ggmlType) {
-  switch (static_cast<gguf::TensorType>(ggmlType)) {
-  case gguf::TensorType::F16: return {quant::Format::F16, 1};
-  case gguf::TensorType::Q8_0: return {quant::Format::Q8_0, 32};
-  case gguf::TensorType::Q4_0: return {quant::Format::Q4_0, 32};
-  default: return {quant::Format::F32, 1};
-  }
-}
-
 bool sameFormat(quant::FormatSpec a, quant::FormatSpec b) {
   return a.format == b.format && a.group == b.group;
 }
@@ -100,7 +91,7 @@ Expected<llvm::ArrayRef<uint8_t>> segmentBytes(const gguf::File &model, const Se
   const gguf::TensorInfo *t = model.findTensor(s.name);
   if (!t)
     return fail(llvm::formatv("the model has no tensor '{0}'", s.name));
-  quant::FormatSpec from = specOf(t->type), to = specOf(s.type.getElementType());
+  quant::FormatSpec from = formatOfGgmlType(t->type), to = specOf(s.type.getElementType());
   report.name = s.name;
   report.format = quant::formatName(to);
   report.bytes = s.attr.getBytes();
@@ -135,6 +126,15 @@ Expected<llvm::ArrayRef<uint8_t>> segmentBytes(const gguf::File &model, const Se
 }
 
 } // namespace
+
+quant::FormatSpec kiln::formatOfGgmlType(uint32_t ggmlType) {
+  switch (static_cast<gguf::TensorType>(ggmlType)) {
+  case gguf::TensorType::F16: return {quant::Format::F16, 1};
+  case gguf::TensorType::Q8_0: return {quant::Format::Q8_0, 32};
+  case gguf::TensorType::Q4_0: return {quant::Format::Q4_0, 32};
+  default: return {quant::Format::F32, 1};
+  }
+}
 
 Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
                                    const Vocabulary &vocab, llvm::StringRef path) {

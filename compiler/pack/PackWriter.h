@@ -3,6 +3,7 @@
 
 #include "compiler/import/GGUFReader.h"
 #include "compiler/import/LlamaImporter.h"
+#include "compiler/quant/Quantize.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -16,6 +17,9 @@ struct TensorReport {
   double rmsError = 0; // relative to the model file's values; 0 when stored as read
   bool converted = false;
 };
+
+/// The quantizer's description of a GGUF tensor type (F32, F16, Q8_0, Q4_0).
+quant::FormatSpec formatOfGgmlType(uint32_t ggmlType);
 
 /// What the generated code must know about the pack it will read.
 struct PackInfo {

@@ -1,5 +1,6 @@
 #include "compiler/quant/BudgetPolicy.h"
 
+#include "compiler/pack/PackWriter.h"
 #include "compiler/quant/Quantize.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -21,20 +22,11 @@ llvm::Error fail(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
 
-quant::FormatSpec storedSpec(uint32_t ggmlType) {
-  switch (static_cast<gguf::TensorType>(ggmlType)) {
-  case gguf::TensorType::F16: return {quant::Format::F16, 1};
-  case gguf::TensorType::Q8_0: return {quant::Format::Q8_0, 32};
-  case gguf::TensorType::Q4_0: return {quant::Format::Q4_0, 32};
-  default: return {quant::Format::F32, 1};
-  }
-}
-
 /// The formats a tensor may take, largest first, without dominated ones (an
 /// option no smaller than another yet with more loss).
 std::vector<Option> optionsFor(const gguf::File &model, const BudgetTensor &t) {
   const gguf::TensorInfo *info = model.findTensor(t.name);
-  quant::FormatSpec stored = storedSpec(info->type);
+  quant::FormatSpec stored = formatOfGgmlType(info->type);
   size_t n = info->numElements();
   int64_t storedBytes = info->bytes;
   // A tensor the file already stores quantized keeps that format.
@@ -116,5 +108,7 @@ llvm::Expected<std::string> kiln::chooseFormatsForBudget(const gguf::File &model
   for (auto &[name, stats] : byFormat)
     log << llvm::formatv("  {0,-7} {1,3} tensors {2,12} bytes\n", name, stats.first,
                          stats.second);
+  log << llvm::formatv("  estimated loss {0:e3} (relative squared error x elements)\n",
+                       loss);
   return overrides;
 }

@@ -10,19 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef struct tally {
-  int passed;
-  int failed;
-} tally;
-
-static void check(tally *t, int ok, const char *what) {
-  if (ok) {
-    t->passed++;
-    return;
-  }
-  t->failed++;
-  printf("FAIL: %s\n", what);
-}
+#include "tally.h"
 
 static void check_status(tally *t, kiln_status got, kiln_status want, const char *what) {
   if (got == want) {

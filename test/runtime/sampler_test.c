@@ -12,19 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct tally {
-  int passed;
-  int failed;
-} tally;
-
-static void check(tally *t, int ok, const char *what) {
-  if (ok) {
-    t->passed++;
-    return;
-  }
-  t->failed++;
-  printf("FAIL: %s\n", what);
-}
+#include "tally.h"
 
 enum { VMAX = 32000 };
 

@@ -186,18 +186,7 @@ static int mode_time(const kiln_tokenizer *t, int repeat) {
 
 /* ---- check mode ---------------------------------------------------------- */
 
-typedef struct tally {
-  int passed, failed;
-} tally;
-
-static void check(tally *t, int ok, const char *what) {
-  if (ok) {
-    t->passed++;
-    return;
-  }
-  t->failed++;
-  printf("FAIL: %s\n", what);
-}
+#include "tally.h"
 
 static kiln_status init_copy(const uint8_t *seg, size_t size, size_t at, uint8_t *buf) {
   kiln_tokenizer t;
