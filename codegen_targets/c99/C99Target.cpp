@@ -125,17 +125,23 @@ static float qdot_i8(const int8_t *xq, const float *xd, const uint8_t *w, int32_
 )c"},
     {"qdot_i4", "load_f16", R"c(
 /* int4 weights (f16 scale + g/2 bytes per group; byte j holds value j in its
- * low nibble and value j + g/2 in its high nibble, each stored as value + 8). */
+ * low nibble and value j + g/2 in its high nibble, each stored as value + 8).
+ * Unpacking a group to int8 first keeps both loops simple enough to vectorize. */
 static float qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
                      int32_t g) {
+  int8_t v[256];
   float acc = 0.0f;
   int32_t b, j, h = g / 2;
   for (b = 0; b < k / g; ++b) {
     const uint8_t *blk = w + (2 + h) * b;
     const int8_t *xb = xq + g * b;
     int32_t s = 0;
-    for (j = 0; j < h; ++j)
-      s += (int32_t)xb[j] * ((blk[2 + j] & 15) - 8) + (int32_t)xb[j + h] * ((blk[2 + j] >> 4) - 8);
+    for (j = 0; j < h; ++j) {
+      v[j] = (int8_t)((blk[2 + j] & 15) - 8);
+      v[j + h] = (int8_t)((blk[2 + j] >> 4) - 8);
+    }
+    for (j = 0; j < g; ++j)
+      s += (int32_t)xb[j] * (int32_t)v[j];
     acc += (float)s * (xd[b] * load_f16(blk));
   }
   return acc;

@@ -29,23 +29,15 @@ static inline uint32_t kiln_f32_to_bits(float f) {
 /* Exact: every half value, including subnormals, infinities and NaN payloads,
  * is representable as a float. */
 static inline float kiln_f16_to_f32(uint16_t h) {
+  /* Branch-free so kernel loops vectorize: the exponent and mantissa bits moved
+   * into float position and scaled by 2^112 give every finite half exactly
+   * (subnormals included, as float subnormals times 2^112); inf and NaN then
+   * get the all-ones exponent with their payload. */
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-  uint32_t exp = (uint32_t)(h >> 10) & 0x1Fu;
-  uint32_t mant = (uint32_t)h & 0x3FFu;
-
-  if (exp == 0x1Fu) /* inf or NaN; the payload moves up unchanged */
-    return kiln_bits_to_f32(sign | 0x7F800000u | (mant << 13));
-  if (exp != 0u) /* normal: rebias 15 -> 127 */
-    return kiln_bits_to_f32(sign | ((exp + 112u) << 23) | (mant << 13));
-  if (mant == 0u)
-    return kiln_bits_to_f32(sign);
-  /* Subnormal half is a normal float: shift the leading 1 into the implicit bit. */
-  exp = 113u;
-  while ((mant & 0x400u) == 0u) {
-    mant <<= 1;
-    exp--;
-  }
-  return kiln_bits_to_f32(sign | (exp << 23) | ((mant & 0x3FFu) << 13));
+  uint32_t bits = kiln_f32_to_bits(kiln_bits_to_f32((uint32_t)(h & 0x7FFFu) << 13) *
+                                   5.192296858534828e+33f);
+  uint32_t special = (h & 0x7C00u) == 0x7C00u ? 0x7F800000u : 0u;
+  return kiln_bits_to_f32(sign | bits | special);
 }
 
 /* Round to nearest, ties to even, like the hardware conversions. Values of
