@@ -4,6 +4,7 @@
  * output goes through port_write(), which a board replaces with its UART. */
 #include KILN_MODEL_HEADER
 #include "kiln/kiln_model.h"
+#include "kiln/kiln_tokenizer.h"
 
 #include "port.h"
 
@@ -12,17 +13,25 @@ extern const kiln_model_api KILN_MODEL_API;
 static KILN_MODEL_TYPE model;
 static uint8_t arena[KILN_ARENA_BYTES] __attribute__((aligned(64)));
 static float logits[(size_t)KILN_PREFILL_CHUNK * KILN_VOCAB];
-static const int32_t prompt[] = {KILN_PROMPT};
+static int32_t tokens[KILN_MAX_CONTEXT];
+static const char prompt[] = KILN_PROMPT;
+/* Tokenizer work space: kiln_tokenize_work_bytes() is about 27 bytes per byte
+ * of text; the prompt is known at build time, so a static buffer does. */
+static uint8_t tokenizer_work[64 * sizeof prompt + 256];
 
-static void write_int(int32_t v) {
-  char digits[12];
-  int n = 0;
-  do {
-    digits[n++] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v > 0);
-  while (n > 0)
-    port_write(&digits[--n], 1);
+static size_t length(const char *s) {
+  size_t n = 0;
+  while (s[n])
+    ++n;
+  return n;
+}
+
+static int fail(kiln_status s) {
+  const char *m = kiln_status_message(s);
+  port_write("error: ", 7);
+  port_write(m, length(m));
+  port_write("\n", 1);
+  return 1;
 }
 
 static int32_t argmax(const float *row) {
@@ -33,42 +42,38 @@ static int32_t argmax(const float *row) {
   return best;
 }
 
-static int fail(kiln_status s) {
-  const char *m = kiln_status_message(s);
-  size_t n = 0;
-  while (m[n])
-    ++n;
-  port_write("error: ", 7);
-  port_write(m, n);
-  port_write("\n", 1);
-  return 1;
-}
-
 int main(void) {
   const kiln_model_api *api = &KILN_MODEL_API;
-  const int32_t n_prompt = (int32_t)(sizeof prompt / sizeof prompt[0]);
   const float *last = logits;
   kiln_pack_source src;
+  kiln_tokenizer tok;
   kiln_status s;
-  int32_t i, next;
+  int32_t n_prompt = 0, i, next;
+  char piece[256];
+  size_t n_piece;
 
   s = kiln_pack_source_from_memory(&src, KILN_PACK_BYTES, sizeof KILN_PACK_BYTES);
   if (s == KILN_OK)
     s = api->open(&model, &src, arena, sizeof arena);
+  if (s == KILN_OK)
+    s = api->tokenizer(&model, &tok);
+  if (s == KILN_OK)
+    s = kiln_tokenize(&tok, prompt, length(prompt), 1, tokens, KILN_MAX_CONTEXT, &n_prompt,
+                      tokenizer_work, sizeof tokenizer_work);
   for (i = 0; s == KILN_OK && i < n_prompt; i += KILN_PREFILL_CHUNK) {
     int32_t n = n_prompt - i < KILN_PREFILL_CHUNK ? n_prompt - i : KILN_PREFILL_CHUNK;
-    s = api->prefill(&model, prompt + i, n, logits);
+    s = api->prefill(&model, tokens + i, n, logits);
     last = logits + (size_t)(n - 1) * KILN_VOCAB;
   }
   if (s != KILN_OK)
     return fail(s);
 
-  /* Greedy continuation, printed as token ids like kiln-generate. */
-  port_write("ids:", 4);
+  /* The prompt, then its greedy continuation, as kiln-generate prints them. */
+  port_write(prompt, length(prompt));
   for (i = 0; i < KILN_GENERATE; ++i) {
     next = argmax(last);
-    port_write(i ? "," : " ", 1);
-    write_int(next);
+    if (kiln_token_piece(&tok, next, 0, piece, sizeof piece, &n_piece) == KILN_OK)
+      port_write(piece, n_piece);
     if (i + 1 == KILN_GENERATE)
       break;
     s = api->decode(&model, next, logits);

@@ -170,6 +170,10 @@ def golden():
 
 
 def main(argv):
+    # --runner CMD runs the test binary through CMD (e.g. qemu-aarch64).
+    runner = []
+    if len(argv) > 2 and argv[1] == "--runner":
+        runner, argv = [argv[2]], [argv[0]] + argv[3:]
     check_pcg32()
     # With 256 equal logits the token is the top byte of each pcg32 output,
     # which pins the generator itself.
@@ -188,7 +192,8 @@ def main(argv):
             print(a)
         return 0
 
-    proc = subprocess.run([argv[1]] + args, stdout=subprocess.PIPE, universal_newlines=True)
+    proc = subprocess.run(runner + [argv[1]] + args, stdout=subprocess.PIPE,
+                          universal_newlines=True)
     sys.stdout.write(proc.stdout)
     got = {}
     for line in proc.stdout.splitlines():
