@@ -32,8 +32,6 @@ int64_t slotOffset(Operation *op) {
 /// `w` (weights), `a` (arena), `tokens`, `rows` and `pos` in scope.
 class ScheduleNames : public OperandNames {
 public:
-  explicit ScheduleNames(func::FuncOp fn) : fn(fn) {}
-
   std::string operand(Value v) const override {
     if (auto arg = dyn_cast<BlockArgument>(v))
       return arg.getArgNumber() == 0 ? "tokens" : "pos";
@@ -50,9 +48,6 @@ public:
   std::string scratch(Operation *op) const override {
     return formatv("(void *)(a + {0}u)", op->getAttrOfType<SlotAttr>("scratch").getOffset());
   }
-
-private:
-  func::FuncOp fn;
 };
 
 struct ModelInfo {
@@ -88,7 +83,7 @@ public:
       : target(target), info(info), kernels(kernels) {}
 
   LogicalResult emit(func::FuncOp fn, llvm::raw_ostream &os, int64_t &logitsOffset) {
-    ScheduleNames names(fn);
+    ScheduleNames names;
     os << formatv("static void run_{0}({1}_model *m, const int32_t *tokens, int32_t rows,\n"
                   "    int32_t pos) {{\n"
                   "  const uint8_t *w = m->weights;\n  uint8_t *a = m->arena;\n",

@@ -3,6 +3,7 @@
 #include "codegen_targets/EmitC.h"
 #include "compiler/pack/PackWriter.h"
 #include "compiler/quant/BudgetPolicy.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MathExtras.h"
 #include "passes/Passes.h"
@@ -133,7 +134,8 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
 
   const TargetDescription *target = lookupTarget(options.target);
   if (!target)
-    return report(errs, options.target, "unknown target (available: c99)");
+    return report(errs, options.target,
+                  "unknown target (available: " + llvm::join(targetNames(), ", ") + ")");
 
   QuantizeOptions quantize;
   quantize.weights = options.quant;
