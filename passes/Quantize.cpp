@@ -65,8 +65,17 @@ struct QuantizePass : kiln::impl::QuantizeBase<QuantizePass> {
 
   void runOnOperation() override {
     getOperation().walk([&](WeightOp op) { quantizeWeight(op); });
-    if (kv != "f32")
-      getOperation().walk([&](AttentionOp op) { retypeCache(op); });
+    if (kv == "f32")
+      return;
+    WalkResult result = getOperation().walk([&](AttentionOp op) -> WalkResult {
+      if (kv == "q8" && op.getHeadDim() % 2 != 0)
+        return op.emitOpError("a q8 KV cache needs an even head dimension, got ")
+               << op.getHeadDim();
+      retypeCache(op);
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
   }
 
   void quantizeWeight(WeightOp op) {
