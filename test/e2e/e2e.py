@@ -17,8 +17,10 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "test", "tools"))
+sys.path.insert(0, os.path.join(ROOT, "test", "runtime"))
 import gguf_tool  # noqa: E402
 import llama_ref  # noqa: E402
+import tokenizer_test  # noqa: E402  (its independent GPT-2 BPE encoder)
 
 MODEL_A = os.path.join(ROOT, "test", "data", "tiny-llama-A")
 STRICT = "-Wall -Wextra -Werror -pedantic"
@@ -428,6 +430,79 @@ def quant(args):
     return res.finish()
 
 
+# Texts for the GPT-2 vocabulary: words the merges cover, punctuation and
+# contractions (their own pre-split words), digit runs, whitespace runs whose last
+# space joins the next word, and multi-byte UTF-8 (letters to the pre-splitter).
+GPT2_TEXTS = [
+    "the cat sat on the mat",
+    "Hello, World! It's a test: (one), \"two\"... 3.14?",
+    "they'll say we've I'm he'd 'quoted' it's",
+    "1999 and 2000, 007 agents; 12345678 x2",
+    "  leading,   runs   of spaces\tand\ttabs \n\n new lines  ",
+    "caf\u00e9, na\u00efve r\u00e9sum\u00e9 \u2014 \u6771\u4eac \U0001f642 \u00fc\u00e9\u00e9",
+    "There their these without station nation within rather",
+    "---...!!! ((( \"\" ))) ~`^",
+]
+GPT2_PROMPTS = ["The cat", "Hello, World!", "caf\u00e9 \u6771\u4eac with"]
+
+
+def gpt2_vocab(args):
+    """A random model with a GPT-2 byte-level BPE vocabulary: kiln-generate's
+    tokenizer against the Python encoder in test/runtime/tokenizer_test.py, and its
+    printed continuation against a Python decoding of the same greedy ids."""
+    res = Results()
+    os.makedirs(args.work, exist_ok=True)
+    gguf = os.path.join(args.work, "gpt2.gguf")
+    run([sys.executable, os.path.join(ROOT, "test", "tools", "gguf_tool.py"), "model", gguf,
+         "--seed", "11", "--name", "gpt2-vocab", "--vocab-model", "gpt2", "--vocab", "392",
+         "--n-embd", "64", "--n-layer", "2", "--n-head", "4", "--n-head-kv", "2",
+         "--n-ff", "96", "--ctx", "96"])
+    _, md, _ = gguf_tool.read_gguf(gguf, load_data=False)
+    tokens = md["tokenizer.ggml.tokens"][1][1]
+    types = md["tokenizer.ggml.token_type"][1][1]
+    merges = [tuple(m.split(" ", 1)) for m in md["tokenizer.ggml.merges"][1][1]]
+    vocab = {"ids": {tok: i for i, tok in enumerate(tokens)},
+             "ranks": {pair: r for r, pair in reversed(list(enumerate(merges)))}, "unk": -1}
+    byte_of = {c: b for b, c in tokenizer_test.BYTE_CHAR.items()}
+
+    def decode(ids):
+        # Normal pieces map back through the byte alphabet; control tokens print nothing.
+        return b"".join(bytes(byte_of[ch] for ch in tokens[i]) if types[i] == 1 else b""
+                        for i in ids)
+
+    out = os.path.join(args.work, "out")
+    name = compile_model(args, gguf, out)
+    b = build(out, args.cc[0])
+    gen = [os.path.join(b, "kiln-generate"), "--pack", os.path.join(out, name + ".kpack")]
+
+    for text in GPT2_TEXTS:
+        want = tokenizer_test.bpe_reference(vocab, text.encode())
+        r = run(gen + ["--tokenize", "-p", text])
+        ids = [int(x) for x in r.stdout.split("ids:")[1].split(",")]
+        res.check(ids == want, f"--tokenize {text!r}: {len(ids)} ids equal the Python BPE"
+                  + ("" if ids == want else f" (got {ids}, want {want})"))
+        res.check(decode(ids) == text.encode(), f"{text!r}: ids decode back to the text")
+    merged = [i for t in GPT2_TEXTS for i in tokenizer_test.bpe_reference(vocab, t.encode())
+              if i >= 256]
+    res.check(len(set(merged)) >= 20, f"the texts use {len(set(merged))} merged pieces (>= 20)")
+
+    for prompt in GPT2_PROMPTS:
+        ids = tokenizer_test.bpe_reference(vocab, prompt.encode())
+        r = run(gen + ["--tokens", ",".join(map(str, ids)), "-n", "8"])
+        greedy = [int(x) for x in r.stdout.split("ids:")[1].split(",")]
+        res.check(len(greedy) == 8 and all(0 <= i < len(tokens) for i in greedy),
+                  f"{prompt!r}: 8 greedy ids {greedy}")
+        # Bytes, not text: a random model's continuation need not be valid UTF-8.
+        r = subprocess.run(gen + ["-p", prompt, "-n", "8", "--ignore-eos"], capture_output=True,
+                           check=True)
+        head = prompt.encode()
+        res.check(r.stdout.startswith(head), f"{prompt!r}: output starts with the prompt")
+        cont, want = r.stdout[len(head):], decode(greedy) + b"\n"
+        res.check(cont == want, f"{prompt!r}: continuation {cont!r} equals the decoded ids "
+                  + ("" if cont == want else f"{want!r}"))
+    return res.finish()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--kiln-compile", required=True)
@@ -445,10 +520,11 @@ def main():
     sub.add_parser("app")
     sub.add_parser("baremetal")
     sub.add_parser("quant")
+    sub.add_parser("gpt2-vocab")
     args = ap.parse_args()
     args.cc = args.cc or ["gcc"]
     return {"model-a": model_a, "random": random_model, "bad-packs": bad_packs, "app": app,
-            "baremetal": baremetal, "quant": quant}[args.cmd](args)
+            "baremetal": baremetal, "quant": quant, "gpt2-vocab": gpt2_vocab}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Usage: run_fuzzer.sh FUZZER SEEDER WORKDIR SECONDS [PYTHON]
+# Usage: run_fuzzer.sh FUZZER SEEDER WORKDIR SECONDS [PYTHON [SEEDER_ARG...]]
 # Builds a seed corpus of small valid and malformed inputs, then fuzzes for
 # SECONDS and prints how many inputs were executed. SEEDER is gguf_tool.py (GGUF
-# models and its malformed cases) or any script run as `PYTHON SEEDER SEEDDIR`
-# that writes its seeds into SEEDDIR.
+# models and its malformed cases) or any script run as
+# `PYTHON SEEDER SEEDDIR SEEDER_ARG...` that writes its seeds into SEEDDIR.
 set -euo pipefail
 fuzzer=$1 seeder=$2 workdir=$3 seconds=$4 python=${5:-python3}
+shift $(($# < 5 ? $# : 5))
 
 gguf_seeds() {
   local gguf_tool=$1 seeds=$2
@@ -21,7 +22,7 @@ gguf_seeds() {
 rm -rf "$workdir" && mkdir -p "$workdir/seeds" "$workdir/corpus"
 case "$(basename "$seeder")" in
   gguf_tool.py) gguf_seeds "$seeder" "$workdir/seeds" ;;
-  *) "$python" "$seeder" "$workdir/seeds" ;;
+  *) "$python" "$seeder" "$workdir/seeds" "$@" ;;
 esac
 
 "$fuzzer" -max_total_time="$seconds" -max_len=16384 -print_final_stats=1 \

@@ -3,6 +3,7 @@
 
 Command line:
   gguf_tool.py model OUT [--n-embd 64 --n-layer 2 ... --type q8_0]   random-weight llama model
+               [--vocab-model llama|gpt2]                             SentencePiece- or GPT-2-style vocab
   gguf_tool.py convert IN OUT --type f16|q8_0|q4_0                    re-encode 2-D tensors
   gguf_tool.py copy IN OUT                                            read and write back
   gguf_tool.py bad OUT --case NAME [--from MODEL] | bad --list        malformed files
@@ -501,6 +502,64 @@ def synthetic_vocab(n_vocab):
     return tokens, scores, types
 
 
+def gpt2_byte_chars():
+    """The 256 characters of GPT-2's bytes_to_unicode in its vocab order: printable
+    Latin-1 as itself first, then the other 68 bytes as U+0100 upwards."""
+    printable = (list(range(0x21, 0x7F)) + list(range(0xA1, 0xAD))
+                 + list(range(0xAE, 0x100)))
+    return [chr(b) for b in printable] + [chr(0x100 + k) for k in range(256 - len(printable))]
+
+
+# Merges in the order GPT-2 learned them (roughly), written in its alphabet
+# (\u0120 = space, \u010a = newline). Each result is a new piece and both halves
+# exist before it, so a prefix of the list is always a consistent vocabulary.
+GPT2_MERGES = [
+    "\u0120 t", "\u0120 a", "h e", "i n", "r e", "o n", "\u0120t he", "e r", "\u0120 s",
+    "a t", "\u0120 w", "\u0120 o", "e n", "\u0120 c", "i t", "i s", "a n", "o r", "e s",
+    "\u0120 b", "e d", "\u0120 f", "in g", "\u0120 p", "o u", "\u0120a n", "a l", "a r",
+    "\u0120t o", "\u0120 m", "\u0120o f", "\u0120 in", "\u0120 d", "\u0120 h", "\u0120an d",
+    "i c", "a s", "l e", "\u0120t h", "i on", "o m", "l l", "en t", "\u0120 n", "\u0120 l",
+    "s t", "\u0120 re", "v e", "\u0120 e", "r o", "l y", "\u0120b e", "\u0120 g", "\u0120 T",
+    "c t", "\u0120 S", "i d", "o t", "\u0120 I", "u t", "e t", "\u0120 A", "\u0120 is",
+    "\u0120o n", "i m", "a m", "o w", "a y", "a d", "s e", "\u0120th at", "\u0120 C", "i g",
+    "\u0120f or", "a c", "\u0120 y", "v er", "u r", "\u0120 u", "l d", "\u0120s t", "\u0120 M",
+    "' s", "\u0120 he", "\u0120 it", "at ion", "it h", "i r", "c e", "\u0120y ou", "i l",
+    "\u0120 B", "\u0120w h", "o l", "\u0120 P", "\u0120w ith", "\u0120 1", "t er", "c h",
+    "\u0120a s", "\u0120w e", "\u0120 (", "n d", "i ll", "\u0120 D", "i f", "\u0120 2", "a g",
+    "er s", "k e", "\u0120 \"", "\u0120 H", "e m", "\u0120c on", "\u0120 W", "h er",
+    "\u0120w as", "\u0120 r", "o d", "\u0120 F", "u l", "at e", "\u0120a t", "r i", "p p",
+    "o re", "\u0120T he", "0 0", "1 9", ". .", "\u010a \u010a", "\u0120 \u0120",
+    "\u00c3 \u00a9", "\u0120 \u00c3\u00a9",
+]
+
+GPT2_SPECIALS = ["<|endoftext|>", "<|pad|>"]
+
+
+def gpt2_vocab(n_vocab):
+    """(tokens, merges, token_types, eos id) of a GPT-2 byte-level BPE vocab: the 256
+    byte pieces, one piece per merge of a prefix of GPT2_MERGES, then the control
+    tokens; <|endoftext|> serves as BOS and EOS."""
+    lo = 256 + len(GPT2_SPECIALS)
+    hi = lo + len(GPT2_MERGES)
+    if not lo <= n_vocab <= hi:
+        raise GGUFError("a gpt2 vocab holds 256 byte pieces, up to %d merges and %d control "
+                        "tokens: --vocab must be in [%d, %d], got %d"
+                        % (len(GPT2_MERGES), len(GPT2_SPECIALS), lo, hi, n_vocab))
+    tokens = gpt2_byte_chars()
+    merges = GPT2_MERGES[:n_vocab - lo]
+    known = set(tokens)
+    for m in merges:
+        left, right = m.split(" ")
+        if left not in known or right not in known or left + right in known:
+            raise GGUFError("inconsistent merge %r" % m)  # a bad edit of GPT2_MERGES
+        known.add(left + right)
+        tokens.append(left + right)
+    types = [1] * len(tokens) + [3] * len(GPT2_SPECIALS)
+    eos = len(tokens)
+    tokens += GPT2_SPECIALS
+    return tokens, merges, types, eos
+
+
 def llama_tensor_shapes(n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, tied=False):
     """[(name, ne)] in file order."""
     head_dim = n_embd // n_head
@@ -527,8 +586,10 @@ def llama_tensor_shapes(n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, tied=
 
 def random_llama(n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=96, n_vocab=64,
                  n_ctx=64, tied=False, ggml_type=GGML_F32, seed=1, rope_base=10000.0,
-                 eps=1e-5, alignment=DEFAULT_ALIGNMENT, arch="llama", name=None):
-    """A llama model with seeded random weights. Returns (metadata, tensors)."""
+                 eps=1e-5, alignment=DEFAULT_ALIGNMENT, arch="llama", name=None,
+                 vocab_model="llama"):
+    """A llama model with seeded random weights. Returns (metadata, tensors).
+    vocab_model picks the tokenizer: "llama" (synthetic_vocab) or "gpt2" (gpt2_vocab)."""
     if n_head <= 0 or n_embd % n_head:
         raise GGUFError("n_embd %d is not divisible by n_head %d" % (n_embd, n_head))
     if n_head_kv <= 0 or n_head % n_head_kv:
@@ -539,8 +600,9 @@ def random_llama(n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=96, n_vocab=6
     if n_embd % block or n_ff % block:
         raise GGUFError("%s needs n_embd and n_ff to be multiples of %d"
                         % (type_name(ggml_type), block))
+    if vocab_model not in ("llama", "gpt2"):
+        raise GGUFError("unknown vocab model %r (llama or gpt2)" % vocab_model)
     head_dim = n_embd // n_head
-    tokens, scores, token_types = synthetic_vocab(n_vocab)
     metadata = {
         "general.architecture": (GGUF_STRING, arch),
         "general.name": (GGUF_STRING, name or "random-" + arch),
@@ -556,17 +618,34 @@ def random_llama(n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=96, n_vocab=6
         arch + ".rope.freq_base": (GGUF_F32, rope_base),
         arch + ".attention.layer_norm_rms_epsilon": (GGUF_F32, eps),
         arch + ".vocab_size": (GGUF_U32, n_vocab),
-        "tokenizer.ggml.model": (GGUF_STRING, "llama"),
-        "tokenizer.ggml.tokens": (GGUF_ARRAY, (GGUF_STRING, tokens)),
-        "tokenizer.ggml.scores": (GGUF_ARRAY, (GGUF_F32, scores)),
-        "tokenizer.ggml.token_type": (GGUF_ARRAY, (GGUF_I32, token_types)),
-        "tokenizer.ggml.bos_token_id": (GGUF_U32, 1),
-        "tokenizer.ggml.eos_token_id": (GGUF_U32, 2),
-        "tokenizer.ggml.unknown_token_id": (GGUF_U32, 0),
-        "tokenizer.ggml.add_bos_token": (GGUF_BOOL, True),
-        "tokenizer.ggml.add_eos_token": (GGUF_BOOL, False),
-        "tokenizer.ggml.add_space_prefix": (GGUF_BOOL, True),
     }
+    if vocab_model == "llama":
+        tokens, scores, token_types = synthetic_vocab(n_vocab)
+        metadata.update({
+            "tokenizer.ggml.model": (GGUF_STRING, "llama"),
+            "tokenizer.ggml.tokens": (GGUF_ARRAY, (GGUF_STRING, tokens)),
+            "tokenizer.ggml.scores": (GGUF_ARRAY, (GGUF_F32, scores)),
+            "tokenizer.ggml.token_type": (GGUF_ARRAY, (GGUF_I32, token_types)),
+            "tokenizer.ggml.bos_token_id": (GGUF_U32, 1),
+            "tokenizer.ggml.eos_token_id": (GGUF_U32, 2),
+            "tokenizer.ggml.unknown_token_id": (GGUF_U32, 0),
+            "tokenizer.ggml.add_bos_token": (GGUF_BOOL, True),
+            "tokenizer.ggml.add_eos_token": (GGUF_BOOL, False),
+            "tokenizer.ggml.add_space_prefix": (GGUF_BOOL, True),
+        })
+    else:
+        # As llama.cpp's converter writes GPT-2 vocabs: no scores, no unknown token.
+        tokens, merges, token_types, eos = gpt2_vocab(n_vocab)
+        metadata.update({
+            "tokenizer.ggml.model": (GGUF_STRING, "gpt2"),
+            "tokenizer.ggml.tokens": (GGUF_ARRAY, (GGUF_STRING, tokens)),
+            "tokenizer.ggml.token_type": (GGUF_ARRAY, (GGUF_I32, token_types)),
+            "tokenizer.ggml.merges": (GGUF_ARRAY, (GGUF_STRING, merges)),
+            "tokenizer.ggml.bos_token_id": (GGUF_U32, eos),
+            "tokenizer.ggml.eos_token_id": (GGUF_U32, eos),
+            "tokenizer.ggml.add_bos_token": (GGUF_BOOL, False),
+            "tokenizer.ggml.add_eos_token": (GGUF_BOOL, False),
+        })
 
     rng = random.Random(seed)
     tensors = []
@@ -803,7 +882,7 @@ def _cmd_model(args):
         n_head_kv=args.n_head_kv, n_ff=args.n_ff, n_vocab=args.vocab, n_ctx=args.ctx,
         tied=args.tied, ggml_type=TYPE_BY_NAME[args.type], seed=args.seed,
         rope_base=args.rope_base, eps=args.eps, alignment=args.alignment,
-        arch=args.arch, name=args.name)
+        arch=args.arch, name=args.name, vocab_model=args.vocab_model)
     write_gguf(args.out, metadata, tensors, args.version)
 
 
@@ -866,6 +945,8 @@ def main(argv=None):
     p.add_argument("--alignment", type=int, default=DEFAULT_ALIGNMENT)
     p.add_argument("--arch", default="llama")
     p.add_argument("--name")
+    p.add_argument("--vocab-model", choices=("llama", "gpt2"), default="llama",
+                   help="tokenizer: SentencePiece-style (default) or GPT-2 byte-level BPE")
     p.set_defaults(func=_cmd_model)
 
     p = sub.add_parser("convert", help="re-encode the 2-D tensors of a model")
