@@ -148,11 +148,6 @@ bool Value::isInteger() const {
   }
 }
 
-bool Value::isUnsigned() const {
-  return type == ValueType::U8 || type == ValueType::U16 || type == ValueType::U32 ||
-         type == ValueType::U64;
-}
-
 uint64_t TensorInfo::numElements() const {
   uint64_t n = 1;
   for (uint64_t d : ne)

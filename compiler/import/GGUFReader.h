@@ -32,7 +32,6 @@ struct Value {
   std::vector<Value> elements;
 
   bool isInteger() const;
-  bool isUnsigned() const;
   int64_t asInt() const { return static_cast<int64_t>(bits); }
 };
 

@@ -26,7 +26,7 @@ static Expected<int64_t> getInt(const gguf::File &file, StringRef key,
       return *fallback;
     return fail(llvm::formatv("missing metadata '{0}'", key));
   }
-  if (!v->isInteger() || v->asInt() <= 0 || v->asInt() > (int64_t(1) << 31))
+  if (!v->isInteger() || v->asInt() <= 0 || v->asInt() > INT32_MAX)
     return fail(llvm::formatv("metadata '{0}' must be a positive integer", key));
   return v->asInt();
 }
