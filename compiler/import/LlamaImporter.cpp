@@ -334,7 +334,9 @@ Expected<OwningOpRef<ModuleOp>> kiln::importLlama(MLIRContext &context,
   const LlamaConfig &c = *config;
   int64_t capacity = options.maxContext ? options.maxContext : c.contextLength;
   int64_t chunk = options.prefillChunk ? options.prefillChunk : std::min<int64_t>(64, capacity);
-  if (capacity <= 0 || chunk <= 0 || chunk > capacity)
+  if (capacity <= 0 || capacity > INT32_MAX)
+    return fail(llvm::formatv("max context {0} must be in [1, {1}]", capacity, INT32_MAX));
+  if (chunk <= 0 || chunk > capacity)
     return fail(llvm::formatv("prefill chunk {0} must be in [1, max context {1}]", chunk,
                               capacity));
 
