@@ -3,16 +3,16 @@
 #include "codegen_targets/EmitC.h"
 #include "compiler/pack/PackWriter.h"
 #include "compiler/quant/BudgetPolicy.h"
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringSet.h"
-#include "llvm/Support/MathExtras.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -60,7 +60,9 @@ static llvm::Expected<std::string> fitMemoryBudget(ModuleOp module, const gguf::
   probe->walk([&](Operation *op) {
     if (auto mm = dyn_cast<MatmulOp>(op)) {
       ArrayRef<int64_t> x = mm.getInput().getType().getShape();
-      scratch = std::max(scratch, int64_t(llvm::alignTo(x[0] * (x[1] / 32 * 4 + x[1]), 64)));
+      // Groups of 32, the smallest, need the most scratch.
+      scratch = std::max(scratch,
+                         int64_t(llvm::alignTo(activationScratchBytes(x[0], x[1], 32), 64)));
     }
     auto w = dyn_cast<WeightOp>(op);
     if (!w || !seen.insert(w.getName()).second)

@@ -15,6 +15,10 @@ namespace kiln {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
+/// Bytes a matmul over a quantized weight needs to hold `rows` input rows of `k`
+/// values quantized per group of `group`: an f32 scale and int8 values per group.
+int64_t activationScratchBytes(int64_t rows, int64_t k, int64_t group);
+
 /// The element type a policy format names ("q4_0", "i8g64", "f16", ...), or null.
 mlir::Type parseWeightFormat(mlir::MLIRContext *context, llvm::StringRef format);
 

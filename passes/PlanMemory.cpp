@@ -14,6 +14,10 @@ namespace kiln {
 using namespace mlir;
 using namespace kiln;
 
+int64_t kiln::activationScratchBytes(int64_t rows, int64_t k, int64_t group) {
+  return rows * (k / group * 4 + k);
+}
+
 namespace {
 
 int64_t tensorBytes(Type type) { return getStorageBytes(cast<RankedTensorType>(type)); }
@@ -24,14 +28,13 @@ bool canWriteInPlace(Operation *op) {
   return isa<AddOp, MulOp, SiluOp, GeluOp, RopeOp>(op);
 }
 
-/// Bytes a matmul needs to hold its input quantized per weight block: one f32
-/// scale and the int8 values of each block of each row. Zero for float weights.
-int64_t activationScratchBytes(MatmulOp op) {
+/// Scratch of a matmul: its input quantized per weight block. Zero for float weights.
+int64_t scratchBytes(MatmulOp op) {
   Type element = op.getWeight().getType().getElementType();
   if (!isa<Q8_0Type, Q4_0Type, I8GroupType, I4GroupType>(element))
     return 0;
   ArrayRef<int64_t> x = op.getInput().getType().getShape();
-  return x[0] * (x[1] / getBlockElements(element) * 4 + x[1]);
+  return activationScratchBytes(x[0], x[1], getBlockElements(element));
 }
 
 /// Whether the result of `op` lives in the activation region of the arena.
@@ -133,7 +136,7 @@ struct PlanMemoryPass : kiln::impl::PlanMemoryBase<PlanMemoryPass> {
     // lives only during the call.
     std::vector<Operation *> scratchUsers;
     for (auto op : block.getOps<MatmulOp>()) {
-      int64_t bytes = activationScratchBytes(op);
+      int64_t bytes = scratchBytes(op);
       if (bytes == 0)
         continue;
       requests.push_back({bytes, step[op], step[op]});
