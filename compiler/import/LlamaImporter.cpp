@@ -128,6 +128,13 @@ Expected<LlamaConfig> kiln::readLlamaConfig(const gguf::File &file) {
   if (Error e = read(c.nVocab, "llama.vocab_size", c.nVocab))
     return std::move(e);
 
+  // Rope variants change the math: refuse them rather than compute something else.
+  if (const gguf::Value *scaling = file.find("llama.rope.scaling.type");
+      scaling && scaling->str != "none")
+    return fail(llvm::formatv("unsupported rope scaling '{0}' (metadata "
+                              "'llama.rope.scaling.type'; supported: none)",
+                              scaling->str));
+
   int64_t d = c.nEmbd, kv = c.nKvHead * c.headDim;
   if (Error e = checkTensor(file, "token_embd.weight", {c.nVocab, d}, true))
     return std::move(e);
@@ -152,6 +159,27 @@ Expected<LlamaConfig> kiln::readLlamaConfig(const gguf::File &file) {
   if (!c.tiedOutput)
     if (Error e = checkTensor(file, "output.weight", {c.nVocab, d}, true))
       return std::move(e);
+  // A tensor the decoder would not read (biases, experts, rope factors) means a
+  // model this importer does not describe: ignoring it would give wrong results.
+  size_t expected = 2 + 9 * c.nLayer + (c.tiedOutput ? 0 : 1);
+  if (file.tensors.size() != expected)
+    for (const gguf::TensorInfo &t : file.tensors) {
+      llvm::StringRef name = t.name;
+      int64_t layer;
+      bool known = name == "token_embd.weight" || name == "output_norm.weight" ||
+                   name == "output.weight";
+      if (name.consume_front("blk.") && !name.consumeInteger(10, layer) && layer >= 0 &&
+          layer < c.nLayer)
+        known = llvm::is_contained({".attn_norm.weight", ".attn_q.weight", ".attn_k.weight",
+                                    ".attn_v.weight", ".attn_output.weight", ".ffn_norm.weight",
+                                    ".ffn_gate.weight", ".ffn_up.weight", ".ffn_down.weight"},
+                                   name);
+      if (!known)
+        return fail(llvm::formatv("unsupported tensor '{0}': a llama model has no such "
+                                  "tensor (biases, experts and rope factors are not "
+                                  "supported)",
+                                  t.name));
+    }
   return c;
 }
 

@@ -709,6 +709,8 @@ BAD_CASES = {
     "huge-array": "an array claims 2^60 elements",
     "bad-alignment": "general.alignment is 0",
     "missing-metadata": "<arch>.embedding_length is absent",
+    "extra-tensor": "a tensor the architecture does not use (blk.0.attn_q.bias) is present",
+    "rope-scaling": '<arch>.rope.scaling.type is "linear" (factor 4)',
 }
 
 
@@ -749,6 +751,13 @@ def make_bad(case, metadata, tensors, version=3):
         del metadata[key]
     elif case == "missing-tensor":
         del tensors[_tensor_index(tensors, "blk.0.ffn_up.weight")]
+    elif case == "extra-tensor":
+        width = tensors[_tensor_index(tensors, "blk.0.attn_q.weight")]["ne"][1]
+        tensors.append({"name": "blk.0.attn_q.bias", "ne": [width], "type": GGML_F32,
+                        "data": bytes(4 * width)})
+    elif case == "rope-scaling":
+        metadata[arch + ".rope.scaling.type"] = (GGUF_STRING, "linear")
+        metadata[arch + ".rope.scaling.factor"] = (GGUF_F32, 4.0)
     elif case == "misshaped-tensor":
         t = tensors[_tensor_index(tensors, "blk.0.attn_k.weight")]
         row_bytes = len(t["data"]) // t["ne"][1]
