@@ -22,7 +22,7 @@ PROMPT = ("It is a truth universally acknowledged, that a single man in possessi
           "views of such a man may be on his first entering a neighbourhood, this truth is "
           "so well fixed in the minds of the surrounding families")
 
-CONFIGS = [
+FORMATS = [
     ("f32", []),
     ("f16", ["--quant=f16"]),
     ("q8_0", ["--quant=q8_0"]),
@@ -30,6 +30,7 @@ CONFIGS = [
     ("i4g64", ["--quant=i4g64"]),
     ("q8_0 + kv q8", ["--quant=q8_0", "--kv-type=q8"]),
 ]
+TARGETS = ["c99", "x86-avx2"]
 
 
 def sh(cmd, **kw):
@@ -45,7 +46,9 @@ def main():
     args = ap.parse_args()
     compiler = os.path.join(args.build, "bin", "kiln-compile")
     rows = []
-    for label, flags in CONFIGS:
+    configs = [(f"{target} {label}", [f"--target={target}", *flags])
+               for target in TARGETS for label, flags in FORMATS]
+    for label, flags in configs:
         out = os.path.join(args.work, re.sub(r"\W+", "-", label))
         mlir = sh([compiler, MODEL, "--emit=kernel-ir", *flags]).stdout
         bound = max(int(x) for x in re.findall(r"kiln.activation_lower_bound = (\d+)", mlir))
@@ -67,11 +70,12 @@ def main():
         rows.append((label, pack, arena, kv, arena - kv, bound, statistics.median(prefill),
                      statistics.median(decode), rss))
     base = rows[0]
-    print(f"model A, C flags {args.cflags!r}, median of {args.repeat} runs; ratios against f32")
-    print(f"{'config':14} {'pack B':>10} {'arena B':>9} {'KV B':>9} {'act B':>8} {'act LB':>8} "
+    print(f"model A, C flags {args.cflags!r}, median of {args.repeat} runs; "
+          f"decode ratios against c99 f32")
+    print(f"{'config':23} {'pack B':>10} {'arena B':>9} {'KV B':>9} {'act B':>8} {'act LB':>8} "
           f"{'prefill t/s':>12} {'decode t/s':>11} {'decode x':>9} {'RSS KiB':>8}")
     for label, pack, arena, kv, act, bound, pf, dec, rss in rows:
-        print(f"{label:14} {pack:>10} {arena:>9} {kv:>9} {act:>8} {bound:>8} {pf:>12.0f} "
+        print(f"{label:23} {pack:>10} {arena:>9} {kv:>9} {act:>8} {bound:>8} {pf:>12.0f} "
               f"{dec:>11.0f} {dec / base[7]:>9.2f} {rss:>8}")
 
 

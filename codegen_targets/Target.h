@@ -29,12 +29,25 @@ struct OperandNames {
   virtual std::string scratch(mlir::Operation *op) const = 0;
 };
 
+/// What an instruction-set target changes in the portable kernels: the hot
+/// helpers (same names and signatures, intrinsics inside), the compiler flags the
+/// generated library needs, and a check that the running CPU has the features.
+struct IsaVariant {
+  const char *name;
+  const char *prelude = "";        // C text placed before the helpers (#includes)
+  const char *compileOptions = ""; // for the generated CMakeLists.txt (GCC/Clang)
+  const char *cpuCheck = "";       // C expression, true when the CPU can run the code
+  std::vector<std::pair<const char *, const char *>> helpers; // name, C text
+};
+
 /// A code generation target: what it knows about the SoC and how it writes
 /// one kernel. `c99` is the portable fallback every other target is compared to.
 class TargetDescription {
 public:
   virtual ~TargetDescription() = default;
   virtual llvm::StringRef name() const = 0;
+  /// Flags, prelude and CPU check of the target's instruction set.
+  virtual const IsaVariant &isaVariant() const = 0;
   /// Kernel for `op`, or failure with a diagnostic on `op`.
   virtual mlir::FailureOr<KernelCall> kernelFor(mlir::Operation *op,
                                                 llvm::StringRef prefix,
@@ -42,6 +55,9 @@ public:
   /// Definitions of the helpers named in KernelCall::helpers, in a fixed order.
   virtual std::string helperDefinitions(const std::set<std::string> &used) const = 0;
 };
+
+/// The instruction-set variants, in codegen_targets/<isa>/.
+const IsaVariant &x86Avx2Variant();
 
 /// The target named `name`, or null when there is none.
 const TargetDescription *lookupTarget(llvm::StringRef name);

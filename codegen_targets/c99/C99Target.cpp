@@ -264,7 +264,10 @@ static void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t hd) {
 
 class C99Target : public TargetDescription {
 public:
-  llvm::StringRef name() const override { return "c99"; }
+  explicit C99Target(const IsaVariant &variant) : variant(variant) {}
+
+  llvm::StringRef name() const override { return variant.name; }
+  const IsaVariant &isaVariant() const override { return variant; }
 
   FailureOr<KernelCall> kernelFor(Operation *op, llvm::StringRef prefix,
                                   const OperandNames &names) const override {
@@ -419,13 +422,21 @@ public:
       if (all.count(h.name) && *h.needs)
         all.insert(h.needs);
     std::string out;
-    for (const Helper &h : kHelpers)
-      if (all.count(h.name))
-        out += h.text;
+    for (const Helper &h : kHelpers) {
+      if (!all.count(h.name))
+        continue;
+      const char *text = h.text;
+      for (auto &[name, isaText] : variant.helpers)
+        if (llvm::StringRef(name) == h.name)
+          text = isaText;
+      out += text;
+    }
     return out;
   }
 
 private:
+  const IsaVariant &variant;
+
   /// Bytes of one head of one position in a cache of code `c`.
   static int64_t cacheHeadBytes(const ElementCode &c, int64_t hd) {
     return c.family == "i8" ? 2 + hd : c.family == "f16" ? 2 * hd : 4 * hd;
@@ -534,11 +545,24 @@ private:
 
 } // namespace
 
+/// Every target: the portable kernels, alone or with an ISA's helpers.
+static const std::vector<C99Target> &targets() {
+  static const IsaVariant portable{"c99", "", "", "", {}};
+  static const std::vector<C99Target> all = {C99Target(portable),
+                                             C99Target(x86Avx2Variant())};
+  return all;
+}
+
 const TargetDescription *kiln::lookupTarget(llvm::StringRef name) {
-  static const C99Target c99;
-  if (name == c99.name())
-    return &c99;
+  for (const C99Target &t : targets())
+    if (t.name() == name)
+      return &t;
   return nullptr;
 }
 
-std::vector<std::string> kiln::targetNames() { return {"c99"}; }
+std::vector<std::string> kiln::targetNames() {
+  std::vector<std::string> names;
+  for (const C99Target &t : targets())
+    names.push_back(t.name().str());
+  return names;
+}

@@ -25,6 +25,8 @@ const char *kiln_status_message(kiln_status s) {
     return "arena is smaller than the model needs";
   case KILN_ERR_CONTEXT_FULL:
     return "context is full: the position would pass the KV cache capacity";
+  case KILN_ERR_CPU:
+    return "this CPU lacks instructions the model was generated for (see its --target)";
   }
   return "unknown status";
 }

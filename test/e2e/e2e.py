@@ -43,13 +43,28 @@ class Results:
         return 0 if self.failed == 0 and self.passed > 0 else 1
 
 
+# CPU flags (as /proc/cpuinfo names them) each target's kernels need.
+TARGET_CPU_FLAGS = {"x86-avx2": ["avx2", "fma", "f16c"]}
+
+
+def host_cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
 def run(cmd, **kw):
     return subprocess.run(cmd, check=True, text=True, capture_output=True, **kw)
 
 
 def compile_model(args, gguf, out, *flags):
     shutil.rmtree(out, ignore_errors=True)
-    run([args.kiln_compile, gguf, "-o", out, *flags])
+    run([args.kiln_compile, gguf, "-o", out, f"--target={args.target}", *flags])
     with open(os.path.join(out, "CMakeLists.txt")) as f:
         name = f.read().split("project(")[1].split()[0]
     return name
@@ -509,6 +524,7 @@ def main():
     ap.add_argument("--kiln-compile", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--cc", action="append", default=None)
+    ap.add_argument("--target", default="c99", help="kiln-compile --target")
     sub = ap.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("model-a")
     a.add_argument("--type", default="f32")
@@ -524,6 +540,10 @@ def main():
     sub.add_parser("gpt2-vocab")
     args = ap.parse_args()
     args.cc = args.cc or ["gcc"]
+    missing = [f for f in TARGET_CPU_FLAGS.get(args.target, []) if f not in host_cpu_flags()]
+    if missing:
+        print(f"skipped: this CPU lacks {', '.join(missing)} for --target={args.target}")
+        return 0
     return {"model-a": model_a, "random": random_model, "bad-packs": bad_packs, "app": app,
             "baremetal": baremetal, "quant": quant, "gpt2-vocab": gpt2_vocab}[args.cmd](args)
 
