@@ -549,7 +549,8 @@ private:
 static const std::vector<C99Target> &targets() {
   static const IsaVariant portable{"c99", "", "", "", {}};
   static const std::vector<C99Target> all = {C99Target(portable),
-                                             C99Target(x86Avx2Variant())};
+                                             C99Target(x86Avx2Variant()),
+                                             C99Target(armNeonVariant())};
   return all;
 }
 

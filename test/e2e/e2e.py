@@ -44,6 +44,7 @@ class Results:
 
 
 # CPU flags (as /proc/cpuinfo names them) each target's kernels need.
+# (arm-neon runs under qemu-aarch64, whatever the host.)
 TARGET_CPU_FLAGS = {"x86-avx2": ["avx2", "fma", "f16c"]}
 
 
@@ -519,6 +520,51 @@ def gpt2_vocab(args):
     return res.finish()
 
 
+def cross(args):
+    """The generated folder cross-built for aarch64 and run under qemu-aarch64:
+    model A's logits against the reference, and q4_0 perplexity against the same
+    model built for the host."""
+    res = Results()
+    if not (shutil.which("aarch64-linux-gnu-gcc") and shutil.which("qemu-aarch64")):
+        res.check(False, "aarch64 cross gcc and qemu-aarch64 are installed (scripts/setup.sh)")
+        return res.finish()
+    qemu = ["qemu-aarch64", "-cpu", "max"]
+    cross_defs = ["-DCMAKE_SYSTEM_NAME=Linux", "-DCMAKE_SYSTEM_PROCESSOR=aarch64",
+                  "-DCMAKE_EXE_LINKER_FLAGS=-static"]
+    refs = json.load(open(os.path.join(MODEL_A, "tiny-llama-A-refs.json")))
+    out = os.path.join(args.work, "f32")
+    name = compile_model(args, os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"), out)
+    b = build(out, "aarch64-linux-gnu-gcc", cross_defs)
+    for p in refs["prompts"]:
+        dump = os.path.join(args.work, f"p{p['index']}.f32")
+        r = run(qemu + [os.path.join(b, "kiln-generate"), "--pack", os.path.join(out, name + ".kpack"),
+                        "--tokens", ",".join(map(str, p["token_ids"])), "-n", "32",
+                        "--dump-logits", dump])
+        ids = [int(x) for x in r.stdout.split("ids:")[1].split(",")]
+        ref = npy_rows(os.path.join(MODEL_A, p["logits_file"]))
+        ref += npy_rows(os.path.join(MODEL_A, p["greedy_logits_file"]))[1:]
+        err, row, col = llama_ref.max_abs_diff(llama_ref.read_f32(dump, refs["n_vocab"]), ref)
+        res.check(err <= 1e-4 and ids == p["greedy_ids"],
+                  f"aarch64 {args.target} prompt {p['index']}: max abs error {err:.3g} <= 1e-4, "
+                  f"greedy ids equal")
+    ppl = {}
+    ppl_args = ["--perplexity", os.path.join(MODEL_A, "val.txt"), "--ctx", "256", "--chunks", "4"]
+    for where in ("aarch64", "host"):
+        out = os.path.join(args.work, "q4_0-" + where)
+        host_args = argparse.Namespace(**{**vars(args), "target": "c99"})
+        compile_model(args if where == "aarch64" else host_args,
+                      os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"), out, "--quant=q4_0")
+        b = build(out, "aarch64-linux-gnu-gcc" if where == "aarch64" else "gcc",
+                  cross_defs if where == "aarch64" else [])
+        gen = [os.path.join(b, "kiln-generate"), "--pack", os.path.join(out, name + ".kpack")]
+        r = run((qemu if where == "aarch64" else []) + gen + ppl_args)
+        ppl[where] = float(r.stdout.split("perplexity:")[1].split()[0])
+    res.check(abs(ppl["aarch64"] - ppl["host"]) <= 0.005 * ppl["host"],
+              f"q4_0 perplexity over 4 chunks: aarch64 {args.target} {ppl['aarch64']:.4f}, "
+              f"host c99 {ppl['host']:.4f} (within 0.5%)")
+    return res.finish()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--kiln-compile", required=True)
@@ -537,6 +583,7 @@ def main():
     sub.add_parser("app")
     sub.add_parser("baremetal")
     sub.add_parser("quant")
+    sub.add_parser("cross")
     sub.add_parser("gpt2-vocab")
     args = ap.parse_args()
     args.cc = args.cc or ["gcc"]
@@ -545,7 +592,8 @@ def main():
         print(f"skipped: this CPU lacks {', '.join(missing)} for --target={args.target}")
         return 0
     return {"model-a": model_a, "random": random_model, "bad-packs": bad_packs, "app": app,
-            "baremetal": baremetal, "quant": quant, "gpt2-vocab": gpt2_vocab}[args.cmd](args)
+            "baremetal": baremetal, "quant": quant, "gpt2-vocab": gpt2_vocab,
+            "cross": cross}[args.cmd](args)
 
 
 if __name__ == "__main__":
