@@ -59,6 +59,7 @@ public:
 /// The instruction-set variants, in codegen_targets/<isa>/.
 const IsaVariant &x86Avx2Variant();
 const IsaVariant &armNeonVariant();
+const IsaVariant &riscvRvvVariant();
 
 /// The target named `name`, or null when there is none.
 const TargetDescription *lookupTarget(llvm::StringRef name);

@@ -6,7 +6,8 @@ packages=(
   llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools clang-19 lld-19
   libclang-rt-19-dev cmake ninja-build g++ python3 zlib1g-dev libzstd-dev
   libflatbuffers-dev flatbuffers-compiler ccache
-  gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-riscv64-linux-gnu libc6-dev-riscv64-cross
+  qemu-user
 )
 
 missing=()

@@ -550,7 +550,8 @@ static const std::vector<C99Target> &targets() {
   static const IsaVariant portable{"c99", "", "", "", {}};
   static const std::vector<C99Target> all = {C99Target(portable),
                                              C99Target(x86Avx2Variant()),
-                                             C99Target(armNeonVariant())};
+                                             C99Target(armNeonVariant()),
+                                             C99Target(riscvRvvVariant())};
   return all;
 }
 
