@@ -25,6 +25,9 @@
 #include <time.h>
 
 extern const kiln_model_api KILN_MODEL_API;
+#ifdef KILN_PROFILE
+extern const char *const KILN_PROFILE_NAMES[KILN_PROFILE_SITES];
+#endif
 
 static KILN_MODEL_TYPE model;
 static uint8_t arena[KILN_ARENA_BYTES] __attribute__((aligned(64)));
@@ -158,6 +161,35 @@ static void print_piece(const kiln_tokenizer *t, int32_t id, int is_first) {
             (unsigned long)n);
   fflush(stdout);
 }
+
+#ifdef KILN_PROFILE
+static uint64_t clock_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The kernel calls that took longest, from the model's per-call times. */
+static void print_profile(void) {
+  static int shown[KILN_PROFILE_SITES];
+  uint64_t total = 0;
+  int i, k;
+  for (i = 0; i < KILN_PROFILE_SITES; ++i)
+    total += model.site_time[i];
+  fprintf(stderr, "profile: %.3f ms in %d kernel calls of the schedule; the longest:\n",
+          (double)total * 1e-6, KILN_PROFILE_SITES);
+  for (k = 0; k < 12 && k < KILN_PROFILE_SITES; ++k) {
+    int best = -1;
+    for (i = 0; i < KILN_PROFILE_SITES; ++i)
+      if (!shown[i] && (best < 0 || model.site_time[i] > model.site_time[best]))
+        best = i;
+    shown[best] = 1;
+    fprintf(stderr, "  %8.3f ms %5.1f%%  %s\n", (double)model.site_time[best] * 1e-6,
+            total ? 100.0 * (double)model.site_time[best] / (double)total : 0.0,
+            KILN_PROFILE_NAMES[best]);
+  }
+}
+#endif
 
 static long peak_rss_kib(void) {
   struct rusage ru;
@@ -378,7 +410,13 @@ int main(int argc, char **argv) {
   s = api->tokenizer(&model, &tok);
   if (s != KILN_OK)
     return fail(o.pack, s);
+#ifdef KILN_PROFILE
+  model.clock = clock_ns;
+#endif
   rc = o.perplexity ? perplexity(api, &tok, &o) : generate(api, &tok, &o);
+#ifdef KILN_PROFILE
+  print_profile();
+#endif
   api->close(&model);
   kiln_pack_source_close(&src);
   return rc;

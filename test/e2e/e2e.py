@@ -305,6 +305,18 @@ def app(args):
                     "--repeat-penalty", "1.1", "--ignore-eos"]
     a, a2, c = (run(sample + ["--seed", s]).stdout for s in ("1", "1", "2"))
     res.check(a == a2 and a != c, f"seeded sampling is reproducible: {a.strip()!r} / {c.strip()!r}")
+    # A KILN_PROFILE build times every kernel call and gives the same text.
+    bp = os.path.join(out, "build-profile")
+    run(["cmake", "-S", out, "-B", bp, f"-DCMAKE_C_COMPILER={args.cc[0]}", "-DKILN_PROFILE=ON",
+         f"-DCMAKE_C_FLAGS={STRICT}"])
+    run(["cmake", "--build", bp, "-j2"])
+    p = refs["prompts"][0]
+    r = run([os.path.join(bp, "kiln-generate"), "--pack", os.path.join(out, name + ".kpack"),
+             "-p", p["text"], "-n", "32", "--ignore-eos"])
+    lines = r.stderr.split("profile:")[1].splitlines() if "profile:" in r.stderr else []
+    res.check(r.stdout == p["full_text"] + "\n" and len(lines) == 13 and
+              all(" ms " in line and "%" in line for line in lines[1:]),
+              "KILN_PROFILE build: same text, per-kernel times: " + " | ".join(lines[:3]))
     # Perplexity, protocol of ../shared/models/README.md: 32 chunks of 256.
     r = run(gen + ["--perplexity", os.path.join(MODEL_A, "val.txt"), "--ctx", "256",
                    "--chunks", "32"])
