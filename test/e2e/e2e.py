@@ -588,6 +588,39 @@ def cross(args):
     return res.finish()
 
 
+def sanitize(args):
+    """Generated code built with AddressSanitizer and UndefinedBehaviorSanitizer:
+    every format's kernels, the KV cache types and the runtime run model A
+    without a report (out-of-bounds access past the static arena, misaligned
+    loads, overflow). Text equals the unsanitized build's."""
+    res = Results()
+    flags = "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+    configs = [("f32", []), ("f16-kv-f16", ["--quant=f16", "--kv-type=f16"]),
+               ("q8_0-kv-q8", ["--quant=q8_0", "--kv-type=q8"]),
+               ("q4_0-i4g64", ["--quant=q4_0", "--quant-override=*.ffn_*=i4g64"])]
+    prompt = json.load(open(os.path.join(MODEL_A, "tiny-llama-A-refs.json")))["prompts"][2]
+    for label, extra in configs:
+        out = os.path.join(args.work, label)
+        name = compile_model(args, os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"), out,
+                             "--prefill-chunk=16", *extra)
+        texts = []
+        for build_dir, cflags in (("build-plain", STRICT), ("build-sanitized", STRICT + " " + flags)):
+            b = os.path.join(out, build_dir)
+            run(["cmake", "-S", out, "-B", b, "-DCMAKE_C_COMPILER=clang-19",
+                 f"-DCMAKE_C_FLAGS={cflags}", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+                 f"-DCMAKE_EXE_LINKER_FLAGS={flags if 'sanitized' in build_dir else ''}"])
+            run(["cmake", "--build", b, "-j2"])
+            r = subprocess.run([os.path.join(b, "kiln-generate"), "--pack",
+                                os.path.join(out, name + ".kpack"), "-p", prompt["text"], "-n",
+                                "40", "--ignore-eos"], text=True, capture_output=True)
+            texts.append((r.returncode, r.stdout, r.stderr))
+        (rc0, plain, _), (rc1, checked, err) = texts
+        res.check(rc0 == 0 and rc1 == 0 and plain == checked and "runtime error" not in err,
+                  f"{args.target} {label}: sanitized run clean and identical"
+                  + ("" if rc1 == 0 else f": {err.strip()[-400:]}"))
+    return res.finish()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--kiln-compile", required=True)
@@ -606,6 +639,7 @@ def main():
     sub.add_parser("app")
     sub.add_parser("baremetal")
     sub.add_parser("quant")
+    sub.add_parser("sanitize")
     c = sub.add_parser("cross")
     c.add_argument("--arch", choices=sorted(CROSS), default="aarch64")
     c.add_argument("--prompts", type=int, default=3, help="reference prompts to run")
@@ -620,7 +654,7 @@ def main():
         return 0
     return {"model-a": model_a, "random": random_model, "bad-packs": bad_packs, "app": app,
             "baremetal": baremetal, "quant": quant, "gpt2-vocab": gpt2_vocab,
-            "cross": cross}[args.cmd](args)
+            "cross": cross, "sanitize": sanitize}[args.cmd](args)
 
 
 if __name__ == "__main__":
