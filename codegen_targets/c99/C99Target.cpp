@@ -406,7 +406,8 @@ public:
               return success();
             })
             .Default([&](Operation *other) {
-              return other->emitOpError("has no kernel in the c99 target");
+              return other->emitOpError() << "has no kernel in the " << variant.name
+                                          << " target";
             });
     if (failed(ok))
       return failure();
