@@ -16,7 +16,7 @@ Keep GOLDEN_CASES in step with golden_cases in sampler_test.c.
 """
 
 import math
-import struct
+import os
 import subprocess
 import sys
 
@@ -26,14 +26,8 @@ PCG32_MULT = 6364136223846793005
 PCG32_INC = 1442695040888963407
 
 
-def f32(x):
-    """Rounds a Python float to the nearest binary32 (overflow to inf)."""
-    if math.isnan(x) or math.isinf(x):
-        return x
-    try:
-        return struct.unpack("<f", struct.pack("<f", x))[0]
-    except OverflowError:
-        return math.copysign(math.inf, x)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from gguf_tool import f32  # noqa: E402  (binary32 rounding)
 
 
 class Pcg32:

@@ -134,7 +134,7 @@ def tensor_nbytes(ggml_type, ne):
 _F32 = struct.Struct("<f")
 
 
-def _f32(x):
+def f32(x):
     # ggml quantizes in binary32: round every intermediate as C float does (a
     # double result of one f32 operation rounds to the correctly rounded f32).
     try:
@@ -153,11 +153,11 @@ def _quantize_q8_0(values):
     out = bytearray()
     for i in range(0, len(values), 32):
         chunk = values[i:i + 32]
-        chunk = [_f32(x) for x in chunk]
+        chunk = [f32(x) for x in chunk]
         amax = max(map(abs, chunk))
-        d = _f32(amax / 127)
-        inv = _f32(1.0 / d) if d else 0.0
-        q = [max(-127, min(127, _round_half_away(_f32(x * inv)))) for x in chunk]
+        d = f32(amax / 127)
+        inv = f32(1.0 / d) if d else 0.0
+        q = [max(-127, min(127, _round_half_away(f32(x * inv)))) for x in chunk]
         out += block.pack(d, *q)
     return bytes(out)
 
@@ -166,15 +166,15 @@ def _quantize_q4_0(values):
     block = struct.Struct("<e16B")
     out = bytearray()
     for i in range(0, len(values), 32):
-        chunk = [_f32(x) for x in values[i:i + 32]]
+        chunk = [f32(x) for x in values[i:i + 32]]
         # The signed value of largest magnitude (first one on ties) maps to -8.
         peak = 0.0
         for x in chunk:
             if abs(x) > abs(peak):
                 peak = x
-        d = _f32(peak / -8)
-        inv = _f32(1.0 / d) if d else 0.0
-        q = [max(0, min(15, int(_f32(_f32(x * inv) + 8.5)))) for x in chunk]
+        d = f32(peak / -8)
+        inv = f32(1.0 / d) if d else 0.0
+        q = [max(0, min(15, int(f32(f32(x * inv) + 8.5)))) for x in chunk]
         packed = [q[j] | (q[j + 16] << 4) for j in range(16)]
         out += block.pack(d, *packed)
     return bytes(out)

@@ -23,7 +23,6 @@ Standard library only.
 """
 
 import argparse
-import math
 import os
 import random
 import struct
@@ -38,14 +37,7 @@ import gguf_tool  # noqa: E402
 BLOCK = 32
 
 
-def f32(x):
-    """Rounds a Python float to the nearest binary32 (overflow to inf)."""
-    if math.isnan(x) or math.isinf(x):
-        return x
-    try:
-        return struct.unpack("<f", struct.pack("<f", x))[0]
-    except OverflowError:
-        return math.copysign(math.inf, x)
+f32 = gguf_tool.f32
 
 
 def f32_from_bits(bits):
