@@ -411,6 +411,11 @@ def quant(args):
     r = run([os.path.join(b, "kiln-generate"), "--pack", os.path.join(base_dir, name + ".kpack"),
              *ppl_args, "--dump-logits", base_logits])
     base_ppl = float(r.stdout.split("perplexity:")[1].split()[0])
+    base_gen = [os.path.join(b, "kiln-generate"), "--pack", os.path.join(base_dir, name + ".kpack")]
+    base_tps = float(run(base_gen + ["-p", "It was", "-n", "64", "--ignore-eos"]).stderr
+                     .split("decode:")[1].split()[0])
+    base_arena = int(open(os.path.join(base_dir, name + ".h")).read()
+                     .split("_ARENA_BYTES ")[1].split("u")[0])
     rows = []
     for label, flags, max_ratio, max_kld in QUANT_CONFIGS:
         out = os.path.join(args.work, label)
@@ -439,7 +444,7 @@ def quant(args):
               "smallest reachable total is" in r.stderr, f"too small a budget: {r.stderr.strip()}")
     print(f"{'format':24} {'pack bytes':>11} {'arena+KV':>10} {'ppl':>9} {'KLD':>9} {'tok/s':>7}")
     print(f"{'f32':24} {os.path.getsize(os.path.join(base_dir, name + '.kpack')):>11} "
-          f"{'-':>10} {base_ppl:>9.4f} {0:>9.3g} {'-':>7}")
+          f"{base_arena:>10} {base_ppl:>9.4f} {0:>9.3g} {base_tps:>7.0f}")
     for label, pack, arena, ppl, kld, tps in rows:
         print(f"{label:24} {pack:>11} {arena:>10} {ppl:>9.4f} {kld:>9.3g} {tps:>7.0f}")
 
