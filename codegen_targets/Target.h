@@ -4,7 +4,6 @@
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LogicalResult.h"
 
-#include <set>
 #include <string>
 #include <vector>
 
@@ -16,7 +15,6 @@ struct KernelCall {
   std::string params;             // C parameter list
   std::string body;               // C statements
   std::vector<std::string> args;  // argument expressions at the call site
-  std::set<std::string> helpers;  // shared static helpers the body uses
 };
 
 /// How the schedule names the operands of an op: arena slots, weight segments,
@@ -29,15 +27,19 @@ struct OperandNames {
   virtual std::string scratch(mlir::Operation *op) const = 0;
 };
 
-/// What an instruction-set target changes in the portable kernels: the hot
-/// helpers (same names and signatures, intrinsics inside), the compiler flags the
-/// generated library needs, and a check that the running CPU has the features.
+/// What an instruction-set target changes in the portable kernels: its header of
+/// the micro-kernel library (hot helpers with the c99 names and signatures, and
+/// panel kernels), the compiler flags the generated library needs, a check that
+/// the running CPU has the features, and the weight layout its matmuls read.
 struct IsaVariant {
   const char *name;
-  const char *prelude = "";        // C text placed before the helpers (#includes)
+  const char *header = "";         // micro-kernel header, included before c99's
   const char *compileOptions = ""; // for the generated CMakeLists.txt (GCC/Clang)
   const char *cpuCheck = "";       // C expression, true when the CPU can run the code
-  std::vector<std::pair<const char *, const char *>> helpers; // name, C text
+  int64_t panelRows = 0;           // rows per weight panel; 0 keeps the row layout
+  /// Features the compiling machine needs for --target=host to pick this one, in
+  /// __builtin_cpu_supports names; empty for variants host never picks.
+  std::vector<const char *> hostFeatures = {};
 };
 
 /// A code generation target: what it knows about the SoC and how it writes
@@ -52,16 +54,16 @@ public:
   virtual mlir::FailureOr<KernelCall> kernelFor(mlir::Operation *op,
                                                 llvm::StringRef prefix,
                                                 const OperandNames &names) const = 0;
-  /// Definitions of the helpers named in KernelCall::helpers, in a fixed order.
-  virtual std::string helperDefinitions(const std::set<std::string> &used) const = 0;
 };
 
 /// The instruction-set variants, in codegen_targets/<isa>/.
 const IsaVariant &x86Avx2Variant();
+const IsaVariant &x86Avx512Variant();
 const IsaVariant &armNeonVariant();
 const IsaVariant &riscvRvvVariant();
 
-/// The target named `name`, or null when there is none.
+/// The target named `name`, or null when there is none. "host" is the best
+/// target for the machine kiln-compile runs on.
 const TargetDescription *lookupTarget(llvm::StringRef name);
 std::vector<std::string> targetNames();
 

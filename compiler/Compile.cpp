@@ -60,9 +60,9 @@ static llvm::Expected<std::string> fitMemoryBudget(ModuleOp module, const gguf::
   probe->walk([&](Operation *op) {
     if (auto mm = dyn_cast<MatmulOp>(op)) {
       ArrayRef<int64_t> x = mm.getInput().getType().getShape();
-      // Groups of 32, the smallest, need the most scratch.
-      scratch = std::max(scratch,
-                         int64_t(llvm::alignTo(activationScratchBytes(x[0], x[1], 32), 64)));
+      // Groups of 32, the smallest, with panel sums need the most scratch.
+      scratch = std::max(
+          scratch, int64_t(llvm::alignTo(activationScratchBytes(x[0], x[1], 32, true), 64)));
     }
     auto w = dyn_cast<WeightOp>(op);
     if (!w || !seen.insert(w.getName()).second)
@@ -159,7 +159,7 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
   PassManager pm(&context);
   buildGraphPipeline(pm, quantize);
   if (options.emit != EmitPhase::Mlir)
-    buildKernelPipeline(pm);
+    buildKernelPipeline(pm, target->isaVariant().panelRows);
   if (failed(pm.run(**module)))
     return report(errs, options.input, "compilation pipeline failed");
 

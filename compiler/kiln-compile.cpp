@@ -52,8 +52,11 @@ static cl::opt<int64_t> memoryBudget(
     cl::desc("Bytes for weights + arena (KV cache included): choose per-tensor formats "
              "that fit with the least estimated loss"),
     cl::init(0), cl::cat(category));
-static cl::opt<std::string> target("target", cl::desc("Code generation target"),
-                                   cl::init("c99"), cl::cat(category));
+static cl::opt<std::string> target(
+    "target",
+    cl::desc("Code generation target: c99, x86-avx2, x86-avx512, arm-neon, riscv-rvv, or "
+             "host (the best one for this machine)"),
+    cl::init("c99"), cl::cat(category));
 static cl::opt<int64_t> prefillChunk(
     "prefill-chunk", cl::desc("Tokens per prefill call (default: min(64, context))"),
     cl::init(0), cl::cat(category));

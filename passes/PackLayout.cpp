@@ -1,6 +1,7 @@
 #include "passes/Passes.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace kiln {
@@ -24,9 +25,30 @@ int64_t layerOf(StringRef name) {
   return layer;
 }
 
+/// Names of the 2-D weights that only matmuls read, as their weight operand.
+llvm::StringSet<> matmulOnlyWeights(ModuleOp module) {
+  llvm::StringSet<> candidates, excluded;
+  module.walk([&](WeightOp op) {
+    bool onlyMatmul = op.getType().getRank() == 2;
+    for (OpOperand &use : op->getUses()) {
+      auto mm = dyn_cast<MatmulOp>(use.getOwner());
+      onlyMatmul &= mm && mm.getWeight() == use.get();
+    }
+    (onlyMatmul ? candidates : excluded).insert(op.getName());
+  });
+  for (const auto &name : excluded)
+    candidates.erase(name.getKey());
+  return candidates;
+}
+
 struct PackLayoutPass : kiln::impl::PackLayoutBase<PackLayoutPass> {
+  using PackLayoutBase::PackLayoutBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    llvm::StringSet<> panelled;
+    if (panelRows > 0)
+      panelled = matmulOnlyWeights(module);
     llvm::StringMap<SegmentAttr> segments;
     int64_t end = 0, lastLayer = -1;
     WalkResult result = module.walk([&](WeightOp op) -> WalkResult {
@@ -36,13 +58,20 @@ struct PackLayoutPass : kiln::impl::PackLayoutBase<PackLayoutPass> {
         end = llvm::alignTo(end, layer != lastLayer ? kPageBytes : kSegmentAlign);
         lastLayer = layer;
         int64_t bytes = getStorageBytes(op.getType());
+        if (panelled.contains(op.getName())) {
+          int64_t rows = op.getType().getDimSize(0);
+          bytes = bytes / rows * llvm::alignTo(rows, panelRows);
+        }
         it->second = SegmentAttr::get(&getContext(), end, bytes, layer);
         end += bytes;
-      } else if (it->second.getBytes() != getStorageBytes(op.getType())) {
+      } else if (!panelled.contains(op.getName()) &&
+                 it->second.getBytes() != getStorageBytes(op.getType())) {
         return op.emitOpError("uses the tensor with a type of a different size than "
                               "another use");
       }
       op->setAttr("segment", it->second);
+      if (panelled.contains(op.getName()))
+        op->setAttr("layout", PanelAttr::get(&getContext(), panelRows));
       return WalkResult::advance();
     });
     if (result.wasInterrupted())

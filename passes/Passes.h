@@ -16,8 +16,9 @@ namespace kiln {
 #include "passes/Passes.h.inc"
 
 /// Bytes a matmul over a quantized weight needs to hold `rows` input rows of `k`
-/// values quantized per group of `group`: an f32 scale and int8 values per group.
-int64_t activationScratchBytes(int64_t rows, int64_t k, int64_t group);
+/// values quantized per group of `group`: per group an f32 scale (and, for panel
+/// kernels, the int32 sum of its values), then the int8 values.
+int64_t activationScratchBytes(int64_t rows, int64_t k, int64_t group, bool sums);
 
 /// The element type a policy format names ("q4_0", "i8g64", "f16", ...), or null.
 mlir::Type parseWeightFormat(mlir::MLIRContext *context, llvm::StringRef format);
@@ -26,9 +27,10 @@ mlir::Type parseWeightFormat(mlir::MLIRContext *context, llvm::StringRef format)
 /// the format policy.
 void buildGraphPipeline(mlir::OpPassManager &pm, const QuantizeOptions &quantize = {});
 
-/// From graph level to kernel level: weights placed in the pack, every
-/// intermediate placed in the arena.
-void buildKernelPipeline(mlir::OpPassManager &pm);
+/// From graph level to kernel level: weights placed in the pack (in panels of
+/// `panelRows` rows where the target's matmuls read them), every intermediate
+/// placed in the arena.
+void buildKernelPipeline(mlir::OpPassManager &pm, int64_t panelRows = 0);
 
 } // namespace kiln
 

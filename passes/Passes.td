@@ -55,7 +55,21 @@ def PackLayout : Pass<"kiln-pack-layout", "mlir::ModuleOp"> {
            : tensor<256x256xf32>
     ```
     The module gets `kiln.pack_data_bytes`, the size of the data section.
+
+    With `panel-rows=R` (the target's kernels read panels), a 2-D weight that
+    only matmuls read is repacked, when the pack is written, into panels of R
+    output rows (rows padded to a multiple of R) and records it:
+    ```mlir
+    %w = kiln.weight "blk.0.attn_q.weight" {layout = #kiln.panel<rows = 16>,
+           segment = #kiln.segment<offset = 528384, bytes = 69632, layer = 0>}
+           : tensor<256x256x!kiln.q4_0>
+    ```
+    A table that embed also reads (tied embeddings) keeps the row layout.
   }];
+  let options = [
+    Option<"panelRows", "panel-rows", "int64_t", /*default=*/"0",
+           "Output rows per weight panel (0: keep the model's row layout)">,
+  ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 

@@ -9,7 +9,9 @@ void kiln::buildGraphPipeline(OpPassManager &pm, const QuantizeOptions &quantize
   pm.addPass(createQuantize(quantize));
 }
 
-void kiln::buildKernelPipeline(OpPassManager &pm) {
-  pm.addPass(createPackLayout());
+void kiln::buildKernelPipeline(OpPassManager &pm, int64_t panelRows) {
+  PackLayoutOptions layout;
+  layout.panelRows = panelRows;
+  pm.addPass(createPackLayout(layout));
   pm.addPass(createPlanMemory());
 }

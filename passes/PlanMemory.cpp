@@ -14,8 +14,8 @@ namespace kiln {
 using namespace mlir;
 using namespace kiln;
 
-int64_t kiln::activationScratchBytes(int64_t rows, int64_t k, int64_t group) {
-  return rows * (k / group * 4 + k);
+int64_t kiln::activationScratchBytes(int64_t rows, int64_t k, int64_t group, bool sums) {
+  return rows * (k / group * (sums ? 8 : 4) + k);
 }
 
 namespace {
@@ -34,7 +34,8 @@ int64_t scratchBytes(MatmulOp op) {
   if (!isa<Q8_0Type, Q4_0Type, I8GroupType, I4GroupType>(element))
     return 0;
   ArrayRef<int64_t> x = op.getInput().getType().getShape();
-  return activationScratchBytes(x[0], x[1], getBlockElements(element));
+  bool panels = op.getWeight().getDefiningOp()->hasAttr("layout");
+  return activationScratchBytes(x[0], x[1], getBlockElements(element), panels);
 }
 
 /// Whether the result of `op` lives in the activation region of the arena.

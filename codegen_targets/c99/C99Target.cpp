@@ -5,6 +5,7 @@
 
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/TargetParser/Host.h"
 
 #include <cmath>
 
@@ -43,225 +44,6 @@ int64_t dim(Value v, unsigned i) { return cast<RankedTensorType>(v.getType()).ge
 /// A float constant that reads back as the same float.
 std::string floatLiteral(double v) { return formatv("{0:e9}f", v).str(); }
 
-// Helpers shared by kernels, in the order they are emitted. Each is emitted only
-// when used (directly or by another helper), so generated code has no unused
-// static functions under -Wall -Werror.
-struct Helper {
-  const char *name;
-  const char *needs; // another helper this one calls, or ""
-  const char *text;
-};
-
-const Helper kHelpers[] = {
-    {"load_f16", "", R"c(
-static float load_f16(const uint8_t *p) {
-  uint16_t h;
-  memcpy(&h, p, sizeof h);
-  return kiln_f16_to_f32(h);
-}
-)c"},
-    {"dot_f32", "", R"c(
-/* Eight partial sums in a fixed order: deterministic, and the compiler may
- * keep them in vector lanes. */
-static float dot_f32(const float *x, const uint8_t *w, int32_t k) {
-  const float *r = (const float *)(const void *)w;
-  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int32_t i, j, whole = k - k % 8;
-  for (i = 0; i < whole; i += 8)
-    for (j = 0; j < 8; ++j)
-      s[j] += x[i + j] * r[i + j];
-  for (i = whole; i < k; ++i)
-    s[0] += x[i] * r[i];
-  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
-)c"},
-    {"dot_f16", "load_f16", R"c(
-static float dot_f16(const float *x, const uint8_t *w, int32_t k) {
-  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int32_t i, j, whole = k - k % 8;
-  for (i = 0; i < whole; i += 8)
-    for (j = 0; j < 8; ++j)
-      s[j] += x[i + j] * load_f16(w + 2 * (i + j));
-  for (i = whole; i < k; ++i)
-    s[0] += x[i] * load_f16(w + 2 * i);
-  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
-)c"},
-    {"quantize_act", "", R"c(
-/* Quantizes k activations per group of g: one f32 scale (amax / 127) and g
- * int8 values each, rounded half away from zero, as ggml's q8 activations. */
-static void quantize_act(const float *x, float *d, int8_t *q, int32_t k, int32_t g) {
-  int32_t b, j;
-  for (b = 0; b < k / g; ++b) {
-    const float *xb = x + g * b;
-    float amax = 0.0f, id;
-    for (j = 0; j < g; ++j)
-      amax = fabsf(xb[j]) > amax ? fabsf(xb[j]) : amax;
-    d[b] = amax / 127.0f;
-    id = d[b] != 0.0f ? 1.0f / d[b] : 0.0f;
-    for (j = 0; j < g; ++j)
-      q[g * b + j] = (int8_t)roundf(xb[j] * id);
-  }
-}
-)c"},
-    {"qdot_i8", "load_f16", R"c(
-/* int8 weights (f16 scale + g int8 per group) against int8 activations: an
- * exact int32 sum per group, then one float multiply-add. */
-static float qdot_i8(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
-                     int32_t g) {
-  float acc = 0.0f;
-  int32_t b, j;
-  for (b = 0; b < k / g; ++b) {
-    const uint8_t *blk = w + (2 + g) * b;
-    const int8_t *q = (const int8_t *)(const void *)(blk + 2);
-    const int8_t *xb = xq + g * b;
-    int32_t s = 0;
-    for (j = 0; j < g; ++j)
-      s += (int32_t)xb[j] * (int32_t)q[j];
-    acc += (float)s * (xd[b] * load_f16(blk));
-  }
-  return acc;
-}
-)c"},
-    {"qdot_i4", "load_f16", R"c(
-/* int4 weights (f16 scale + g/2 bytes per group; byte j holds value j in its
- * low nibble and value j + g/2 in its high nibble, each stored as value + 8).
- * Unpacking a group to int8 first keeps both loops simple enough to vectorize. */
-static float qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
-                     int32_t g) {
-  int8_t v[256];
-  float acc = 0.0f;
-  int32_t b, j, h = g / 2;
-  for (b = 0; b < k / g; ++b) {
-    const uint8_t *blk = w + (2 + h) * b;
-    const int8_t *xb = xq + g * b;
-    int32_t s = 0;
-    for (j = 0; j < h; ++j) {
-      v[j] = (int8_t)((blk[2 + j] & 15) - 8);
-      v[j + h] = (int8_t)((blk[2 + j] >> 4) - 8);
-    }
-    for (j = 0; j < g; ++j)
-      s += (int32_t)xb[j] * (int32_t)v[j];
-    acc += (float)s * (xd[b] * load_f16(blk));
-  }
-  return acc;
-}
-)c"},
-    {"row_f32", "", R"c(
-static void row_f32(const uint8_t *w, float *y, int32_t k) {
-  memcpy(y, w, (size_t)k * sizeof(float));
-}
-)c"},
-    {"row_f16", "load_f16", R"c(
-static void row_f16(const uint8_t *w, float *y, int32_t k) {
-  int32_t i;
-  for (i = 0; i < k; ++i)
-    y[i] = load_f16(w + 2 * i);
-}
-)c"},
-    {"row_i8", "load_f16", R"c(
-static void row_i8(const uint8_t *w, float *y, int32_t k, int32_t g) {
-  int32_t b, j;
-  for (b = 0; b < k / g; ++b) {
-    const uint8_t *blk = w + (2 + g) * b;
-    const int8_t *q = (const int8_t *)(const void *)(blk + 2);
-    float d = load_f16(blk);
-    for (j = 0; j < g; ++j)
-      y[g * b + j] = d * (float)q[j];
-  }
-}
-)c"},
-    {"row_i4", "load_f16", R"c(
-static void row_i4(const uint8_t *w, float *y, int32_t k, int32_t g) {
-  int32_t b, j, h = g / 2;
-  for (b = 0; b < k / g; ++b) {
-    const uint8_t *blk = w + (2 + h) * b;
-    float d = load_f16(blk);
-    for (j = 0; j < h; ++j) {
-      y[g * b + j] = d * (float)((blk[2 + j] & 15) - 8);
-      y[g * b + j + h] = d * (float)((blk[2 + j] >> 4) - 8);
-    }
-  }
-}
-)c"},
-    // KV cache rows of one head: store, dot with a query, accumulate a value.
-    {"kv_f32", "", R"c(
-static void kv_store_f32(const float *x, uint8_t *row, int32_t hd) {
-  memcpy(row, x, (size_t)hd * sizeof(float));
-}
-static float kv_dot_f32(const float *q, const uint8_t *row, int32_t hd) {
-  const float *k = (const float *)(const void *)row;
-  float s = 0.0f;
-  int32_t i;
-  for (i = 0; i < hd; ++i)
-    s += q[i] * k[i];
-  return s;
-}
-static void kv_axpy_f32(float *acc, float e, const uint8_t *row, int32_t hd) {
-  const float *v = (const float *)(const void *)row;
-  int32_t i;
-  for (i = 0; i < hd; ++i)
-    acc[i] += e * v[i];
-}
-)c"},
-    {"kv_f16", "load_f16", R"c(
-static void kv_store_f16(const float *x, uint8_t *row, int32_t hd) {
-  int32_t i;
-  for (i = 0; i < hd; ++i) {
-    uint16_t h = kiln_f32_to_f16(x[i]);
-    memcpy(row + 2 * i, &h, sizeof h);
-  }
-}
-static float kv_dot_f16(const float *q, const uint8_t *row, int32_t hd) {
-  float s = 0.0f;
-  int32_t i;
-  for (i = 0; i < hd; ++i)
-    s += q[i] * load_f16(row + 2 * i);
-  return s;
-}
-static void kv_axpy_f16(float *acc, float e, const uint8_t *row, int32_t hd) {
-  int32_t i;
-  for (i = 0; i < hd; ++i)
-    acc[i] += e * load_f16(row + 2 * i);
-}
-)c"},
-    {"kv_i8", "load_f16", R"c(
-/* One f16 scale per head and position, then hd int8. The values are rounded
- * against the stored (f16) scale so dequantization uses the same one. */
-static void kv_store_i8(const float *x, uint8_t *row, int32_t hd) {
-  int8_t *q = (int8_t *)(void *)(row + 2);
-  float amax = 0.0f, d, id;
-  uint16_t h;
-  int32_t i;
-  for (i = 0; i < hd; ++i)
-    amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
-  h = kiln_f32_to_f16(amax / 127.0f);
-  memcpy(row, &h, sizeof h);
-  d = kiln_f16_to_f32(h);
-  id = d != 0.0f ? 1.0f / d : 0.0f;
-  for (i = 0; i < hd; ++i) {
-    float v = roundf(x[i] * id);
-    q[i] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
-  }
-}
-static float kv_dot_i8(const float *q, const uint8_t *row, int32_t hd) {
-  const int8_t *k = (const int8_t *)(const void *)(row + 2);
-  float s = 0.0f;
-  int32_t i;
-  for (i = 0; i < hd; ++i)
-    s += q[i] * (float)k[i];
-  return s * load_f16(row);
-}
-static void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t hd) {
-  const int8_t *v = (const int8_t *)(const void *)(row + 2);
-  float ed = e * load_f16(row);
-  int32_t i;
-  for (i = 0; i < hd; ++i)
-    acc[i] += ed * (float)v[i];
-}
-)c"},
-};
-
 class C99Target : public TargetDescription {
 public:
   explicit C99Target(const IsaVariant &variant) : variant(variant) {}
@@ -287,13 +69,14 @@ public:
     row_{0}(table + (size_t)tokens[r] * {1}u, y + (size_t)r * {2}, {2}{3});
 )c",
                                c.family, rowBytes(e.getTable()), d, group);
-              k.helpers = {"row_" + c.family};
               arg(e.getTable()), arg(e.getTokens()), res();
               return success();
             })
             .Case([&](MatmulOp m) {
               ElementCode c = elementCode(m.getWeight());
               int64_t n = dim(m.getResult(), 1), kk = dim(m.getInput(), 1);
+              if (auto panel = m.getWeight().getDefiningOp()->getAttrOfType<PanelAttr>("layout"))
+                return panelMatmul(m, panel, c, prefix, names, k);
               k.name = formatv("{0}_matmul_{1}_n{2}_k{3}", prefix, c.name, n, kk);
               if (c.group == 1) {
                 k.params = "const float *x, const uint8_t *w, float *y, int32_t rows";
@@ -305,7 +88,6 @@ public:
   }
 )c",
                                  n, rowBytes(m.getWeight()), c.family, kk);
-                k.helpers = {"dot_" + c.family};
                 arg(m.getInput()), arg(m.getWeight()), res();
                 return success();
               }
@@ -330,7 +112,6 @@ public:
 )c",
                                n, rowBytes(m.getWeight()), c.family, kk, c.group, stride,
                                groups * 4);
-              k.helpers = {"quantize_act", "qdot_" + c.family};
               arg(m.getInput()), arg(m.getWeight()), res(),
                   k.args.push_back(names.scratch(m));
               return success();
@@ -374,7 +155,6 @@ public:
       kv_store_{1}(x + (size_t)r * {2} + h * {3}, c + (size_t)(pos + r) * {4}u + h * {5}, {3});
 )c",
                                heads, c.family, width, hd, heads * headBytes, headBytes);
-              k.helpers = {"kv_" + c.family};
               arg(w.getRows()), arg(w.getCache()), k.args.push_back("rows"),
                   k.args.push_back("pos");
               return success();
@@ -417,24 +197,6 @@ public:
     return k;
   }
 
-  std::string helperDefinitions(const std::set<std::string> &used) const override {
-    std::set<std::string> all(used);
-    for (const Helper &h : kHelpers)
-      if (all.count(h.name) && *h.needs)
-        all.insert(h.needs);
-    std::string out;
-    for (const Helper &h : kHelpers) {
-      if (!all.count(h.name))
-        continue;
-      const char *text = h.text;
-      for (auto &[name, isaText] : variant.helpers)
-        if (llvm::StringRef(name) == h.name)
-          text = isaText;
-      out += text;
-    }
-    return out;
-  }
-
 private:
   const IsaVariant &variant;
 
@@ -453,6 +215,34 @@ private:
     uint32_t bits;
     std::memcpy(&bits, &f, sizeof bits);
     return formatv("{0:x-8}", bits).str();
+  }
+
+  /// A matmul over weights that pack-layout repacked into panels: one call of
+  /// the ISA's panel kernel with every dimension and the row tile constant.
+  LogicalResult panelMatmul(MatmulOp m, PanelAttr panel, const ElementCode &c,
+                            llvm::StringRef prefix, const OperandNames &names,
+                            KernelCall &k) const {
+    if (panel.getRows() != variant.panelRows)
+      return m.emitOpError() << "reads weights in panels of " << panel.getRows()
+                             << " rows, but the " << variant.name << " target's kernels read "
+                             << (variant.panelRows ? std::to_string(variant.panelRows) + "-row panels"
+                                                   : std::string("the row layout"));
+    int64_t n = dim(m.getResult(), 1), kk = dim(m.getInput(), 1);
+    std::string family = "KILN_UK_" + llvm::StringRef(c.family).upper();
+    k.name = formatv("{0}_matmul_{1}_p{2}_n{3}_k{4}", prefix, c.name, panel.getRows(), n, kk);
+    if (c.group == 1) {
+      k.params = "const float *x, const uint8_t *w, float *y, int32_t rows";
+      k.body = formatv("  matmul_panel_float({0}, x, w, y, rows, {1}, {2}, KILN_UK_MR_MAX);\n",
+                       family, n, kk);
+      k.args = {names.operand(m.getInput()), names.operand(m.getWeight()), names.result(m)};
+      return success();
+    }
+    k.params = "const float *x, const uint8_t *w, float *y, void *scratch, int32_t rows";
+    k.body = formatv("  matmul_panel_int({0}, x, w, y, scratch, rows, {1}, {2}, {3}, KILN_UK_MR_MAX);\n",
+                     family, n, kk, c.group);
+    k.args = {names.operand(m.getInput()), names.operand(m.getWeight()), names.result(m),
+              names.scratch(m)};
+    return success();
   }
 
   LogicalResult rope(RopeOp r, llvm::StringRef prefix, const OperandNames &names,
@@ -537,7 +327,6 @@ private:
 )c",
                      nh, nkv, hd, nh * hd, nkv * headBytes, nh / nkv, start,
                      floatLiteral(1.0 / std::sqrt(double(hd))), headBytes, c.family);
-    k.helpers = {"kv_" + c.family};
     k.args = {names.operand(a.getQuery()), names.operand(a.getKeys()),
               names.operand(a.getValues()), names.result(a), "rows", "pos"};
     return success();
@@ -548,15 +337,36 @@ private:
 
 /// Every target: the portable kernels, alone or with an ISA's helpers.
 static const std::vector<C99Target> &targets() {
-  static const IsaVariant portable{"c99", "", "", "", {}};
-  static const std::vector<C99Target> all = {C99Target(portable),
-                                             C99Target(x86Avx2Variant()),
-                                             C99Target(armNeonVariant()),
-                                             C99Target(riscvRvvVariant())};
+  static const IsaVariant portable{"c99"};
+  static const std::vector<C99Target> all = {
+      C99Target(portable), C99Target(x86Avx2Variant()), C99Target(x86Avx512Variant()),
+      C99Target(armNeonVariant()), C99Target(riscvRvvVariant())};
   return all;
 }
 
+/// Whether the machine running kiln-compile has every feature in `features`.
+static bool hostSupports(const std::vector<const char *> &features) {
+  if (features.empty())
+    return false;
+  for (const char *f : features)
+    if (!llvm::sys::getHostCPUFeatures().lookup(f))
+      return false;
+  return true;
+}
+
 const TargetDescription *kiln::lookupTarget(llvm::StringRef name) {
+  if (name == "host") {
+    // The widest x86 variant the machine runs; otherwise the ISA kiln-compile was
+    // built for, or the portable one.
+    for (auto it = targets().rbegin(); it != targets().rend(); ++it)
+      if (hostSupports(it->isaVariant().hostFeatures))
+        return &*it;
+#if defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)
+    return lookupTarget("arm-neon");
+#else
+    return &targets().front();
+#endif
+  }
   for (const C99Target &t : targets())
     if (t.name() == name)
       return &t;
@@ -567,5 +377,6 @@ std::vector<std::string> kiln::targetNames() {
   std::vector<std::string> names;
   for (const C99Target &t : targets())
     names.push_back(t.name().str());
+  names.push_back("host");
   return names;
 }

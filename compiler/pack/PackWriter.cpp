@@ -1,5 +1,7 @@
 #include "compiler/pack/PackWriter.h"
 
+#include "codegen_targets/c99/kiln_uk_pack.h"
+
 #include "compiler/pack/VocabSegment.h"
 #include "compiler/quant/Quantize.h"
 #include "compiler/pack/kiln_pack_generated.h"
@@ -55,6 +57,7 @@ struct Segment {
   std::string name;
   RankedTensorType type;
   SegmentAttr attr;
+  int64_t panelRows = 0; // 0: the row layout
 };
 
 pack::Format formatOf(Type element, uint32_t &groupSize) {
@@ -92,6 +95,7 @@ Expected<llvm::ArrayRef<uint8_t>> segmentBytes(const gguf::File &model, const Se
   if (!t)
     return fail(llvm::formatv("the model has no tensor '{0}'", s.name));
   quant::FormatSpec from = formatOfGgmlType(t->type), to = specOf(s.type.getElementType());
+  int64_t rowLayoutBytes = getStorageBytes(s.type);
   report.name = s.name;
   report.format = quant::formatName(to);
   report.bytes = s.attr.getBytes();
@@ -100,19 +104,19 @@ Expected<llvm::ArrayRef<uint8_t>> segmentBytes(const gguf::File &model, const Se
                               "expects {2}",
                               s.name, t->numElements(), s.type.getNumElements()));
   if (sameFormat(from, to)) {
-    if (t->bytes != uint64_t(s.attr.getBytes()))
+    if (t->bytes != uint64_t(rowLayoutBytes))
       return fail(llvm::formatv("tensor '{0}' has {1} bytes in the model but the IR "
                                 "expects {2}",
-                                s.name, t->bytes, s.attr.getBytes()));
+                                s.name, t->bytes, rowLayoutBytes));
     return model.tensorBytes(*t);
   }
   size_t n = t->numElements();
   std::vector<float> values(n), decoded(n);
   quant::dequantize(from, model.tensorBytes(*t).data(), n, values.data());
   owned.resize(quant::rowBytes(to, n));
-  if (owned.size() != uint64_t(s.attr.getBytes()))
+  if (owned.size() != uint64_t(rowLayoutBytes))
     return fail(llvm::formatv("tensor '{0}': {1} needs {2} bytes but the IR expects {3}",
-                              s.name, report.format, owned.size(), s.attr.getBytes()));
+                              s.name, report.format, owned.size(), rowLayoutBytes));
   quant::quantize(to, values.data(), n, owned.data());
   quant::dequantize(to, owned.data(), n, decoded.data());
   double err = 0, ref = 0;
@@ -123,6 +127,30 @@ Expected<llvm::ArrayRef<uint8_t>> segmentBytes(const gguf::File &model, const Se
   report.rmsError = ref > 0 ? std::sqrt(err / ref) : 0;
   report.converted = true;
   return llvm::ArrayRef<uint8_t>(owned);
+}
+
+/// The kernel library's family code of a weight element type.
+int panelFamily(Type element) {
+  if (isa<Q8_0Type, I8GroupType>(element)) return KILN_UK_I8;
+  if (isa<Q4_0Type, I4GroupType>(element)) return KILN_UK_I4;
+  return element.isF16() ? KILN_UK_F16 : KILN_UK_F32;
+}
+
+/// Row-layout bytes of `s` repacked into the panels its kernels read.
+Expected<std::vector<uint8_t>> repackPanels(const Segment &s, llvm::ArrayRef<uint8_t> rows) {
+  Type element = s.type.getElementType();
+  int family = panelFamily(element);
+  int32_t n = int32_t(s.type.getDimSize(0)), k = int32_t(s.type.getDimSize(1));
+  int32_t g = int32_t(getBlockElements(element));
+  size_t bytes = kiln_uk_panel_bytes(family, n, k, g, int32_t(s.panelRows));
+  if (bytes != uint64_t(s.attr.getBytes()) ||
+      rows.size() != size_t(n) * kiln_uk_row_bytes(family, k, g))
+    return fail(llvm::formatv("internal error: tensor '{0}' in {1}-row panels needs {2} "
+                              "bytes but its segment has {3}",
+                              s.name, s.panelRows, bytes, s.attr.getBytes()));
+  std::vector<uint8_t> panels(bytes);
+  kiln_uk_pack_panels(family, rows.data(), panels.data(), n, k, g, int32_t(s.panelRows));
+  return panels;
 }
 
 } // namespace
@@ -142,8 +170,9 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
   llvm::StringSet<> seen;
   module.walk([&](WeightOp op) {
     auto attr = op->getAttrOfType<SegmentAttr>("segment");
+    auto panel = op->getAttrOfType<PanelAttr>("layout");
     if (attr && seen.insert(op.getName()).second)
-      segments.push_back({op.getName().str(), op.getType(), attr});
+      segments.push_back({op.getName().str(), op.getType(), attr, panel ? panel.getRows() : 0});
   });
   std::sort(segments.begin(), segments.end(), [](const Segment &a, const Segment &b) {
     return a.attr.getOffset() < b.attr.getOffset();
@@ -170,11 +199,19 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
     Expected<llvm::ArrayRef<uint8_t>> b = segmentBytes(model, s, owned[i], reports[i]);
     if (!b)
       return b.takeError();
+    if (s.panelRows > 0) {
+      Expected<std::vector<uint8_t>> panels = repackPanels(s, *b);
+      if (!panels)
+        return panels.takeError();
+      owned[i] = std::move(*panels);
+      b = llvm::ArrayRef<uint8_t>(owned[i]);
+    }
     bytes.push_back(*b);
     uint32_t group;
     hash.add(s.name);
     hash.add(uint64_t(formatOf(s.type.getElementType(), group)));
     hash.add(uint64_t(group));
+    hash.add(uint64_t(s.panelRows));
     for (int64_t d : s.type.getShape())
       hash.add(uint64_t(d));
     hash.add(uint64_t(s.attr.getOffset()));

@@ -36,4 +36,17 @@ def Kiln_SegmentAttr : Kiln_Attr<"Segment", "segment"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Kiln_PanelAttr : Kiln_Attr<"Panel", "panel"> {
+  let summary = "a weight repacked into panels of output rows";
+  let description = [{
+    Set by pack-layout as `layout` on a `kiln.weight` that only matmuls read,
+    when the target's kernels read panels: `rows` consecutive output rows
+    interleaved so one vector register holds one value of each
+    (codegen_targets/c99/kiln_uk_pack.h gives the byte layout per format).
+    The last panel is padded with zero rows.
+  }];
+  let parameters = (ins "int64_t":$rows);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 #endif // KILN_ATTRS_TD

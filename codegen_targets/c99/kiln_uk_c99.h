@@ -1,0 +1,228 @@
+/* The portable micro-kernels: the reference every ISA variant is tested
+ * against, and the fallback for helpers an ISA header does not replace. An ISA
+ * header included before this one defines KILN_UK_HAS_<HELPER> for each helper
+ * it provides with the same name and signature.
+ *
+ * Weights here are in the model's row layout: a row of k values is k floats,
+ * k halves, or k/g groups of an f16 scale followed by g int8 (i8) or g/2 bytes
+ * of two nibbles (i4: byte j holds value j low and j + g/2 high, each + 8). */
+#ifndef KILN_UK_C99_H
+#define KILN_UK_C99_H
+
+#include "codegen_targets/c99/kiln_uk_base.h"
+
+#ifndef KILN_UK_HAS_DOT_F32
+/* Eight partial sums in a fixed order: deterministic, and the compiler may
+ * keep them in vector lanes. */
+static inline float dot_f32(const float *x, const uint8_t *w, int32_t k) {
+  const float *r = (const float *)(const void *)w;
+  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int32_t i, j, whole = k - k % 8;
+  for (i = 0; i < whole; i += 8)
+    for (j = 0; j < 8; ++j)
+      s[j] += x[i + j] * r[i + j];
+  for (i = whole; i < k; ++i)
+    s[0] += x[i] * r[i];
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+#endif
+
+#ifndef KILN_UK_HAS_DOT_F16
+static inline float dot_f16(const float *x, const uint8_t *w, int32_t k) {
+  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int32_t i, j, whole = k - k % 8;
+  for (i = 0; i < whole; i += 8)
+    for (j = 0; j < 8; ++j)
+      s[j] += x[i + j] * load_f16(w + 2 * (i + j));
+  for (i = whole; i < k; ++i)
+    s[0] += x[i] * load_f16(w + 2 * i);
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+#endif
+
+#ifndef KILN_UK_HAS_QUANTIZE_ACT
+/* Quantizes k activations per group of g: one f32 scale (amax / 127) and g
+ * int8 values each, rounded half away from zero, as ggml's q8 activations. */
+static inline void quantize_act(const float *x, float *d, int8_t *q, int32_t k, int32_t g) {
+  int32_t b, j;
+  for (b = 0; b < k / g; ++b) {
+    const float *xb = x + g * b;
+    float amax = 0.0f, id;
+    for (j = 0; j < g; ++j)
+      amax = fabsf(xb[j]) > amax ? fabsf(xb[j]) : amax;
+    d[b] = amax / 127.0f;
+    id = d[b] != 0.0f ? 1.0f / d[b] : 0.0f;
+    for (j = 0; j < g; ++j)
+      q[g * b + j] = (int8_t)roundf(xb[j] * id);
+  }
+}
+#endif
+
+#ifndef KILN_UK_HAS_QDOT_I8
+/* int8 weights (f16 scale + g int8 per group) against int8 activations: an
+ * exact int32 sum per group, then one float multiply-add. */
+static inline float qdot_i8(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
+                     int32_t g) {
+  float acc = 0.0f;
+  int32_t b, j;
+  for (b = 0; b < k / g; ++b) {
+    const uint8_t *blk = w + (2 + g) * b;
+    const int8_t *q = (const int8_t *)(const void *)(blk + 2);
+    const int8_t *xb = xq + g * b;
+    int32_t s = 0;
+    for (j = 0; j < g; ++j)
+      s += (int32_t)xb[j] * (int32_t)q[j];
+    acc += (float)s * (xd[b] * load_f16(blk));
+  }
+  return acc;
+}
+#endif
+
+#ifndef KILN_UK_HAS_QDOT_I4
+/* int4 weights (f16 scale + g/2 bytes per group; byte j holds value j in its
+ * low nibble and value j + g/2 in its high nibble, each stored as value + 8).
+ * Unpacking a group to int8 first keeps both loops simple enough to vectorize. */
+static inline float qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
+                     int32_t g) {
+  int8_t v[256];
+  float acc = 0.0f;
+  int32_t b, j, h = g / 2;
+  for (b = 0; b < k / g; ++b) {
+    const uint8_t *blk = w + (2 + h) * b;
+    const int8_t *xb = xq + g * b;
+    int32_t s = 0;
+    for (j = 0; j < h; ++j) {
+      v[j] = (int8_t)((blk[2 + j] & 15) - 8);
+      v[j + h] = (int8_t)((blk[2 + j] >> 4) - 8);
+    }
+    for (j = 0; j < g; ++j)
+      s += (int32_t)xb[j] * (int32_t)v[j];
+    acc += (float)s * (xd[b] * load_f16(blk));
+  }
+  return acc;
+}
+#endif
+
+#ifndef KILN_UK_HAS_ROW_F32
+static inline void row_f32(const uint8_t *w, float *y, int32_t k) {
+  memcpy(y, w, (size_t)k * sizeof(float));
+}
+#endif
+
+#ifndef KILN_UK_HAS_ROW_F16
+static inline void row_f16(const uint8_t *w, float *y, int32_t k) {
+  int32_t i;
+  for (i = 0; i < k; ++i)
+    y[i] = load_f16(w + 2 * i);
+}
+#endif
+
+#ifndef KILN_UK_HAS_ROW_I8
+static inline void row_i8(const uint8_t *w, float *y, int32_t k, int32_t g) {
+  int32_t b, j;
+  for (b = 0; b < k / g; ++b) {
+    const uint8_t *blk = w + (2 + g) * b;
+    const int8_t *q = (const int8_t *)(const void *)(blk + 2);
+    float d = load_f16(blk);
+    for (j = 0; j < g; ++j)
+      y[g * b + j] = d * (float)q[j];
+  }
+}
+#endif
+
+#ifndef KILN_UK_HAS_ROW_I4
+static inline void row_i4(const uint8_t *w, float *y, int32_t k, int32_t g) {
+  int32_t b, j, h = g / 2;
+  for (b = 0; b < k / g; ++b) {
+    const uint8_t *blk = w + (2 + h) * b;
+    float d = load_f16(blk);
+    for (j = 0; j < h; ++j) {
+      y[g * b + j] = d * (float)((blk[2 + j] & 15) - 8);
+      y[g * b + j + h] = d * (float)((blk[2 + j] >> 4) - 8);
+    }
+  }
+}
+#endif
+
+static inline void kv_store_f32(const float *x, uint8_t *row, int32_t hd) {
+  memcpy(row, x, (size_t)hd * sizeof(float));
+}
+/* Replaced together by an ISA header that defines KILN_UK_HAS_KV_F32. */
+#ifndef KILN_UK_HAS_KV_F32
+static inline float kv_dot_f32(const float *q, const uint8_t *row, int32_t hd) {
+  const float *k = (const float *)(const void *)row;
+  float s = 0.0f;
+  int32_t i;
+  for (i = 0; i < hd; ++i)
+    s += q[i] * k[i];
+  return s;
+}
+static inline void kv_axpy_f32(float *acc, float e, const uint8_t *row, int32_t hd) {
+  const float *v = (const float *)(const void *)row;
+  int32_t i;
+  for (i = 0; i < hd; ++i)
+    acc[i] += e * v[i];
+}
+#endif
+
+static inline void kv_store_f16(const float *x, uint8_t *row, int32_t hd) {
+  int32_t i;
+  for (i = 0; i < hd; ++i) {
+    uint16_t h = kiln_f32_to_f16(x[i]);
+    memcpy(row + 2 * i, &h, sizeof h);
+  }
+}
+/* Replaced together by an ISA header that defines KILN_UK_HAS_KV_F16. */
+#ifndef KILN_UK_HAS_KV_F16
+static inline float kv_dot_f16(const float *q, const uint8_t *row, int32_t hd) {
+  float s = 0.0f;
+  int32_t i;
+  for (i = 0; i < hd; ++i)
+    s += q[i] * load_f16(row + 2 * i);
+  return s;
+}
+static inline void kv_axpy_f16(float *acc, float e, const uint8_t *row, int32_t hd) {
+  int32_t i;
+  for (i = 0; i < hd; ++i)
+    acc[i] += e * load_f16(row + 2 * i);
+}
+#endif
+
+/* One f16 scale per head and position, then hd int8. The values are rounded
+ * against the stored (f16) scale so dequantization uses the same one. */
+static inline void kv_store_i8(const float *x, uint8_t *row, int32_t hd) {
+  int8_t *q = (int8_t *)(void *)(row + 2);
+  float amax = 0.0f, d, id;
+  uint16_t h;
+  int32_t i;
+  for (i = 0; i < hd; ++i)
+    amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+  h = kiln_f32_to_f16(amax / 127.0f);
+  memcpy(row, &h, sizeof h);
+  d = kiln_f16_to_f32(h);
+  id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (i = 0; i < hd; ++i) {
+    float v = roundf(x[i] * id);
+    q[i] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
+  }
+}
+/* Replaced together by an ISA header that defines KILN_UK_HAS_KV_I8. */
+#ifndef KILN_UK_HAS_KV_I8
+static inline float kv_dot_i8(const float *q, const uint8_t *row, int32_t hd) {
+  const int8_t *k = (const int8_t *)(const void *)(row + 2);
+  float s = 0.0f;
+  int32_t i;
+  for (i = 0; i < hd; ++i)
+    s += q[i] * (float)k[i];
+  return s * load_f16(row);
+}
+static inline void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t hd) {
+  const int8_t *v = (const int8_t *)(const void *)(row + 2);
+  float ed = e * load_f16(row);
+  int32_t i;
+  for (i = 0; i < hd; ++i)
+    acc[i] += ed * (float)v[i];
+}
+#endif
+
+#endif /* KILN_UK_C99_H */

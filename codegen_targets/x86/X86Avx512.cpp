@@ -1,0 +1,16 @@
+// x86-avx512: AVX-512 F/BW/VL + VNNI panel kernels over 16-row weight panels
+// (codegen_targets/x86/avx512/kiln_uk_avx512.h).
+#include "codegen_targets/Target.h"
+
+const kiln::IsaVariant &kiln::x86Avx512Variant() {
+  static const IsaVariant variant{
+      "x86-avx512",
+      "codegen_targets/x86/avx512/kiln_uk_avx512.h",
+      "-mavx512f -mavx512bw -mavx512vl -mavx512vnni -mavx2 -mfma -mf16c",
+      "__builtin_cpu_supports(\"avx512f\") && __builtin_cpu_supports(\"avx512bw\") && "
+      "__builtin_cpu_supports(\"avx512vl\") && __builtin_cpu_supports(\"avx512vnni\") && "
+      "__builtin_cpu_supports(\"fma\")",
+      /*panelRows=*/16,
+      {"avx512f", "avx512bw", "avx512vl", "avx512vnni", "avx2", "fma", "f16c"}};
+  return variant;
+}

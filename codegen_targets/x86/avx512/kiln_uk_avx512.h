@@ -1,0 +1,312 @@
+/* x86-avx512: AVX-512 F/BW/VL + VNNI micro-kernels over 16-row weight panels
+ * (codegen_targets/c99/kiln_uk_pack.h describes the layout).
+ *
+ * One zmm register holds one value for each of a panel's 16 output rows, so a
+ * matmul never sums across lanes: int8 panels take vpdpbusd of 64 weight bytes
+ * against a 32-bit broadcast of 4 activations, float panels an FMA against a
+ * broadcast activation. Prefill runs MR activation rows per panel pass, so a
+ * weight is loaded and unpacked once per MR rows; decode (one row) streams
+ * every weight byte once. Weights that keep the row layout (a table shared by
+ * embed and the output head) use the AVX2 row helpers. */
+#ifndef KILN_UK_AVX512_H
+#define KILN_UK_AVX512_H
+
+#if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512VL__) || \
+    !defined(__AVX512VNNI__) || !defined(__FMA__) || !defined(__F16C__)
+#error "this model was generated for x86-avx512: build with -mavx512f -mavx512bw -mavx512vl -mavx512vnni -mfma -mf16c"
+#endif
+#include <immintrin.h>
+
+#include "codegen_targets/c99/kiln_uk_base.h"
+#include "codegen_targets/c99/kiln_uk_pack.h"
+#include "codegen_targets/x86/avx2/kiln_uk_avx2.h"
+
+/* Panel height: one zmm of f32 or int32 lanes. */
+#define KILN_UK_NR 16
+/* Largest activation-row tile the kernels are instantiated for. */
+#define KILN_UK_MR_MAX 8
+
+static inline int32_t load_i32(const int8_t *p) {
+  int32_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/* As quantize_act (same scale and rounding, so the same int8 values), plus the
+ * sum of each group's int8 values: the kernels subtract bias x sum to undo the
+ * unsigned bias of the weight bytes. g is a multiple of 16. */
+static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_t *q, int32_t k,
+                                     int32_t g) {
+  const __m512 half = _mm512_set1_ps(0.5f);
+  int32_t b, j;
+  for (b = 0; b < k / g; ++b) {
+    const float *xb = x + g * b;
+    __m512 amax = _mm512_setzero_ps();
+    __m512i sum = _mm512_setzero_si512();
+    float id;
+    for (j = 0; j < g; j += 16)
+      amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_loadu_ps(xb + j)));
+    d[b] = _mm512_reduce_max_ps(amax) / 127.0f;
+    id = d[b] != 0.0f ? 1.0f / d[b] : 0.0f;
+    for (j = 0; j < g; j += 16) {
+      /* roundf: truncate, then step away from zero when the fraction is >= 0.5. */
+      __m512 v = _mm512_mul_ps(_mm512_loadu_ps(xb + j), _mm512_set1_ps(id));
+      __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+      __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), half, _CMP_GE_OQ);
+      __m512 one = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ),
+                                        _mm512_set1_ps(1.0f), _mm512_set1_ps(-1.0f));
+      __m512i i = _mm512_cvttps_epi32(_mm512_mask_add_ps(t, up, t, one));
+      sum = _mm512_add_epi32(sum, i);
+      _mm_storeu_si128((__m128i *)(void *)(q + g * b + j), _mm512_cvtsepi32_epi8(i));
+    }
+    s[b] = _mm512_reduce_add_epi32(sum);
+  }
+}
+
+/* Scratch of one activation row for the int8 panel kernels: k/g scales, k/g
+ * sums, then k int8 values. */
+static inline size_t panel_act_stride(int32_t k, int32_t g) {
+  return (size_t)(k / g) * 8u + (size_t)k;
+}
+
+/* mr rows of quantized activations (scratch rows `stride` bytes apart) against
+ * one int8 or int4 panel; row r's 16 results go to y + r * ldy (lanes in
+ * `valid`). */
+KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8_t *xs,
+                                   size_t stride, int32_t mr, int32_t k, int32_t g, float *y,
+                                   int32_t ldy, __mmask16 valid) {
+  const int32_t groups = k / g;
+  const size_t group_bytes = 32u + (size_t)(family == KILN_UK_I8 ? 16 * g : 8 * g);
+  const int32_t bias = family == KILN_UK_I8 ? 128 : 8;
+  const __m512i low = _mm512_set1_epi8(15);
+  __m512 acc[KILN_UK_MR_MAX];
+  int32_t r, b, c;
+  for (r = 0; r < mr; ++r)
+    acc[r] = _mm512_setzero_ps();
+  for (b = 0; b < groups; ++b) {
+    const uint8_t *gp = panel + (size_t)b * group_bytes;
+    __m512i is[KILN_UK_MR_MAX];
+    __m512 ws;
+    for (r = 0; r < mr; ++r)
+      is[r] = _mm512_setzero_si512();
+    if (family == KILN_UK_I8) {
+      for (c = 0; c < g / 4; ++c) {
+        __m512i v = _mm512_loadu_si512(gp + 32 + 64 * c);
+        for (r = 0; r < mr; ++r) {
+          const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
+          is[r] = _mm512_dpbusd_epi32(is[r], v, _mm512_set1_epi32(load_i32(q + g * b + 4 * c)));
+        }
+      }
+    } else {
+      for (c = 0; c < g / 8; ++c) {
+        __m512i v = _mm512_loadu_si512(gp + 32 + 64 * c);
+        __m512i lo = _mm512_and_si512(v, low);
+        __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+        for (r = 0; r < mr; ++r) {
+          const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
+          is[r] = _mm512_dpbusd_epi32(is[r], lo, _mm512_set1_epi32(load_i32(q + g * b + 4 * c)));
+          is[r] = _mm512_dpbusd_epi32(is[r], hi,
+                                      _mm512_set1_epi32(load_i32(q + g * b + g / 2 + 4 * c)));
+        }
+      }
+    }
+    ws = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)gp));
+    for (r = 0; r < mr; ++r) {
+      const float *xd = (const float *)(const void *)(xs + r * stride);
+      const int32_t *xsum = (const int32_t *)(const void *)(xd + groups);
+      __m512i exact = _mm512_sub_epi32(is[r], _mm512_set1_epi32(bias * xsum[b]));
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(ws, _mm512_set1_ps(xd[b])),
+                               acc[r]);
+    }
+  }
+  for (r = 0; r < mr; ++r)
+    _mm512_mask_storeu_ps(y + (size_t)r * (size_t)ldy, valid, acc[r]);
+}
+
+/* y (rows x n) = x (rows x k) times the transpose of int8/int4 panels. */
+KILN_UK_INLINE void matmul_panel_int(int family, const float *x, const uint8_t *w, float *y,
+                                     void *scratch, int32_t rows, int32_t n, int32_t k, int32_t g,
+                                     int32_t mr_max) {
+  const size_t stride = panel_act_stride(k, g);
+  const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, g);
+  uint8_t *s = (uint8_t *)scratch;
+  int32_t r, p;
+  for (r = 0; r < rows; ++r) {
+    float *d = (float *)(void *)(s + (size_t)r * stride);
+    int32_t *sum = (int32_t *)(void *)(d + k / g);
+    quantize_act_sums(x + (size_t)r * (size_t)k, d, sum, (int8_t *)(void *)(sum + k / g), k, g);
+  }
+  for (p = 0; p < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++p) {
+    const uint8_t *panel = w + (size_t)p * panel_bytes;
+    int32_t left = n - p * KILN_UK_NR;
+    __mmask16 valid = left >= KILN_UK_NR ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+    float *yp = y + p * KILN_UK_NR;
+    for (r = 0; r < rows; r += mr_max) {
+      const uint8_t *xs = s + (size_t)r * stride;
+      float *yr = yp + (size_t)r * (size_t)n;
+      switch (rows - r < mr_max ? rows - r : mr_max) {
+      case 8: panel_tile_int(family, panel, xs, stride, 8, k, g, yr, n, valid); break;
+      case 7: panel_tile_int(family, panel, xs, stride, 7, k, g, yr, n, valid); break;
+      case 6: panel_tile_int(family, panel, xs, stride, 6, k, g, yr, n, valid); break;
+      case 5: panel_tile_int(family, panel, xs, stride, 5, k, g, yr, n, valid); break;
+      case 4: panel_tile_int(family, panel, xs, stride, 4, k, g, yr, n, valid); break;
+      case 3: panel_tile_int(family, panel, xs, stride, 3, k, g, yr, n, valid); break;
+      case 2: panel_tile_int(family, panel, xs, stride, 2, k, g, yr, n, valid); break;
+      default: panel_tile_int(family, panel, xs, stride, 1, k, g, yr, n, valid); break;
+      }
+    }
+  }
+}
+
+static inline __m512 panel_load_f(int family, const uint8_t *p) {
+  return family == KILN_UK_F32
+             ? _mm512_loadu_ps((const float *)(const void *)p)
+             : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
+}
+
+/* mr float activation rows against one f32 or f16 panel. Every lane sums its
+ * products in column order, as the four-panel decode tile does, so a token gives
+ * the same logits whether it is decoded or prefilled in a chunk. */
+KILN_UK_INLINE void panel_tile_float(int family, const uint8_t *panel, const float *x,
+                                     int32_t mr, int32_t k, float *y, int32_t ldy,
+                                     __mmask16 valid) {
+  const size_t es = family == KILN_UK_F32 ? 64u : 32u; /* bytes of one panel column */
+  __m512 acc[KILN_UK_MR_MAX];
+  int32_t r, j;
+  for (r = 0; r < mr; ++r)
+    acc[r] = _mm512_setzero_ps();
+  for (j = 0; j < k; ++j) {
+    __m512 wv = panel_load_f(family, panel + es * j);
+    for (r = 0; r < mr; ++r)
+      acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(x[(size_t)r * (size_t)k + j]), wv, acc[r]);
+  }
+  for (r = 0; r < mr; ++r)
+    _mm512_mask_storeu_ps(y + (size_t)r * (size_t)ldy, valid, acc[r]);
+}
+
+/* One activation row against four whole panels: four independent FMA chains, so
+ * decode is bound by the weight stream rather than the FMA latency. */
+KILN_UK_INLINE void panel_row4_float(int family, const uint8_t *panel, size_t panel_bytes,
+                                     const float *x, int32_t k, float *y) {
+  const size_t es = family == KILN_UK_F32 ? 64u : 32u;
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  int32_t j;
+  for (j = 0; j < k; ++j) {
+    __m512 xj = _mm512_set1_ps(x[j]);
+    const uint8_t *c = panel + es * j;
+    a0 = _mm512_fmadd_ps(xj, panel_load_f(family, c), a0);
+    a1 = _mm512_fmadd_ps(xj, panel_load_f(family, c + panel_bytes), a1);
+    a2 = _mm512_fmadd_ps(xj, panel_load_f(family, c + 2 * panel_bytes), a2);
+    a3 = _mm512_fmadd_ps(xj, panel_load_f(family, c + 3 * panel_bytes), a3);
+  }
+  _mm512_storeu_ps(y, a0);
+  _mm512_storeu_ps(y + 16, a1);
+  _mm512_storeu_ps(y + 32, a2);
+  _mm512_storeu_ps(y + 48, a3);
+}
+
+/* y (rows x n) = x (rows x k) times the transpose of f32/f16 panels. */
+KILN_UK_INLINE void matmul_panel_float(int family, const float *x, const uint8_t *w, float *y,
+                                       int32_t rows, int32_t n, int32_t k, int32_t mr_max) {
+  const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, 1);
+  int32_t r, p = 0;
+  if (rows == 1)
+    for (; p + 4 <= n / KILN_UK_NR; p += 4)
+      panel_row4_float(family, w + (size_t)p * panel_bytes, panel_bytes, x, k, y + p * KILN_UK_NR);
+  for (; p < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++p) {
+    const uint8_t *panel = w + (size_t)p * panel_bytes;
+    int32_t left = n - p * KILN_UK_NR;
+    __mmask16 valid = left >= KILN_UK_NR ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+    float *yp = y + p * KILN_UK_NR;
+    for (r = 0; r < rows; r += mr_max) {
+      const float *xr = x + (size_t)r * (size_t)k;
+      float *yr = yp + (size_t)r * (size_t)n;
+      switch (rows - r < mr_max ? rows - r : mr_max) {
+      case 8: panel_tile_float(family, panel, xr, 8, k, yr, n, valid); break;
+      case 7: panel_tile_float(family, panel, xr, 7, k, yr, n, valid); break;
+      case 6: panel_tile_float(family, panel, xr, 6, k, yr, n, valid); break;
+      case 5: panel_tile_float(family, panel, xr, 5, k, yr, n, valid); break;
+      case 4: panel_tile_float(family, panel, xr, 4, k, yr, n, valid); break;
+      case 3: panel_tile_float(family, panel, xr, 3, k, yr, n, valid); break;
+      case 2: panel_tile_float(family, panel, xr, 2, k, yr, n, valid); break;
+      default: panel_tile_float(family, panel, xr, 1, k, yr, n, valid); break;
+      }
+    }
+  }
+}
+
+/* KV cache rows of one head (attention's inner loops), 16 lanes at a time. */
+static inline __mmask16 tail_mask(int32_t left) {
+  return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+}
+
+#define KILN_UK_HAS_KV_F32 1
+static inline float kv_dot_f32(const float *q, const uint8_t *row, int32_t hd) {
+  const float *k = (const float *)(const void *)row;
+  __m512 s = _mm512_setzero_ps();
+  int32_t i;
+  for (i = 0; i < hd; i += 16) {
+    __mmask16 m = tail_mask(hd - i);
+    s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), _mm512_maskz_loadu_ps(m, k + i), s);
+  }
+  return _mm512_reduce_add_ps(s);
+}
+static inline void kv_axpy_f32(float *acc, float e, const uint8_t *row, int32_t hd) {
+  const float *v = (const float *)(const void *)row;
+  int32_t i;
+  for (i = 0; i < hd; i += 16) {
+    __mmask16 m = tail_mask(hd - i);
+    _mm512_mask_storeu_ps(acc + i, m,
+                          _mm512_fmadd_ps(_mm512_set1_ps(e), _mm512_maskz_loadu_ps(m, v + i),
+                                          _mm512_maskz_loadu_ps(m, acc + i)));
+  }
+}
+
+#define KILN_UK_HAS_KV_F16 1
+static inline __m512 kv_load_f16(const uint8_t *p, __mmask16 m) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+static inline float kv_dot_f16(const float *q, const uint8_t *row, int32_t hd) {
+  __m512 s = _mm512_setzero_ps();
+  int32_t i;
+  for (i = 0; i < hd; i += 16) {
+    __mmask16 m = tail_mask(hd - i);
+    s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), kv_load_f16(row + 2 * i, m), s);
+  }
+  return _mm512_reduce_add_ps(s);
+}
+static inline void kv_axpy_f16(float *acc, float e, const uint8_t *row, int32_t hd) {
+  int32_t i;
+  for (i = 0; i < hd; i += 16) {
+    __mmask16 m = tail_mask(hd - i);
+    _mm512_mask_storeu_ps(acc + i, m,
+                          _mm512_fmadd_ps(_mm512_set1_ps(e), kv_load_f16(row + 2 * i, m),
+                                          _mm512_maskz_loadu_ps(m, acc + i)));
+  }
+}
+
+#define KILN_UK_HAS_KV_I8 1
+static inline __m512 kv_load_i8(const uint8_t *p, __mmask16 m) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
+}
+static inline float kv_dot_i8(const float *q, const uint8_t *row, int32_t hd) {
+  __m512 s = _mm512_setzero_ps();
+  int32_t i;
+  for (i = 0; i < hd; i += 16) {
+    __mmask16 m = tail_mask(hd - i);
+    s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), kv_load_i8(row + 2 + i, m), s);
+  }
+  return _mm512_reduce_add_ps(s) * load_f16(row);
+}
+static inline void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t hd) {
+  __m512 ed = _mm512_set1_ps(e * load_f16(row));
+  int32_t i;
+  for (i = 0; i < hd; i += 16) {
+    __mmask16 m = tail_mask(hd - i);
+    _mm512_mask_storeu_ps(acc + i, m,
+                          _mm512_fmadd_ps(ed, kv_load_i8(row + 2 + i, m),
+                                          _mm512_maskz_loadu_ps(m, acc + i)));
+  }
+}
+
+#endif /* KILN_UK_AVX512_H */

@@ -1,0 +1,29 @@
+/* The c99 micro-kernels behind plain functions, compiled without any ISA flags,
+ * so kernels_test.c can hold an ISA variant against them in the same program. */
+#include "kernels_test.h"
+
+#include "codegen_targets/c99/kiln_uk_c99.h"
+
+void ref_matmul(int family, const float *x, const uint8_t *w, float *y, void *scratch,
+                int32_t rows, int32_t n, int32_t k, int32_t g) {
+  KERNELS_TEST_ROW_MATMUL(family, x, w, y, scratch, rows, n, k, g);
+}
+
+void ref_quantize_act(const float *x, float *d, int8_t *q, int32_t k, int32_t g) {
+  quantize_act(x, d, q, k, g);
+}
+
+float ref_kv_dot(int family, const float *q, const uint8_t *row, int32_t hd) {
+  return family == KILN_UK_F32 ? kv_dot_f32(q, row, hd)
+         : family == KILN_UK_F16 ? kv_dot_f16(q, row, hd)
+                                 : kv_dot_i8(q, row, hd);
+}
+
+void ref_kv_axpy(int family, float *acc, float e, const uint8_t *row, int32_t hd) {
+  if (family == KILN_UK_F32)
+    kv_axpy_f32(acc, e, row, hd);
+  else if (family == KILN_UK_F16)
+    kv_axpy_f16(acc, e, row, hd);
+  else
+    kv_axpy_i8(acc, e, row, hd);
+}

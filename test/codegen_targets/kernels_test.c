@@ -1,0 +1,276 @@
+/* The shared micro-kernel test: one ISA variant (its header chosen by
+ * KILN_TEST_ISA_HEADER, built with its flags) against the c99 kernels
+ * (kernels_ref.c, built without ISA flags), and the c99 kernels against a naive
+ * double-precision matmul of the dequantized operands. Every format, shapes with
+ * ragged tails (n not a multiple of the panel, k not a multiple of the vector),
+ * and every row count 1..C that the tiles split differently.
+ *
+ * Exit status 77 (ctest's skip) when the CPU lacks the variant's instructions. */
+#include KILN_TEST_ISA_HEADER
+#include "codegen_targets/c99/kiln_uk_c99.h"
+
+#include "kernels_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define MAX_N 80
+#define MAX_K 512
+#define MAX_ROWS 17
+
+static int passed, failed;
+
+static void check(int ok, const char *what) {
+  if (ok) {
+    ++passed;
+  } else {
+    ++failed;
+    printf("FAIL %s\n", what);
+  }
+}
+
+static uint32_t rng = 12345u;
+static float uniform(void) { /* in [-1, 1) */
+  rng = rng * 1664525u + 1013904223u;
+  return (float)(rng >> 8) / 8388608.0f - 1.0f;
+}
+static uint8_t byte(void) {
+  rng = rng * 1664525u + 1013904223u;
+  return (uint8_t)(rng >> 24);
+}
+
+static void put_f16(uint8_t *p, float v) {
+  uint16_t h = kiln_f32_to_f16(v);
+  memcpy(p, &h, 2);
+}
+
+/* Random weights of n rows in the row layout. */
+static void random_weights(int family, uint8_t *w, int32_t n, int32_t k, int32_t g) {
+  size_t rb = kiln_uk_row_bytes(family, k, g), i;
+  int32_t r, j, b;
+  for (r = 0; r < n; ++r) {
+    uint8_t *row = w + (size_t)r * rb;
+    if (family == KILN_UK_F32) {
+      for (j = 0; j < k; ++j) {
+        float v = uniform();
+        memcpy(row + 4 * j, &v, 4);
+      }
+    } else if (family == KILN_UK_F16) {
+      for (j = 0; j < k; ++j)
+        put_f16(row + 2 * j, uniform());
+    } else {
+      size_t gb = family == KILN_UK_I8 ? (size_t)(2 + g) : (size_t)(2 + g / 2);
+      for (b = 0; b < k / g; ++b) {
+        put_f16(row + b * gb, 0.001f + 0.05f * (uniform() + 1.0f));
+        for (i = 2; i < gb; ++i) {
+          row[b * gb + i] = byte();
+          if (family == KILN_UK_I8 && row[b * gb + i] == 0x80)
+            row[b * gb + i] = 0x81; /* int8 weights are in [-127, 127], as ggml writes them */
+        }
+      }
+      /* Extreme values: an all -127 (i8) / all -8 (i4) group, then a zero scale. */
+      if (r == 0)
+        memset(row + 2, family == KILN_UK_I8 ? 0x81 : 0x00, gb - 2);
+      if (r == 1)
+        memset(row, 0, 2);
+    }
+  }
+}
+
+static double weight_value(int family, const uint8_t *w, int32_t k, int32_t g, int32_t row,
+                           int32_t j) {
+  const uint8_t *r = w + (size_t)row * kiln_uk_row_bytes(family, k, g);
+  float f;
+  if (family == KILN_UK_F32) {
+    memcpy(&f, r + 4 * j, 4);
+    return f;
+  }
+  if (family == KILN_UK_F16)
+    return load_f16(r + 2 * j);
+  if (family == KILN_UK_I8) {
+    const uint8_t *blk = r + (size_t)(j / g) * (size_t)(2 + g);
+    return (double)load_f16(blk) * (double)(int8_t)blk[2 + j % g];
+  }
+  {
+    const uint8_t *blk = r + (size_t)(j / g) * (size_t)(2 + g / 2);
+    int32_t i = j % g, h = g / 2;
+    int v = i < h ? (blk[2 + i] & 15) : (blk[2 + i - h] >> 4);
+    return (double)load_f16(blk) * (double)(v - 8);
+  }
+}
+
+static uint8_t w_rows[MAX_N * MAX_K * 4];
+#ifdef KILN_UK_NR
+static uint8_t w_panels[(MAX_N + KILN_UK_NR) * MAX_K * 4];
+#endif
+static float x[MAX_ROWS * MAX_K], y[MAX_ROWS * MAX_N], y_ref[MAX_ROWS * MAX_N];
+static uint8_t scratch[MAX_ROWS * (MAX_K * 8 + MAX_K) + 64];
+static float xd[MAX_K];
+static int8_t xq[MAX_K];
+
+/* The variant's matmul: panel kernels when the ISA has them, else the row-layout
+ * loop with the ISA's helpers. */
+static void isa_matmul(int family, int32_t rows, int32_t n, int32_t k, int32_t g) {
+#ifdef KILN_UK_NR
+  kiln_uk_pack_panels(family, w_rows, w_panels, n, k, g, KILN_UK_NR);
+  if (family >= KILN_UK_I8)
+    matmul_panel_int(family, x, w_panels, y, scratch, rows, n, k, g, KILN_UK_MR_MAX);
+  else
+    matmul_panel_float(family, x, w_panels, y, rows, n, k, KILN_UK_MR_MAX);
+#else
+  KERNELS_TEST_ROW_MATMUL(family, x, w_rows, y, scratch, rows, n, k, g);
+#endif
+}
+
+static const char *family_name(int f) {
+  return f == KILN_UK_F32 ? "f32" : f == KILN_UK_F16 ? "f16" : f == KILN_UK_I8 ? "i8" : "i4";
+}
+
+static void test_matmul(int family, int32_t rows, int32_t n, int32_t k, int32_t g) {
+  char what[160];
+  double worst_isa = 0, worst_ref = 0;
+  int32_t r, i, j;
+  random_weights(family, w_rows, n, k, g);
+  for (i = 0; i < rows * k; ++i)
+    x[i] = uniform() * (i % 7 == 0 ? 4.0f : 1.0f);
+  ref_matmul(family, x, w_rows, y_ref, scratch, rows, n, k, g);
+  isa_matmul(family, rows, n, k, g);
+  for (r = 0; r < rows; ++r) {
+    /* The naive product of the operands the kernels see: int families use the
+     * c99 quantization of the activations. */
+    const float *xr = x + (size_t)r * k;
+    if (family >= KILN_UK_I8)
+      ref_quantize_act(xr, xd, xq, k, g);
+    for (i = 0; i < n; ++i) {
+      double sum = 0, mag = 0;
+      for (j = 0; j < k; ++j) {
+        double a = family >= KILN_UK_I8 ? (double)xd[j / g] * xq[j] : xr[j];
+        double t = a * weight_value(family, w_rows, k, g, i, j);
+        sum += t;
+        mag += fabs(t);
+      }
+      /* Float sums in another order: a few ulps of the magnitude. */
+      mag = mag * 2e-6 + 1e-30;
+      if (fabs(y_ref[r * n + i] - sum) / mag > worst_ref)
+        worst_ref = fabs(y_ref[r * n + i] - sum) / mag;
+      if (fabs(y[r * n + i] - y_ref[r * n + i]) / mag > worst_isa)
+        worst_isa = fabs(y[r * n + i] - y_ref[r * n + i]) / mag;
+    }
+  }
+  snprintf(what, sizeof what, "%s matmul %s rows %d n %d k %d g %d: c99 vs naive %.3g, vs c99 %.3g",
+           KILN_TEST_ISA_NAME, family_name(family), (int)rows, (int)n, (int)k, (int)g, worst_ref,
+           worst_isa);
+  check(worst_ref <= 1.0 && worst_isa <= 1.0, what);
+}
+
+static void test_kv(int family, int32_t hd) {
+  uint8_t row[2 + 4 * 256];
+  float q[256], acc[256], acc_ref[256];
+  double mag = 0;
+  int32_t i, ok = 1;
+  char what[120];
+  for (i = 0; i < hd; ++i) {
+    q[i] = uniform();
+    acc[i] = acc_ref[i] = uniform();
+  }
+  for (i = 0; i < 2 + 4 * hd; ++i)
+    row[i] = byte();
+  if (family == KILN_UK_F16)
+    for (i = 0; i < hd; ++i)
+      put_f16(row + 2 * i, uniform());
+  if (family == KILN_UK_F32)
+    for (i = 0; i < hd; ++i) {
+      float v = uniform();
+      memcpy(row + 4 * i, &v, 4);
+    }
+  if (family == KILN_UK_I8)
+    put_f16(row, 0.01f);
+  for (i = 0; i < hd; ++i)
+    mag += fabs(q[i]) * (family == KILN_UK_I8 ? 1.28 : 1.0);
+  {
+    float a = family == KILN_UK_F32 ? kv_dot_f32(q, row, hd)
+              : family == KILN_UK_F16 ? kv_dot_f16(q, row, hd)
+                                      : kv_dot_i8(q, row, hd);
+    ok &= fabs(a - ref_kv_dot(family, q, row, hd)) <= 2e-6 * mag + 1e-30;
+  }
+  if (family == KILN_UK_F32)
+    kv_axpy_f32(acc, 0.37f, row, hd);
+  else if (family == KILN_UK_F16)
+    kv_axpy_f16(acc, 0.37f, row, hd);
+  else
+    kv_axpy_i8(acc, 0.37f, row, hd);
+  ref_kv_axpy(family, acc_ref, 0.37f, row, hd);
+  for (i = 0; i < hd; ++i)
+    ok &= fabsf(acc[i] - acc_ref[i]) <= 1e-6f * (1.0f + fabsf(acc_ref[i]));
+  snprintf(what, sizeof what, "%s kv %s hd %d", KILN_TEST_ISA_NAME, family_name(family), (int)hd);
+  check(ok, what);
+}
+
+#ifdef KILN_UK_NR
+/* The panel kernels quantize activations themselves: the same int8 values and
+ * scales as c99, and exact group sums. */
+static void test_quantize_sums(int32_t k, int32_t g) {
+  float d[MAX_K], d_ref[MAX_K];
+  int32_t s[MAX_K], i, b, ok = 1;
+  int8_t q[MAX_K], q_ref[MAX_K];
+  char what[80];
+  for (i = 0; i < k; ++i)
+    x[i] = uniform() * 3.0f;
+  x[0] = 0.5f * 127.0f / 3.0f; /* ties of the rounding once the scale is set */
+  x[1] = 3.0f;
+  x[2] = -1.5f * 127.0f / 3.0f / 127.0f * 3.0f;
+  quantize_act_sums(x, d, s, q, k, g);
+  ref_quantize_act(x, d_ref, q_ref, k, g);
+  for (b = 0; b < k / g; ++b) {
+    int32_t sum = 0;
+    for (i = 0; i < g; ++i)
+      sum += q_ref[b * g + i];
+    ok &= d[b] == d_ref[b] && s[b] == sum;
+  }
+  ok &= memcmp(q, q_ref, (size_t)k) == 0;
+  snprintf(what, sizeof what, "%s quantize_act_sums k %d g %d", KILN_TEST_ISA_NAME, (int)k, (int)g);
+  check(ok, what);
+}
+#endif
+
+int main(void) {
+  static const int32_t ns[] = {1, 15, 16, 17, 40, 80};
+  static const int32_t float_ks[] = {1, 7, 16, 33, 64, 200};
+  static const int32_t groups[][2] = {{KILN_UK_I8, 32}, {KILN_UK_I8, 64}, {KILN_UK_I8, 256},
+                                      {KILN_UK_I4, 32}, {KILN_UK_I4, 64}, {KILN_UK_I4, 128}};
+  size_t a, b;
+  int32_t rows, hd;
+  if (!(KILN_TEST_CPU_CHECK)) {
+    printf("SKIP %s: this CPU lacks its instructions\n", KILN_TEST_ISA_NAME);
+    return 77;
+  }
+  for (rows = 1; rows <= MAX_ROWS; ++rows)
+    for (a = 0; a < sizeof ns / sizeof ns[0]; ++a) {
+      int32_t n = ns[a];
+      if (rows > 9 && rows != MAX_ROWS && n != 17)
+        continue;
+      for (b = 0; b < sizeof float_ks / sizeof float_ks[0]; ++b) {
+        test_matmul(KILN_UK_F32, rows, n, float_ks[b], 1);
+        test_matmul(KILN_UK_F16, rows, n, float_ks[b], 1);
+      }
+      for (b = 0; b < sizeof groups / sizeof groups[0]; ++b) {
+        int32_t g = groups[b][1];
+        test_matmul(groups[b][0], rows, n, g, g);
+        test_matmul(groups[b][0], rows, n, 2 * g, g);
+        if (g == 32)
+          test_matmul(groups[b][0], rows, n, 7 * g, g);
+      }
+    }
+  for (hd = 8; hd <= 256; hd += 8) {
+    test_kv(KILN_UK_F32, hd);
+    test_kv(KILN_UK_F16, hd);
+    test_kv(KILN_UK_I8, hd);
+  }
+#ifdef KILN_UK_NR
+  test_quantize_sums(64, 32);
+  test_quantize_sums(512, 64);
+  test_quantize_sums(256, 256);
+#endif
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
