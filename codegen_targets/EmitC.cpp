@@ -3,6 +3,7 @@
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -85,10 +86,14 @@ public:
   /// One label per kernel call, in schedule order, for KILN_PROFILE builds.
   const std::vector<std::string> &sites() const { return siteLabels; }
 
+  /// `run_<fn>(m, tokens, rows, pos, head_rows)`: the output head (final norm
+  /// and logits matmul) runs on the last head_rows rows only (none when 0), so
+  /// a prefill computes no logits that nobody reads.
   LogicalResult emit(func::FuncOp fn, llvm::raw_ostream &os, int64_t &logitsOffset) {
     ScheduleNames names;
+    llvm::SmallPtrSet<Operation *, 2> head = outputHead(fn);
     os << formatv("static void run_{0}({1}_model *m, const int32_t *tokens, int32_t rows,\n"
-                  "    int32_t pos) {{\n"
+                  "    int32_t pos, int32_t head_rows) {{\n"
                   "  const uint8_t *w = m->weights;\n  uint8_t *a = m->arena;\n",
                   fn.getSymName(), info.name);
     os << "  prefetch_layer(m, 0);\n";
@@ -112,8 +117,19 @@ public:
       FailureOr<KernelCall> call = target.kernelFor(&op, info.name, names);
       if (failed(call))
         return failure();
+      std::vector<std::string> args = call->args;
+      if (head.contains(&op)) {
+        // Row-wise ops: start at the first head row of the input and write
+        // head_rows rows from the start of the result.
+        Value input = op.getOperand(0);
+        if (!head.contains(input.getDefiningOp()))
+          args.front() = formatv("{0} + (size_t)(rows - head_rows) * {1}", args.front(),
+                                 cast<RankedTensorType>(input.getType()).getDimSize(1));
+        args.back() = "head_rows";
+        os << "  if (head_rows > 0)\n  ";
+      }
       os << formatv("  KILN_TIMED({0}, {1}({2}));\n", siteLabels.size(), call->name,
-                    llvm::join(call->args, ", "));
+                    llvm::join(args, ", "));
       siteLabels.push_back(siteLabel(fn, op, call->name));
       kernels.try_emplace(call->name, *call);
     }
@@ -122,6 +138,20 @@ public:
   }
 
 private:
+  /// The logits matmul the function returns and the norm feeding only it.
+  static llvm::SmallPtrSet<Operation *, 2> outputHead(func::FuncOp fn) {
+    llvm::SmallPtrSet<Operation *, 2> head;
+    auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+    auto logits = ret.getOperand(0).getDefiningOp<MatmulOp>();
+    if (!logits)
+      return head;
+    head.insert(logits);
+    if (auto norm = logits.getInput().getDefiningOp<RmsNormOp>())
+      if (norm->hasOneUse())
+        head.insert(norm);
+    return head;
+  }
+
   /// "decode blk.3.ffn_up.weight matmul_q8_0_n768_k256": the function, the weight
   /// the op reads (if any) and the kernel.
   std::string siteLabel(func::FuncOp fn, Operation &op, StringRef kernel) {
@@ -190,8 +220,12 @@ extern const char *const {0}_profile_sites[{1}_PROFILE_SITES];
 kiln_status {0}_open({0}_model *m, const kiln_pack_source *src, void *arena,
                      size_t arena_bytes);
 /* Appends n tokens (any n up to the free context), in chunks of
- * {1}_PREFILL_CHUNK. If logits is not NULL it receives n rows of {1}_VOCAB floats. */
+ * {1}_PREFILL_CHUNK. If logits is not NULL it receives n rows of {1}_VOCAB floats;
+ * with NULL no logits are computed. */
 kiln_status {0}_prefill({0}_model *m, const int32_t *tokens, int32_t n, float *logits);
+/* As prefill, but logits (not NULL) receives only the last token's {1}_VOCAB
+ * floats, and the output head runs on that token alone. */
+kiln_status {0}_prefill_last({0}_model *m, const int32_t *tokens, int32_t n, float *logits);
 /* Appends one token; logits (may be NULL) receives {1}_VOCAB floats. */
 kiln_status {0}_decode({0}_model *m, int32_t token, float *logits);
 /* The tokenizer over the vocabulary in the pack of an open model. */
@@ -256,8 +290,11 @@ kiln_status {0}_open({0}_model *m, const kiln_pack_source *src, void *arena,
   return KILN_OK;
 }
 
-kiln_status {0}_prefill({0}_model *m, const int32_t *tokens, int32_t n, float *logits) {{
-  int32_t done, rows;
+/* In chunks; the output head runs on every row (all_rows), only on the last
+ * token, or not at all when logits is NULL. */
+static kiln_status prefill_chunks({0}_model *m, const int32_t *tokens, int32_t n,
+                                  float *logits, int all_rows) {{
+  int32_t done, rows, head;
   kiln_status s;
   if (!m || !m->arena || !tokens || n <= 0)
     return KILN_ERR_ARGUMENT;
@@ -268,13 +305,22 @@ kiln_status {0}_prefill({0}_model *m, const int32_t *tokens, int32_t n, float *l
     return KILN_ERR_CONTEXT_FULL;
   for (done = 0; done < n; done += rows) {{
     rows = n - done < {1}_PREFILL_CHUNK ? n - done : {1}_PREFILL_CHUNK;
-    run_prefill(m, tokens + done, rows, m->pos);
-    if (logits)
-      memcpy(logits + (size_t)done * {1}_VOCAB, m->arena + {4}u,
-             (size_t)rows * {1}_VOCAB * sizeof(float));
+    head = !logits ? 0 : all_rows ? rows : done + rows == n ? 1 : 0;
+    run_prefill(m, tokens + done, rows, m->pos, head);
+    if (head)
+      memcpy(all_rows ? logits + (size_t)done * {1}_VOCAB : logits, m->arena + {4}u,
+             (size_t)head * {1}_VOCAB * sizeof(float));
     m->pos += rows;
   }
   return KILN_OK;
+}
+
+kiln_status {0}_prefill({0}_model *m, const int32_t *tokens, int32_t n, float *logits) {{
+  return prefill_chunks(m, tokens, n, logits, 1);
+}
+
+kiln_status {0}_prefill_last({0}_model *m, const int32_t *tokens, int32_t n, float *logits) {{
+  return prefill_chunks(m, tokens, n, logits, 0);
 }
 
 kiln_status {0}_decode({0}_model *m, int32_t token, float *logits) {{
@@ -286,7 +332,7 @@ kiln_status {0}_decode({0}_model *m, int32_t token, float *logits) {{
     return s;
   if (m->pos >= {1}_MAX_CONTEXT)
     return KILN_ERR_CONTEXT_FULL;
-  run_decode(m, &token, 1, m->pos);
+  run_decode(m, &token, 1, m->pos, 1);
   if (logits)
     memcpy(logits, m->arena + {5}u, {1}_VOCAB * sizeof(float));
   m->pos += 1;
@@ -321,6 +367,9 @@ static kiln_status api_open(void *m, const kiln_pack_source *src, void *arena,
 static kiln_status api_prefill(void *m, const int32_t *tokens, int32_t n, float *logits) {{
   return {0}_prefill(({0}_model *)m, tokens, n, logits);
 }
+static kiln_status api_prefill_last(void *m, const int32_t *tokens, int32_t n, float *logits) {{
+  return {0}_prefill_last(({0}_model *)m, tokens, n, logits);
+}
 static kiln_status api_decode(void *m, int32_t token, float *logits) {{
   return {0}_decode(({0}_model *)m, token, logits);
 }
@@ -334,7 +383,8 @@ static void api_close(void *m) {{ {0}_close(({0}_model *)m); }
 const kiln_model_api {0}_api = {{
     "{0}", sizeof({0}_model), {1}_ARENA_BYTES, {1}_PACK_BYTES, {1}_VOCAB,
     {1}_MAX_CONTEXT, {1}_PREFILL_CHUNK, {1}_BOS, {1}_EOS,
-    api_open, api_prefill, api_decode, api_position, api_tokenizer, api_reset, api_close};
+    api_open, api_prefill, api_prefill_last, api_decode, api_position, api_tokenizer,
+    api_reset, api_close};
 )c",
                  m.name, m.upper, pack.dataOffset, pack.dataSize, prefillLogits,
                  decodeLogits, cpuCheck);

@@ -12,7 +12,7 @@ extern const kiln_model_api KILN_MODEL_API;
 
 static KILN_MODEL_TYPE model;
 static uint8_t arena[KILN_ARENA_BYTES] __attribute__((aligned(64)));
-static float logits[(size_t)KILN_PREFILL_CHUNK * KILN_VOCAB];
+static float logits[KILN_VOCAB];
 static int32_t tokens[KILN_MAX_CONTEXT];
 static const char prompt[] = KILN_PROMPT;
 /* Tokenizer work space: kiln_tokenize_work_bytes() is about 27 bytes per byte
@@ -44,7 +44,6 @@ static int32_t argmax(const float *row) {
 
 int main(void) {
   const kiln_model_api *api = &KILN_MODEL_API;
-  const float *last = logits;
   kiln_pack_source src;
   kiln_tokenizer tok;
   kiln_status s;
@@ -60,18 +59,15 @@ int main(void) {
   if (s == KILN_OK)
     s = kiln_tokenize(&tok, prompt, length(prompt), 1, tokens, KILN_MAX_CONTEXT, &n_prompt,
                       tokenizer_work, sizeof tokenizer_work);
-  for (i = 0; s == KILN_OK && i < n_prompt; i += KILN_PREFILL_CHUNK) {
-    int32_t n = n_prompt - i < KILN_PREFILL_CHUNK ? n_prompt - i : KILN_PREFILL_CHUNK;
-    s = api->prefill(&model, tokens + i, n, logits);
-    last = logits + (size_t)(n - 1) * KILN_VOCAB;
-  }
+  if (s == KILN_OK)
+    s = api->prefill_last(&model, tokens, n_prompt, logits);
   if (s != KILN_OK)
     return fail(s);
 
   /* The prompt, then its greedy continuation, as kiln-generate prints them. */
   port_write(prompt, length(prompt));
   for (i = 0; i < KILN_GENERATE; ++i) {
-    next = argmax(last);
+    next = argmax(logits);
     if (kiln_token_piece(&tok, next, 0, piece, sizeof piece, &n_piece) == KILN_OK)
       port_write(piece, n_piece);
     if (i + 1 == KILN_GENERATE)
@@ -79,7 +75,6 @@ int main(void) {
     s = api->decode(&model, next, logits);
     if (s != KILN_OK)
       return fail(s);
-    last = logits;
   }
   port_write("\n", 1);
   return 0;

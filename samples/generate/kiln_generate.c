@@ -136,6 +136,8 @@ static kiln_status run_prompt(const kiln_model_api *api, int32_t n_prompt, int p
                               FILE *dump) {
   int32_t i, n;
   kiln_status s;
+  if (prefill && !dump)
+    return api->prefill_last(&model, tokens, n_prompt, logits); /* no unread logits */
   for (i = 0; i < n_prompt; i += n) {
     n = prefill ? n_prompt - i : 1;
     if (n > KILN_PREFILL_CHUNK)

@@ -23,6 +23,9 @@ typedef struct kiln_model_api {
                       size_t arena_bytes);
   /* n tokens at the current position; logits (may be NULL) gets n rows of vocab. */
   kiln_status (*prefill)(void *model, const int32_t *tokens, int32_t n, float *logits);
+  /* As prefill, but logits gets only the last token's vocab floats: the output
+   * head runs on that token alone. */
+  kiln_status (*prefill_last)(void *model, const int32_t *tokens, int32_t n, float *logits);
   /* One token; logits (may be NULL) gets vocab floats. */
   kiln_status (*decode)(void *model, int32_t token, float *logits);
   int32_t (*position)(const void *model);
