@@ -1,0 +1,271 @@
+/* Machine probes for bench/shapes.py: what one core of this host can do at best.
+ *
+ *   cc -O2 -march=native bench/probes.c -o probes && ./probes
+ *
+ * Prints one JSON line:
+ *   bandwidth_gbs  single-core read bandwidth, summing a 1 GiB buffer (best pass)
+ *   fma_gflops     FP32 fused multiply-add peak, 2 flops per lane per FMA
+ *   int8_gops      int8 dot-product peak, 2 ops per int8 multiply-add
+ * and which instructions each peak used. Single-threaded: Kiln's generated code is. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <immintrin.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- (a) read bandwidth ----------------------------------------------------- */
+
+#define BW_BYTES ((size_t)1 << 30)
+#define BW_PASSES 5
+
+static uint64_t sum_buffer(const uint8_t *buf, size_t bytes) {
+  size_t i;
+#if defined(__AVX512F__)
+  /* Four independent accumulators so the adds never limit the loads. */
+  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+  for (i = 0; i < bytes; i += 256) {
+    a0 = _mm512_add_epi64(a0, _mm512_load_si512((const void *)(buf + i)));
+    a1 = _mm512_add_epi64(a1, _mm512_load_si512((const void *)(buf + i + 64)));
+    a2 = _mm512_add_epi64(a2, _mm512_load_si512((const void *)(buf + i + 128)));
+    a3 = _mm512_add_epi64(a3, _mm512_load_si512((const void *)(buf + i + 192)));
+  }
+  return (uint64_t)_mm512_reduce_add_epi64(
+      _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+#elif defined(__AVX2__)
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  uint64_t lanes[4];
+  for (i = 0; i < bytes; i += 128) {
+    a0 = _mm256_add_epi64(a0, _mm256_load_si256((const __m256i *)(buf + i)));
+    a1 = _mm256_add_epi64(a1, _mm256_load_si256((const __m256i *)(buf + i + 32)));
+    a2 = _mm256_add_epi64(a2, _mm256_load_si256((const __m256i *)(buf + i + 64)));
+    a3 = _mm256_add_epi64(a3, _mm256_load_si256((const __m256i *)(buf + i + 96)));
+  }
+  a0 = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
+  _mm256_storeu_si256((__m256i *)lanes, a0);
+  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+#else
+  const uint64_t *w = (const uint64_t *)(const void *)buf;
+  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  for (i = 0; i < bytes / 8; i += 4) {
+    s0 += w[i];
+    s1 += w[i + 1];
+    s2 += w[i + 2];
+    s3 += w[i + 3];
+  }
+  return s0 + s1 + s2 + s3;
+#endif
+}
+
+static double probe_bandwidth(uint64_t *check) {
+  void *mem = NULL;
+  uint8_t *buf;
+  double best = 0.0;
+  size_t i;
+  int pass;
+  if (posix_memalign(&mem, 4096, BW_BYTES) != 0)
+    return 0.0;
+  buf = mem;
+  /* Touch every page first so the passes read memory, not fault in zero pages. */
+  for (i = 0; i < BW_BYTES; ++i)
+    buf[i] = (uint8_t)(i * 131u + 7u);
+  for (pass = 0; pass < BW_PASSES; ++pass) {
+    double t0 = now(), dt;
+    *check += sum_buffer(buf, BW_BYTES);
+    dt = now() - t0;
+    if (BW_BYTES / dt > best)
+      best = BW_BYTES / dt;
+  }
+  free(buf);
+  return best * 1e-9;
+}
+
+/* ---- chains ------------------------------------------------------------------ */
+
+/* Twelve independent accumulator chains: FMA and vpdpbusd have a latency of 4-5
+ * cycles on two ports, so about ten must be in flight; twelve plus the two operands
+ * still fit AVX2's sixteen registers. The chains are written out as separate
+ * variables because GCC keeps a rolled loop's accumulator array in memory. */
+#define CHAINS 12
+#define REP12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define ITERS 100000000L
+
+/* An empty asm that claims to change v: the compiler must assume a new value at
+ * every use, so it can neither hoist nor share the work that reads v. */
+#if defined(__AVX512F__)
+#define OPAQUE(v) __asm__ volatile("" : "+v"(v))
+#elif defined(__AVX2__)
+#define OPAQUE(v) __asm__ volatile("" : "+x"(v))
+#else
+#define OPAQUE(v) __asm__ volatile("" : "+r"(v))
+#endif
+
+/* ---- (b) FP32 FMA peak ------------------------------------------------------ */
+
+#if defined(__AVX512F__)
+typedef __m512 vfloat;
+#define FMA_ISA "vfmadd zmm (AVX-512F)"
+#define FMA_LANES 16
+#define VF_SET1 _mm512_set1_ps
+#define VF_FMA _mm512_fmadd_ps
+#define VF_ADD _mm512_add_ps
+#define VF_STORE _mm512_storeu_ps
+#elif defined(__AVX2__) && defined(__FMA__)
+typedef __m256 vfloat;
+#define FMA_ISA "vfmadd ymm (AVX2/FMA)"
+#define FMA_LANES 8
+#define VF_SET1 _mm256_set1_ps
+#define VF_FMA _mm256_fmadd_ps
+#define VF_ADD _mm256_add_ps
+#define VF_STORE _mm256_storeu_ps
+#else
+typedef float vfloat;
+#define FMA_ISA "scalar mul+add"
+#define FMA_LANES 1
+#define VF_SET1(x) (x)
+#define VF_FMA(x, y, z) ((x) * (y) + (z))
+#define VF_ADD(x, y) ((x) + (y))
+#define VF_STORE(p, v) (*(p) = (v))
+#endif
+
+/* acc = acc * a + b converges to b / (1 - a): no overflow, no denormals. */
+static double probe_fma(float *check) {
+  vfloat a = VF_SET1(0.999999f), b = VF_SET1(1e-6f), total = VF_SET1(0.0f);
+  float out[FMA_LANES];
+  double t0, dt;
+  long it;
+#define DECLARE(k) vfloat acc##k = VF_SET1((float)k);
+#define STEP(k) acc##k = VF_FMA(acc##k, a, b);
+#define SUM(k) total = VF_ADD(total, acc##k);
+  REP12(DECLARE)
+  t0 = now();
+  for (it = 0; it < ITERS; ++it) {
+    REP12(STEP)
+  }
+  dt = now() - t0;
+  REP12(SUM)
+#undef DECLARE
+#undef STEP
+#undef SUM
+  VF_STORE(out, total);
+  *check += out[0];
+  return 2.0 * FMA_LANES * CHAINS * (double)ITERS / dt * 1e-9;
+}
+
+/* ---- (c) int8 dot-product peak ---------------------------------------------- */
+
+/* vpdpbusd in asm: GCC 12 surrounds the intrinsic with register copies that sit on
+ * the accumulator chain. AT&T order: signed bytes, unsigned bytes, accumulator. */
+#if defined(__AVX512VNNI__)
+static inline __m512i dot_vnni512(__m512i acc, __m512i u8, __m512i s8) {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "v"(s8));
+  return acc;
+}
+#elif defined(__AVXVNNI__)
+static inline __m256i dot_avxvnni(__m256i acc, __m256i u8, __m256i s8) {
+  __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u8), "x"(s8));
+  return acc;
+}
+#endif
+
+/* VI_DOT(acc, a, b) adds to each int32 lane of acc the products of unsigned bytes
+ * of a with signed bytes of b; INT8_MACS is the products per VI_DOT. */
+#if defined(__AVX512VNNI__)
+typedef __m512i vint;
+#define INT8_ISA "vpdpbusd zmm (AVX512-VNNI)"
+#define INT8_MACS 64
+#define VI_SET1_8 _mm512_set1_epi8
+#define VI_SET1_32 _mm512_set1_epi32
+#define VI_DOT dot_vnni512
+#define VI_ADD _mm512_add_epi32
+#define VI_STORE(p, v) _mm512_storeu_si512((void *)(p), v)
+#define VI_LANES 16
+#elif defined(__AVXVNNI__)
+typedef __m256i vint;
+#define INT8_ISA "vpdpbusd ymm (AVX-VNNI)"
+#define INT8_MACS 32
+#define VI_SET1_8 _mm256_set1_epi8
+#define VI_SET1_32 _mm256_set1_epi32
+#define VI_DOT dot_avxvnni
+#define VI_ADD _mm256_add_epi32
+#define VI_STORE(p, v) _mm256_storeu_si256((__m256i *)(p), v)
+#define VI_LANES 8
+#elif defined(__AVX2__)
+/* The pre-VNNI idiom: vpmaddubsw (u8*s8, pairs summed to int16), vpmaddwd against
+ * ones (widen to int32), vpaddd. */
+typedef __m256i vint;
+#define INT8_ISA "vpmaddubsw+vpmaddwd ymm (AVX2)"
+#define INT8_MACS 32
+#define VI_SET1_8 _mm256_set1_epi8
+#define VI_SET1_32 _mm256_set1_epi32
+#define VI_DOT(acc, x, y) \
+  _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), _mm256_set1_epi16(1)))
+#define VI_ADD _mm256_add_epi32
+#define VI_STORE(p, v) _mm256_storeu_si256((__m256i *)(p), v)
+#define VI_LANES 8
+#else
+typedef int32_t vint;
+#define INT8_ISA "scalar int8 multiply-add"
+#define INT8_MACS 1
+#define VI_SET1_8(x) (x)
+#define VI_SET1_32(x) (x)
+#define VI_DOT(acc, x, y) ((acc) + (int32_t)(uint8_t)(x) * (int32_t)(int8_t)(y))
+#define VI_ADD(x, y) ((x) + (y))
+#define VI_STORE(p, v) (*(p) = (v))
+#define VI_LANES 1
+#endif
+
+static double probe_int8(uint32_t *check) {
+  vint a = VI_SET1_8(3), b = VI_SET1_8(-2), total = VI_SET1_32(0);
+  int32_t out[VI_LANES];
+  double t0, dt;
+  long it;
+  /* Without OPAQUE the AVX2 and scalar forms would compute a*b once per iteration
+   * and share it between the chains. */
+#define DECLARE(k) vint acc##k = VI_SET1_32(k);
+#define STEP(k) OPAQUE(a); acc##k = VI_DOT(acc##k, a, b);
+#define SUM(k) total = VI_ADD(total, acc##k);
+  REP12(DECLARE)
+  t0 = now();
+  for (it = 0; it < ITERS; ++it) {
+    REP12(STEP)
+  }
+  dt = now() - t0;
+  REP12(SUM)
+#undef DECLARE
+#undef STEP
+#undef SUM
+  VI_STORE(out, total);
+  *check += (uint32_t)out[0];
+  return 2.0 * INT8_MACS * CHAINS * (double)ITERS / dt * 1e-9;
+}
+
+/* Best of a few runs: the first one can pay for frequency ramp-up. */
+int main(void) {
+  uint64_t bw_check = 0;
+  float fma_check = 0.0f;
+  uint32_t int8_check = 0;
+  double bw, fma = 0.0, dot = 0.0, x;
+  int r;
+  bw = probe_bandwidth(&bw_check);
+  for (r = 0; r < 3; ++r) {
+    if ((x = probe_fma(&fma_check)) > fma)
+      fma = x;
+    if ((x = probe_int8(&int8_check)) > dot)
+      dot = x;
+  }
+  /* The checks print so the sums count as used. */
+  printf("{\"bandwidth_gbs\": %.2f, \"bandwidth_bytes\": %lu, \"fma_gflops\": %.1f, "
+         "\"fma_isa\": \"%s\", \"int8_gops\": %.1f, \"int8_isa\": \"%s\", "
+         "\"check\": \"%llx/%g/%lx\"}\n",
+         bw, (unsigned long)BW_BYTES, fma, FMA_ISA, dot, INT8_ISA,
+         (unsigned long long)bw_check, (double)fma_check, (unsigned long)int8_check);
+  return 0;
+}

@@ -1,0 +1,435 @@
+#!/usr/bin/env python3
+"""Speed of Kiln's generated code across model shapes, weight formats and targets,
+measured against what one core of this machine can do (bench/probes.c).
+
+  python3 bench/shapes.py [--shapes M,L,A] [--formats f16,q8_0,q4_0] [--targets c99,host]
+                          [--repeat 3] [--work /tmp/kiln-bench-shapes] [--json FILE]
+                          [--max-prefill-seconds 300]
+
+Shapes: M and L are random-weight llama GGUFs (F16 matrices, F32 norms, context 2048)
+written to WORK/models once and reused; A is model A from test/data. For each shape,
+format and target: kiln-compile (timed), build the output folder, then kiln-generate
+with token ids for prefill tokens/s on a 512-token prompt and decode tokens/s at
+context 16 and 512 (median of --repeat runs, configurations interleaved). The table
+also gives arena and pack bytes, the decode roofline fraction (weight bytes read per
+token over the probe's read bandwidth) and the prefill fraction of peak (matmul flops
+over the FMA peak for f16/f32, the int8 dot-product peak for q8_0/q4_0).
+Prints a markdown table; writes WORK/shapes.md and the JSON (--json)."""
+import argparse
+import glob
+import json
+import os
+import random
+import re
+import statistics
+import struct
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "test", "tools"))
+import gguf_tool  # noqa: E402
+
+MODEL_A = os.path.join(ROOT, "test", "data", "tiny-llama-A", "tiny-llama-A-f32.gguf")
+
+# Random-weight shapes: (n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx).
+SHAPES = {
+    "M": (768, 12, 12, 12, 2048, 32000, 2048),
+    "L": (2048, 16, 32, 8, 5632, 32000, 2048),
+}
+ALL_SHAPES = ["M", "L", "A"]
+
+# Bytes one weight takes in each --quant format (a q8_0/q4_0 block is 32 weights
+# plus an f16 scale).
+BYTES_PER_WEIGHT = {"f32": 4.0, "f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
+INT8_FORMATS = ("q8_0", "q4_0")
+
+MAX_CONTEXT = 1024
+PREFILL_CHUNK = 64
+SHORT_PROMPT, SHORT_DECODE = 16, 32
+LONG_PROMPT, LONG_DECODE = 512, 16
+CFLAGS = "-O3 -march=native"
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, text=True, capture_output=True, **kw)
+    if r.returncode != 0:
+        raise RuntimeError("%s failed (%d):\n%s%s" % (" ".join(cmd[:3]), r.returncode,
+                                                      r.stdout[-2000:], r.stderr[-2000:]))
+    return r
+
+
+# ---------------------------------------------------------------------------
+# Model files
+
+POOL_VALUES = 1000003  # not a power of two, so tiles never line up with rows
+
+
+def gaussian_f16(rng, sigma):
+    """POOL_VALUES gaussian values as f16 bytes."""
+    values = [rng.gauss(0.0, sigma) for _ in range(POOL_VALUES)]
+    return struct.pack("<%de" % POOL_VALUES, *values)
+
+
+def llama_layout(shape_name):
+    """(metadata, [(name, ne, ggml_type, offset, nbytes)], data_bytes) of a shape."""
+    n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx = SHAPES[shape_name]
+    # random_llama writes the metadata a Kiln-readable llama needs (vocab, tokenizer
+    # keys); a 1-wide model keeps its pure-Python weights free, then the real
+    # dimensions replace the tiny ones.
+    metadata, _ = gguf_tool.random_llama(n_embd=1, n_layer=1, n_head=1, n_head_kv=1, n_ff=1,
+                                         n_vocab=n_vocab, n_ctx=n_ctx,
+                                         ggml_type=gguf_tool.GGML_F16,
+                                         name="kiln-bench-" + shape_name)
+    u32 = gguf_tool.GGUF_U32
+    metadata.update({
+        "llama.context_length": (u32, n_ctx),
+        "llama.embedding_length": (u32, n_embd),
+        "llama.block_count": (u32, n_layer),
+        "llama.feed_forward_length": (u32, n_ff),
+        "llama.attention.head_count": (u32, n_head),
+        "llama.attention.head_count_kv": (u32, n_head_kv),
+        "llama.rope.dimension_count": (u32, n_embd // n_head),
+    })
+    alignment = gguf_tool.metadata_alignment(metadata)
+    tensors, position = [], 0
+    for name, ne in gguf_tool.llama_tensor_shapes(n_embd, n_layer, n_head, n_head_kv,
+                                                  n_ff, n_vocab):
+        ttype = gguf_tool.GGML_F32 if len(ne) == 1 else gguf_tool.GGML_F16
+        nbytes = gguf_tool.tensor_nbytes(ttype, ne)
+        position = gguf_tool.align_up(position, alignment)
+        tensors.append((name, ne, ttype, position, nbytes))
+        position += nbytes
+    return metadata, tensors, gguf_tool.align_up(position, alignment)
+
+
+def gguf_header(metadata, tensors):
+    """Header, KVs and tensor infos, padded to the data section (as encode_gguf)."""
+    out = bytearray(gguf_tool.GGUF_MAGIC)
+    out += struct.pack("<IQQ", 3, len(tensors), len(metadata))
+    for key, (vtype, value) in metadata.items():
+        gguf_tool._encode_string(key, out)
+        out += struct.pack("<I", vtype)
+        gguf_tool._encode_value(vtype, value, out)
+    for name, ne, ttype, offset, _ in tensors:
+        gguf_tool._encode_string(name, out)
+        out += struct.pack("<I%dQ" % len(ne), len(ne), *ne)
+        out += struct.pack("<IQ", ttype, offset)
+    out += bytes(gguf_tool.align_up(len(out), gguf_tool.metadata_alignment(metadata)) - len(out))
+    return out
+
+
+def make_model(shape_name, work):
+    """WORK/models/kiln-bench-<shape>.gguf, written unless it exists with the right size.
+    Tensor data is streamed: tiles of one pool of gaussian f16 values, each tensor
+    starting at a different point of the pool, so the data is varied but cheap."""
+    if shape_name == "A":
+        return MODEL_A
+    path = os.path.join(work, "models", "kiln-bench-%s.gguf" % shape_name)
+    metadata, tensors, data_bytes = llama_layout(shape_name)
+    header = gguf_header(metadata, tensors)
+    if os.path.exists(path) and os.path.getsize(path) == len(header) + data_bytes:
+        return path
+    log("writing %s (%.2f GB)" % (path, (len(header) + data_bytes) / 1e9))
+    t0 = time.perf_counter()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    rng = random.Random(7)
+    # Each pool twice over, so any start point has a whole pool's length after it.
+    pools = {k: memoryview(p + p) for k, p in (("weights", gaussian_f16(rng, 0.08)),
+                                              ("embed", gaussian_f16(rng, 0.5)))}
+    size = 2 * POOL_VALUES
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(header)
+        position = 0
+        for index, (name, ne, ttype, offset, nbytes) in enumerate(tensors):
+            f.write(bytes(offset - position))
+            if ttype == gguf_tool.GGML_F32:  # norms: small, drawn one by one
+                values = [1.0 + rng.gauss(0.0, 0.1) for _ in range(ne[0])]
+                f.write(struct.pack("<%df" % ne[0], *values))
+            else:
+                view = pools["embed" if name == "token_embd.weight" else "weights"]
+                start = (index * 2 * 7919) % size  # even: starts on a value
+                left = nbytes
+                while left:
+                    n = min(left, size)
+                    f.write(view[start:start + n])
+                    left -= n
+                    start = (start + n) % size
+            position = offset + nbytes
+        f.write(bytes(data_bytes - position))
+    os.replace(tmp, path)
+    log("  %.1f s" % (time.perf_counter() - t0))
+    return path
+
+
+def model_info(model):
+    """(matmul weights, vocabulary size). The matmul weights are those every token
+    multiplies with: all 2-D tensors but the token embedding table, which decode reads
+    one row of (unless it is tied as the output)."""
+    with open(model, "rb") as f:
+        head = f.read(64 << 20)  # the header; a 32000-token vocab takes ~1 MB
+    info = gguf_tool.parse_gguf(memoryview(head), load_data=False)
+    tensors = {t["name"]: gguf_tool.n_elements(t["ne"]) for t in info["tensors"]
+               if len(t["ne"]) == 2}
+    if "output.weight" in tensors:
+        del tensors["token_embd.weight"]
+    return sum(tensors.values()), len(info["metadata"]["tokenizer.ggml.tokens"][1][1])
+
+
+# ---------------------------------------------------------------------------
+# Probes, targets, one configuration
+
+def run_probes(work):
+    cc = os.environ.get("CC", "cc")
+    exe = os.path.join(work, "probes")
+    run([cc, "-O2", "-march=native", os.path.join(ROOT, "bench", "probes.c"), "-o", exe])
+    log("probing bandwidth and peaks")
+    return json.loads(run([exe]).stdout)
+
+
+def cpu_flags():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def host_target(compiler):
+    """The best target for this host: host, else x86-avx512, else x86-avx2 when
+    kiln-compile knows it (--help, or the list an unknown --target prints) and the
+    CPU has the instructions; c99 otherwise."""
+    known = run([compiler, "--help"]).stdout
+    probe = subprocess.run([compiler, MODEL_A, "--emit=mlir", "--target=?"],
+                           text=True, capture_output=True)
+    known += probe.stderr
+    flags = cpu_flags()
+    needs = {"host": set(), "x86-avx512": {"avx512f"}, "x86-avx2": {"avx2", "fma", "f16c"}}
+    for target in ("host", "x86-avx512", "x86-avx2"):
+        if re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(target), known) and needs[target] <= flags:
+            return target
+    return "c99"
+
+
+def header_define(out, suffix):
+    for h in glob.glob(os.path.join(out, "*.h")):
+        with open(h) as f:
+            m = re.search(r"#define \w+_%s (\d+)u" % suffix, f.read())
+        if m:
+            return int(m.group(1))
+    raise RuntimeError("no _%s in %s/*.h" % (suffix, out))
+
+
+def kernels_of(out):
+    """The target whose kernels the folder holds, as its CMakeLists.txt names it (what
+    --target=host chose); None when it does not say."""
+    with open(os.path.join(out, "CMakeLists.txt")) as f:
+        m = re.search(r"# Kernels for ([\w-]+)", f.read())
+    return m and m.group(1)
+
+
+def build(compiler, model, out, target, fmt):
+    """kiln-compile and cmake; returns (compile seconds, generate cmd prefix, arena, pack)."""
+    cmd = [compiler, model, "-o", out, "--target=" + target, "--quant=" + fmt,
+           "--max-context=%d" % MAX_CONTEXT, "--prefill-chunk=%d" % PREFILL_CHUNK]
+    t0 = time.perf_counter()
+    run(cmd)
+    seconds = time.perf_counter() - t0
+    bdir = os.path.join(out, "build")
+    run(["cmake", "-S", out, "-B", bdir, "-DCMAKE_BUILD_TYPE=Release",
+         "-DCMAKE_C_FLAGS=" + CFLAGS])
+    run(["cmake", "--build", bdir, "-j1"])  # one job: the machine is shared
+    packs = glob.glob(os.path.join(out, "*.kpack"))
+    if len(packs) != 1:
+        raise RuntimeError("%s: expected one .kpack, found %d" % (out, len(packs)))
+    gen = [os.path.join(bdir, "kiln-generate"), "--pack", packs[0], "--ignore-eos"]
+    return seconds, gen, header_define(out, "ARENA_BYTES"), os.path.getsize(packs[0])
+
+
+def generate(gen, ids, n_decode):
+    """(prefill t/s, decode t/s, peak RSS KiB) of one kiln-generate run over `ids`,
+    then n_decode decode calls (-n counts the first sampled token, which needs none)."""
+    err = run(gen + ["--tokens", ",".join(map(str, ids)), "-n", str(n_decode + 1)]).stderr
+    prefill = re.search(r"prefill: (\d+) tokens, ([\d.]+) tokens/s", err)
+    decode = re.search(r"generated (\d+) tokens; decode: ([\d.]+) tokens/s", err)
+    rss = re.search(r"peak RSS: (\d+) KiB", err)
+    if not prefill or not decode or int(prefill.group(1)) != len(ids) \
+            or int(decode.group(1)) != n_decode + 1:
+        raise RuntimeError("unexpected kiln-generate output:\n" + err)
+    return float(prefill.group(2)), float(decode.group(2)), int(rss.group(1))
+
+
+# ---------------------------------------------------------------------------
+# Report
+
+def fraction(x):
+    return "n/a" if x is None else "%.1f%%" % (100 * x)
+
+
+def rate(x):
+    if x is None:
+        return "skipped"
+    return "%.0f" % x if x >= 100 else "%.1f" % x
+
+
+COLUMNS = ["shape", "target", "format", "compile s", "prefill t/s", "decode t/s @16",
+           "decode t/s @512", "arena B", "pack B", "decode roofline", "prefill of peak"]
+
+
+def markdown(result):
+    p = result["probes"]
+    lines = [
+        "Kiln shapes benchmark: %s, C flags `%s`, median of %d runs; host target `%s`."
+        % (result["date"], CFLAGS, result["repeat"], result["host_target"]),
+        "",
+        "Probes (one core): read bandwidth %.1f GB/s; FP32 FMA peak %.0f GFLOP/s (%s); "
+        "int8 dot peak %.0f GOPS (%s)."
+        % (p["bandwidth_gbs"], p["fma_gflops"], p["fma_isa"], p["int8_gops"], p["int8_isa"]),
+        "",
+        "| " + " | ".join(COLUMNS) + " |",
+        "|" + "---|" * len(COLUMNS),
+    ]
+    for r in result["rows"]:
+        if "error" in r:
+            lines.append("| %s | %s | %s | failed: %s |" % (r["shape"], r["target"], r["format"],
+                                                          r["error"].splitlines()[0]))
+            continue
+        target = r["target"]
+        if r.get("kernels") and r["kernels"] != target:
+            target += " (%s)" % r["kernels"]
+        lines.append("| " + " | ".join([
+            r["shape"], target, r["format"], "%.2f" % r["compile_s"],
+            rate(r["prefill_tps"]), rate(r["decode16_tps"]), rate(r["decode512_tps"]),
+            str(r["arena_bytes"]), str(r["pack_bytes"]), fraction(r["decode_roofline"]),
+            fraction(r["prefill_of_peak"])]) + " |")
+    skipped = ["%s %s %s: %d-token runs skipped (%s, over --max-prefill-seconds)."
+               % (r["shape"], r["target"], r["format"], LONG_PROMPT, r["long_skipped"])
+               for r in result["rows"] if "long_skipped" in r]
+    if skipped:
+        lines += [""] + skipped
+    lines += [
+        "",
+        "prefill: %d-token prompt in chunks of %d; decode @16 / @512: %d / %d decode calls "
+        "after a prompt of that length; KV capacity %d. Decode roofline: matmul weight bytes "
+        "per token (all 2-D weights but the token embedding) times decode t/s @16, over the "
+        "read bandwidth. Prefill of peak: 2 x matmul weights x prefill t/s, over the int8 peak "
+        "for q8_0/q4_0 and the FMA peak otherwise (attention flops not counted)."
+        % (LONG_PROMPT, PREFILL_CHUNK, SHORT_DECODE, LONG_DECODE, MAX_CONTEXT),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shapes", default="M,L,A")
+    ap.add_argument("--formats", default="f16,q8_0,q4_0")
+    ap.add_argument("--targets", default="c99,host",
+                    help="kiln-compile targets; 'host' means the best one for this machine")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--work", default="/tmp/kiln-bench-shapes")
+    ap.add_argument("--json", help="results as JSON (default WORK/shapes.json)")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="Kiln build folder")
+    ap.add_argument("--max-prefill-seconds", type=float, default=300,
+                    help="skip the %d-token runs of a configuration whose first "
+                         "%d-token prefill predicts a longer prefill" % (LONG_PROMPT, SHORT_PROMPT))
+    ap.add_argument("--models-only", action="store_true", help="write the model files and stop")
+    args = ap.parse_args()
+    shapes = args.shapes.split(",")
+    formats = args.formats.split(",")
+    for s in shapes:
+        if s not in ALL_SHAPES:
+            ap.error("unknown shape %r (M, L, A)" % s)
+    for f in formats:
+        if f not in BYTES_PER_WEIGHT:
+            ap.error("unknown format %r (%s)" % (f, ", ".join(BYTES_PER_WEIGHT)))
+    os.makedirs(args.work, exist_ok=True)
+    models = {s: make_model(s, args.work) for s in shapes}
+    if args.models_only:
+        return 0
+
+    compiler = os.path.join(args.build, "bin", "kiln-compile")
+    best = host_target(compiler)
+    targets = [best if t == "host" else t for t in args.targets.split(",")]
+    targets = list(dict.fromkeys(targets))  # host may resolve to c99
+    probes = run_probes(args.work)
+
+    rows = []
+    for shape in shapes:
+        weights, vocab = model_info(models[shape])
+        for target in targets:
+            for fmt in formats:
+                row = {"shape": shape, "target": target, "format": fmt,
+                       "model": models[shape], "matmul_weights": weights, "vocab": vocab,
+                       "weight_bytes_per_token": round(weights * BYTES_PER_WEIGHT[fmt]),
+                       "prefill": [], "decode16": [], "decode512": [], "rss_kib": 0}
+                out = os.path.join(args.work, "out", "%s-%s-%s" % (shape, target, fmt))
+                log("compile %s %s %s" % (shape, target, fmt))
+                try:
+                    row["compile_s"], row["gen"], row["arena_bytes"], row["pack_bytes"] = \
+                        build(compiler, models[shape], out, target, fmt)
+                    row["kernels"] = kernels_of(out)
+                except RuntimeError as e:
+                    row["error"] = str(e)
+                    log(row["error"])
+                rows.append(row)
+
+    # Runs of all configurations interleaved, so a slow spell of the machine spreads
+    # over all of them rather than one.
+    for rep in range(args.repeat):
+        for row in rows:
+            if "error" in row:
+                continue
+            rng = random.Random(rep)  # the same prompts for every configuration
+            ids = [rng.randrange(3, row["vocab"]) for _ in range(LONG_PROMPT)]
+            label = "%s %s %s (run %d)" % (row["shape"], row["target"], row["format"], rep + 1)
+            try:
+                log("run " + label)
+                pf16, dec, rss = generate(row["gen"], ids[:SHORT_PROMPT], SHORT_DECODE)
+                row["decode16"].append(dec)
+                row["rss_kib"] = max(row["rss_kib"], rss)
+                predicted = LONG_PROMPT / pf16
+                if predicted > args.max_prefill_seconds:
+                    row["long_skipped"] = "predicted prefill %.0f s" % predicted
+                    continue
+                pf, dec, rss = generate(row["gen"], ids, LONG_DECODE)
+                row["prefill"].append(pf)
+                row["decode512"].append(dec)
+                row["rss_kib"] = max(row["rss_kib"], rss)
+            except RuntimeError as e:
+                row["error"] = str(e)
+                log(row["error"])
+
+    bandwidth = probes["bandwidth_gbs"] * 1e9
+    for row in rows:
+        row.pop("gen", None)
+        for key in ("prefill", "decode16", "decode512"):
+            row[key + "_tps"] = statistics.median(row[key]) if row[key] else None
+        dec, pf = row["decode16_tps"], row["prefill_tps"]
+        peak = probes["int8_gops" if row["format"] in INT8_FORMATS else "fma_gflops"] * 1e9
+        row["decode_roofline"] = dec and row["weight_bytes_per_token"] * dec / bandwidth
+        row["decode512_roofline"] = (row["decode512_tps"] and
+                                     row["weight_bytes_per_token"] * row["decode512_tps"] / bandwidth)
+        row["prefill_of_peak"] = pf and 2 * row["matmul_weights"] * pf / peak
+
+    result = {"date": time.strftime("%Y-%m-%d %H:%M"), "repeat": args.repeat,
+              "host_target": best, "cflags": CFLAGS, "max_context": MAX_CONTEXT,
+              "prefill_chunk": PREFILL_CHUNK, "probes": probes, "rows": rows}
+    md = markdown(result)
+    print(md, end="")
+    with open(os.path.join(args.work, "shapes.md"), "w") as f:
+        f.write(md)
+    with open(args.json or os.path.join(args.work, "shapes.json"), "w") as f:
+        json.dump(result, f, indent=1)
+        f.write("\n")
+    return 1 if any("error" in r for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
