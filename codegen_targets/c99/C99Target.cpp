@@ -41,6 +41,9 @@ ElementCode elementCode(Value v) {
 
 int64_t dim(Value v, unsigned i) { return cast<RankedTensorType>(v.getType()).getDimSize(i); }
 
+/// KILN_UK_MAX_HEAD_DIM of the micro-kernel library.
+constexpr int64_t kMaxHeadDim = 256;
+
 /// A float constant that reads back as the same float.
 std::string floatLiteral(double v) { return formatv("{0:e9}f", v).str(); }
 
@@ -291,42 +294,27 @@ private:
     int64_t headBytes = cacheHeadBytes(c, hd);
     k.name = formatv("{0}_attention_{1}_h{2}_kv{3}_d{4}_win{5}", prefix, c.name, nh, nkv, hd,
                      window);
+    if (hd > kMaxHeadDim)
+      return a.emitOpError() << "head dimension " << hd << " exceeds the attention kernels' "
+                             << kMaxHeadDim;
     k.params = "const float *q, const void *keys, const void *values, float *y, int32_t rows, "
                "int32_t pos";
     std::string start = window ? formatv("p - {0} + 1 > 0 ? p - {0} + 1 : 0", window).str()
                                : std::string("0");
-    // One pass over the cache with an online softmax: no scores buffer.
+    // Each group of query heads that shares a KV head attends over its cache
+    // rows with one call of the library's attend.
     k.body = formatv(R"c(  const uint8_t *kc = (const uint8_t *)keys, *vc = (const uint8_t *)values;
-  int32_t r, h, t, i;
+  int32_t r, g;
   for (r = 0; r < rows; ++r) {{
-    int32_t p = pos + r;
-    for (h = 0; h < {0}; ++h) {{
-      const float *qh = q + (size_t)r * {3} + h * {2};
-      size_t g = (size_t)(h / {5}) * {8}u;
-      float acc[{2}];
-      float mx = -INFINITY, sum = 0.0f;
-      for (i = 0; i < {2}; ++i)
-        acc[i] = 0.0f;
-      for (t = {6}; t <= p; ++t) {{
-        float s = kv_dot_{9}(qh, kc + (size_t)t * {4}u + g, {2}) * {7}, e;
-        if (s > mx) {{
-          float c = expf(mx - s);
-          for (i = 0; i < {2}; ++i)
-            acc[i] *= c;
-          sum *= c;
-          mx = s;
-        }
-        e = expf(s - mx);
-        sum += e;
-        kv_axpy_{9}(acc, e, vc + (size_t)t * {4}u + g, {2});
-      }
-      for (i = 0; i < {2}; ++i)
-        y[(size_t)r * {3} + h * {2} + i] = acc[i] / sum;
-    }
+    int32_t p = pos + r, t0 = {6};
+    for (g = 0; g < {1}; ++g)
+      attend({9}, q + (size_t)r * {3} + g * {5} * {2}, {5}, kc + g * {8}u, vc + g * {8}u, {4}u, t0, p,
+             {2}, {7}, y + (size_t)r * {3} + g * {5} * {2});
   }
 )c",
                      nh, nkv, hd, nh * hd, nkv * headBytes, nh / nkv, start,
-                     floatLiteral(1.0 / std::sqrt(double(hd))), headBytes, c.family);
+                     floatLiteral(1.0 / std::sqrt(double(hd))), headBytes,
+                     "KILN_UK_" + llvm::StringRef(c.family).upper());
     k.args = {names.operand(a.getQuery()), names.operand(a.getKeys()),
               names.operand(a.getValues()), names.result(a), "rows", "pos"};
     return success();

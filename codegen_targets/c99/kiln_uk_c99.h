@@ -225,4 +225,47 @@ static inline void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t h
 }
 #endif
 
+#ifndef KILN_UK_HAS_ATTEND
+/* Causal attention of nq query heads (q: nq x hd, contiguous) that share one KV
+ * head, over cache rows t0..t1 (`stride` bytes apart) in `family` (KILN_UK_F32,
+ * F16 or I8): one pass per head with an online softmax, no scores buffer. */
+KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t *keys,
+                           const uint8_t *values, size_t stride, int32_t t0, int32_t t1,
+                           int32_t hd, float scale, float *y) {
+  int32_t h, t, i;
+  for (h = 0; h < nq; ++h) {
+    const float *qh = q + (size_t)h * (size_t)hd;
+    float acc[KILN_UK_MAX_HEAD_DIM];
+    float mx = -INFINITY, sum = 0.0f;
+    for (i = 0; i < hd; ++i)
+      acc[i] = 0.0f;
+    for (t = t0; t <= t1; ++t) {
+      const uint8_t *k = keys + (size_t)t * stride, *v = values + (size_t)t * stride;
+      float s = (family == KILN_UK_F32   ? kv_dot_f32(qh, k, hd)
+                 : family == KILN_UK_F16 ? kv_dot_f16(qh, k, hd)
+                                         : kv_dot_i8(qh, k, hd)) *
+                scale,
+            e;
+      if (s > mx) {
+        float c = expf(mx - s);
+        for (i = 0; i < hd; ++i)
+          acc[i] *= c;
+        sum *= c;
+        mx = s;
+      }
+      e = expf(s - mx);
+      sum += e;
+      if (family == KILN_UK_F32)
+        kv_axpy_f32(acc, e, v, hd);
+      else if (family == KILN_UK_F16)
+        kv_axpy_f16(acc, e, v, hd);
+      else
+        kv_axpy_i8(acc, e, v, hd);
+    }
+    for (i = 0; i < hd; ++i)
+      y[(size_t)h * (size_t)hd + i] = acc[i] / sum;
+  }
+}
+#endif
+
 #endif /* KILN_UK_C99_H */

@@ -25,6 +25,13 @@
 #define KILN_UK_NR 16
 /* Largest activation-row tile the kernels are instantiated for. */
 #define KILN_UK_MR_MAX 8
+/* Software prefetch distance of the weight stream. The hardware prefetchers stop
+ * at 4 KiB pages; 16 KiB ahead took L q4_0 decode from 0.62 to 0.85 of one
+ * core's read bandwidth here (4 KiB: 0.76, 64 KiB: 0.72). */
+#define KILN_UK_PREFETCH_BYTES 16384
+
+/* Asks for the cache line KILN_UK_PREFETCH_BYTES past p. */
+#define KILN_UK_PREFETCH(p) _mm_prefetch((const char *)(p) + KILN_UK_PREFETCH_BYTES, _MM_HINT_T0)
 
 static inline int32_t load_i32(const int8_t *p) {
   int32_t v;
@@ -87,6 +94,8 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
     const uint8_t *gp = panel + (size_t)b * group_bytes;
     __m512i is[KILN_UK_MR_MAX];
     __m512 ws;
+    for (c = 0; c < (int32_t)group_bytes; c += 64)
+      KILN_UK_PREFETCH(gp + c);
     for (r = 0; r < mr; ++r)
       is[r] = _mm512_setzero_si512();
     if (family == KILN_UK_I8) {
@@ -194,6 +203,12 @@ KILN_UK_INLINE void panel_row4_float(int family, const uint8_t *panel, size_t pa
   for (j = 0; j < k; ++j) {
     __m512 xj = _mm512_set1_ps(x[j]);
     const uint8_t *c = panel + es * j;
+    if ((es * j) % 64 == 0) {
+      KILN_UK_PREFETCH(c);
+      KILN_UK_PREFETCH(c + panel_bytes);
+      KILN_UK_PREFETCH(c + 2 * panel_bytes);
+      KILN_UK_PREFETCH(c + 3 * panel_bytes);
+    }
     a0 = _mm512_fmadd_ps(xj, panel_load_f(family, c), a0);
     a1 = _mm512_fmadd_ps(xj, panel_load_f(family, c + panel_bytes), a1);
     a2 = _mm512_fmadd_ps(xj, panel_load_f(family, c + 2 * panel_bytes), a2);
@@ -306,6 +321,86 @@ static inline void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t h
     _mm512_mask_storeu_ps(acc + i, m,
                           _mm512_fmadd_ps(ed, kv_load_i8(row + 2 + i, m),
                                           _mm512_maskz_loadu_ps(m, acc + i)));
+  }
+}
+
+/* e^x, 16 lanes: 2^n e^r with n = round(x log2 e), |r| <= ln2 / 2, and a degree-6
+ * Taylor polynomial for e^r (relative error about 1e-7). Lanes below -104 give 0. */
+static inline __m512 exp_ps(__m512 x) {
+  __m512 n, r, p;
+  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
+  n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  p = _mm512_set1_ps(1.0f / 720.0f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+/* Dims 16j.. of a cache row of one head (i8 rows: the int8 values, unscaled). */
+static inline __m512 kv_load(int family, const uint8_t *row, int32_t j, __mmask16 m) {
+  return family == KILN_UK_F32   ? _mm512_maskz_loadu_ps(m, (const float *)(const void *)row + 16 * j)
+         : family == KILN_UK_F16 ? kv_load_f16(row + 32 * j, m)
+                                 : kv_load_i8(row + 2 + 16 * j, m);
+}
+
+#define KILN_UK_HAS_ATTEND 1
+/* As the portable attend, over blocks of 16 cache rows: 16 scores, then one
+ * block maximum, one vector exp and one rescale of the accumulators (held in
+ * registers) per block instead of per row. */
+KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t *keys,
+                           const uint8_t *values, size_t stride, int32_t t0, int32_t t1,
+                           int32_t hd, float scale, float *y) {
+  const int32_t nv = (hd + 15) / 16;
+  int32_t h, t, i, j;
+  for (h = 0; h < nq; ++h) {
+    const float *qh = q + (size_t)h * (size_t)hd;
+    __m512 qv[KILN_UK_MAX_HEAD_DIM / 16], acc[KILN_UK_MAX_HEAD_DIM / 16];
+    float mx = -INFINITY, sum = 0.0f;
+    for (j = 0; j < nv; ++j) {
+      qv[j] = _mm512_maskz_loadu_ps(tail_mask(hd - 16 * j), qh + 16 * j);
+      acc[j] = _mm512_setzero_ps();
+    }
+    for (t = t0; t <= t1; t += 16) {
+      int32_t nb = t1 - t + 1 < 16 ? t1 - t + 1 : 16;
+      __mmask16 live = tail_mask(nb);
+      float sc[16], ev[16], bm;
+      __m512 sv, e;
+      for (i = 0; i < nb; ++i) {
+        const uint8_t *k = keys + (size_t)(t + i) * stride;
+        __m512 d = _mm512_setzero_ps();
+        for (j = 0; j < nv; ++j)
+          d = _mm512_fmadd_ps(qv[j], kv_load(family, k, j, tail_mask(hd - 16 * j)), d);
+        sc[i] = _mm512_reduce_add_ps(d) * (family == KILN_UK_I8 ? load_f16(k) : 1.0f) * scale;
+      }
+      sv = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), live, sc);
+      bm = _mm512_reduce_max_ps(sv);
+      if (bm > mx) {
+        __m512 c = _mm512_set1_ps(mx == -INFINITY ? 0.0f : expf(mx - bm));
+        for (j = 0; j < nv; ++j)
+          acc[j] = _mm512_mul_ps(acc[j], c);
+        sum *= _mm512_cvtss_f32(c);
+        mx = bm;
+      }
+      e = _mm512_maskz_mov_ps(live, exp_ps(_mm512_sub_ps(sv, _mm512_set1_ps(mx))));
+      sum += _mm512_reduce_add_ps(e);
+      _mm512_storeu_ps(ev, e);
+      for (i = 0; i < nb; ++i) {
+        const uint8_t *v = values + (size_t)(t + i) * stride;
+        __m512 ei = _mm512_set1_ps(ev[i] * (family == KILN_UK_I8 ? load_f16(v) : 1.0f));
+        for (j = 0; j < nv; ++j)
+          acc[j] = _mm512_fmadd_ps(ei, kv_load(family, v, j, tail_mask(hd - 16 * j)), acc[j]);
+      }
+    }
+    for (j = 0; j < nv; ++j)
+      _mm512_mask_storeu_ps(y + (size_t)h * (size_t)hd + 16 * j, tail_mask(hd - 16 * j),
+                            _mm512_div_ps(acc[j], _mm512_set1_ps(sum)));
   }
 }
 
