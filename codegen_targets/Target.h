@@ -1,6 +1,8 @@
 #ifndef KILN_CODEGEN_TARGETS_TARGET_H
 #define KILN_CODEGEN_TARGETS_TARGET_H
 
+#include "passes/Passes.h"
+
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LogicalResult.h"
 
@@ -36,9 +38,10 @@ struct IsaVariant {
   const char *header = "";         // micro-kernel header, included before c99's
   const char *compileOptions = ""; // for the generated CMakeLists.txt (GCC/Clang)
   const char *cpuCheck = "";       // C expression, true when the CPU can run the code
-  int64_t panelRows = 0;           // rows per weight panel; 0 keeps the row layout
+  /// Panel height and cache model, for pack-layout and tile-for-cache.
+  KernelTarget kernel = {};
   /// Features the compiling machine needs for --target=host to pick this one, in
-  /// __builtin_cpu_supports names; empty for variants host never picks.
+  /// LLVM's names; empty for variants host never picks.
   std::vector<const char *> hostFeatures = {};
 };
 

@@ -159,7 +159,7 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
   PassManager pm(&context);
   buildGraphPipeline(pm, quantize);
   if (options.emit != EmitPhase::Mlir)
-    buildKernelPipeline(pm, target->isaVariant().panelRows);
+    buildKernelPipeline(pm, target->isaVariant().kernel, options.tile);
   if (failed(pm.run(**module)))
     return report(errs, options.input, "compilation pipeline failed");
 

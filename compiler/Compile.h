@@ -25,6 +25,7 @@ struct CompileOptions {
   std::string kvType = "f32"; // f32, f16 or q8
   bool report = false;        // per-tensor formats, bytes and errors; memory plan
   int64_t memoryBudget = 0;   // bytes for weights + arena (KV included); 0: none
+  std::string tile;           // "mr=M,kc=K": pins tile-for-cache's choice
   ImportOptions import;
 };
 

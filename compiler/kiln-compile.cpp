@@ -52,6 +52,11 @@ static cl::opt<int64_t> memoryBudget(
     cl::desc("Bytes for weights + arena (KV cache included): choose per-tensor formats "
              "that fit with the least estimated loss"),
     cl::init(0), cl::cat(category));
+static cl::opt<std::string> tile(
+    "tile",
+    cl::desc("Pin the matmul tile that tile-for-cache picks from the target's cache "
+             "model, e.g. --tile=mr=4,kc=512"),
+    cl::init(""), cl::cat(category));
 static cl::opt<std::string> target(
     "target",
     cl::desc("Code generation target: c99, x86-avx2, x86-avx512, arm-neon, riscv-rvv, or "
@@ -84,6 +89,7 @@ int main(int argc, char **argv) {
   options.kvType = kvType;
   options.report = report;
   options.memoryBudget = memoryBudget;
+  options.tile = tile;
   options.import.prefillChunk = prefillChunk;
   options.import.maxContext = maxContext;
   options.import.name = name;

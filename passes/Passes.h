@@ -27,10 +27,19 @@ mlir::Type parseWeightFormat(mlir::MLIRContext *context, llvm::StringRef format)
 /// the format policy.
 void buildGraphPipeline(mlir::OpPassManager &pm, const QuantizeOptions &quantize = {});
 
-/// From graph level to kernel level: weights placed in the pack (in panels of
-/// `panelRows` rows where the target's matmuls read them), every intermediate
-/// placed in the arena.
-void buildKernelPipeline(mlir::OpPassManager &pm, int64_t panelRows = 0);
+/// What the kernel-level passes need to know of the target.
+struct KernelTarget {
+  int64_t panelRows = 0;    // rows per weight panel; 0 keeps the row layout
+  int64_t l2Bytes = 262144; // cache model for tile-for-cache
+  int64_t vectorBytes = 16;
+  int64_t registers = 16;
+};
+
+/// From graph level to kernel level: weights placed in the pack (in panels
+/// where the target's matmuls read them), panel matmuls tiled for the target's
+/// caches (`tile` pins the tile), every intermediate placed in the arena.
+void buildKernelPipeline(mlir::OpPassManager &pm, const KernelTarget &target = {},
+                         llvm::StringRef tile = "");
 
 } // namespace kiln
 

@@ -73,6 +73,45 @@ def PackLayout : Pass<"kiln-pack-layout", "mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def TileForCache : Pass<"kiln-tile-for-cache", "mlir::ModuleOp"> {
+  let summary = "Picks the register and cache tile of every panel matmul";
+  let description = [{
+    From the target's cache model picks, for each matmul whose weight
+    pack-layout put in panels:
+    - `mr`, the activation rows of one register tile: each row holds one
+      accumulator (float weights) or two (an int32 and a float one, int8
+      weights) of `vector-bytes`, and 4 registers stay free for the weights;
+      at most 8 (the tiles the kernels are instantiated for; fewer rows take
+      a smaller one at run time);
+    - `kc`, the K block: the kernel passes over a panel once per row tile and
+      over the activations once per panel, so kc is the largest whole number
+      of weight groups for which a panel's block (nr x kc weights) and all the
+      input rows' block (rows x kc, int8 or f32) fit in half of L2, at most K.
+      A smaller block costs a pass over the output per block.
+    `tile="mr=M,kc=K"` pins either for every matmul (`kc` rounded down to
+    whole groups), for experiments.
+
+    Before (after pack-layout with panel-rows=16):
+    ```mlir
+    %y = kiln.matmul %x, %w : (tensor<64x2048xf32>, tensor<5632x2048x!kiln.q4_0>) -> tensor<64x5632xf32>
+    ```
+    After `--kiln-tile-for-cache="l2=1048576 vector-bytes=64 registers=32"`:
+    ```mlir
+    %y = kiln.matmul %x, %w {tile = #kiln.tile<mr = 8, nr = 16, kc = 2048>} : ...
+    ```
+  }];
+  let options = [
+    Option<"l2", "l2", "int64_t", /*default=*/"262144", "L2 cache bytes (per core)">,
+    Option<"vectorBytes", "vector-bytes", "int64_t", /*default=*/"64",
+           "Bytes of one vector register">,
+    Option<"registers", "registers", "int64_t", /*default=*/"32",
+           "Vector registers">,
+    Option<"tile", "tile", "std::string", /*default=*/"\"\"",
+           "Pinned tile for every matmul, e.g. mr=4,kc=512">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def PlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
   let summary = "Assigns every intermediate a fixed offset in one arena";
   let description = [{

@@ -9,9 +9,16 @@ void kiln::buildGraphPipeline(OpPassManager &pm, const QuantizeOptions &quantize
   pm.addPass(createQuantize(quantize));
 }
 
-void kiln::buildKernelPipeline(OpPassManager &pm, int64_t panelRows) {
+void kiln::buildKernelPipeline(OpPassManager &pm, const KernelTarget &target,
+                               llvm::StringRef tile) {
   PackLayoutOptions layout;
-  layout.panelRows = panelRows;
+  layout.panelRows = target.panelRows;
   pm.addPass(createPackLayout(layout));
+  TileForCacheOptions tiling;
+  tiling.l2 = target.l2Bytes;
+  tiling.vectorBytes = target.vectorBytes;
+  tiling.registers = target.registers;
+  tiling.tile = tile.str();
+  pm.addPass(createTileForCache(tiling));
   pm.addPass(createPlanMemory());
 }

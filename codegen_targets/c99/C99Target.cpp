@@ -225,24 +225,29 @@ private:
   LogicalResult panelMatmul(MatmulOp m, PanelAttr panel, const ElementCode &c,
                             llvm::StringRef prefix, const OperandNames &names,
                             KernelCall &k) const {
-    if (panel.getRows() != variant.panelRows)
+    int64_t panelRows = variant.kernel.panelRows;
+    if (panel.getRows() != panelRows)
       return m.emitOpError() << "reads weights in panels of " << panel.getRows()
                              << " rows, but the " << variant.name << " target's kernels read "
-                             << (variant.panelRows ? std::to_string(variant.panelRows) + "-row panels"
-                                                   : std::string("the row layout"));
+                             << (panelRows ? std::to_string(panelRows) + "-row panels"
+                                           : std::string("the row layout"));
+    auto tile = m->getAttrOfType<TileAttr>("tile");
+    if (!tile)
+      return m.emitOpError("has panel weights but no tile (run kiln-tile-for-cache)");
     int64_t n = dim(m.getResult(), 1), kk = dim(m.getInput(), 1);
     std::string family = "KILN_UK_" + llvm::StringRef(c.family).upper();
-    k.name = formatv("{0}_matmul_{1}_p{2}_n{3}_k{4}", prefix, c.name, panel.getRows(), n, kk);
+    k.name = formatv("{0}_matmul_{1}_p{2}_n{3}_k{4}_t{5}x{6}", prefix, c.name, panel.getRows(), n,
+                     kk, tile.getMr(), tile.getKc());
     if (c.group == 1) {
       k.params = "const float *x, const uint8_t *w, float *y, int32_t rows";
-      k.body = formatv("  matmul_panel_float({0}, x, w, y, rows, {1}, {2}, KILN_UK_MR_MAX);\n",
-                       family, n, kk);
+      k.body = formatv("  matmul_panel_float({0}, x, w, y, rows, {1}, {2}, {3}, {4});\n", family,
+                       n, kk, tile.getMr(), tile.getKc());
       k.args = {names.operand(m.getInput()), names.operand(m.getWeight()), names.result(m)};
       return success();
     }
     k.params = "const float *x, const uint8_t *w, float *y, void *scratch, int32_t rows";
-    k.body = formatv("  matmul_panel_int({0}, x, w, y, scratch, rows, {1}, {2}, {3}, KILN_UK_MR_MAX);\n",
-                     family, n, kk, c.group);
+    k.body = formatv("  matmul_panel_int({0}, x, w, y, scratch, rows, {1}, {2}, {3}, {4}, {5});\n",
+                     family, n, kk, c.group, tile.getMr(), tile.getKc());
     k.args = {names.operand(m.getInput()), names.operand(m.getWeight()), names.result(m),
               names.scratch(m)};
     return success();

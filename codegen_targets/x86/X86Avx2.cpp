@@ -8,7 +8,7 @@ const kiln::IsaVariant &kiln::x86Avx2Variant() {
       "codegen_targets/x86/avx2/kiln_uk_avx2.h",
       "-mavx2 -mfma -mf16c",
       "__builtin_cpu_supports(\"avx2\") && __builtin_cpu_supports(\"fma\")",
-      /*panelRows=*/0,
+      {/*panelRows=*/0, /*l2Bytes=*/262144, /*vectorBytes=*/32, /*registers=*/16},
       {"avx2", "fma", "f16c"}};
   return variant;
 }

@@ -103,22 +103,26 @@ static uint8_t w_rows[MAX_N * MAX_K * 4];
 #ifdef KILN_UK_NR
 static uint8_t w_panels[(MAX_N + KILN_UK_NR) * MAX_K * 4];
 #endif
-static float x[MAX_ROWS * MAX_K], y[MAX_ROWS * MAX_N], y_ref[MAX_ROWS * MAX_N];
+static float x[MAX_ROWS * MAX_K], y[MAX_ROWS * MAX_N], y_ref[MAX_ROWS * MAX_N],
+    y_tile[MAX_ROWS * MAX_N];
 static uint8_t scratch[MAX_ROWS * (MAX_K * 8 + MAX_K) + 64];
 static float xd[MAX_K];
 static int8_t xq[MAX_K];
 
-/* The variant's matmul: panel kernels when the ISA has them, else the row-layout
- * loop with the ISA's helpers. */
-static void isa_matmul(int family, int32_t rows, int32_t n, int32_t k, int32_t g) {
+/* The variant's matmul: panel kernels (register tile mr, K block kc) when the
+ * ISA has them, else the row-layout loop with the ISA's helpers. */
+static void isa_matmul(int family, int32_t rows, int32_t n, int32_t k, int32_t g, int32_t mr,
+                       int32_t kc, float *out) {
 #ifdef KILN_UK_NR
   kiln_uk_pack_panels(family, w_rows, w_panels, n, k, g, KILN_UK_NR);
   if (family >= KILN_UK_I8)
-    matmul_panel_int(family, x, w_panels, y, scratch, rows, n, k, g, KILN_UK_MR_MAX);
+    matmul_panel_int(family, x, w_panels, out, scratch, rows, n, k, g, mr, kc);
   else
-    matmul_panel_float(family, x, w_panels, y, rows, n, k, KILN_UK_MR_MAX);
+    matmul_panel_float(family, x, w_panels, out, rows, n, k, mr, kc);
 #else
-  KERNELS_TEST_ROW_MATMUL(family, x, w_rows, y, scratch, rows, n, k, g);
+  (void)mr;
+  (void)kc;
+  KERNELS_TEST_ROW_MATMUL(family, x, w_rows, out, scratch, rows, n, k, g);
 #endif
 }
 
@@ -134,7 +138,7 @@ static void test_matmul(int family, int32_t rows, int32_t n, int32_t k, int32_t 
   for (i = 0; i < rows * k; ++i)
     x[i] = uniform() * (i % 7 == 0 ? 4.0f : 1.0f);
   ref_matmul(family, x, w_rows, y_ref, scratch, rows, n, k, g);
-  isa_matmul(family, rows, n, k, g);
+  isa_matmul(family, rows, n, k, g, 8, k, y);
   for (r = 0; r < rows; ++r) {
     /* The naive product of the operands the kernels see: int families use the
      * c99 quantization of the activations. */
@@ -161,6 +165,20 @@ static void test_matmul(int family, int32_t rows, int32_t n, int32_t k, int32_t 
            KILN_TEST_ISA_NAME, family_name(family), (int)rows, (int)n, (int)k, (int)g, worst_ref,
            worst_isa);
   check(worst_ref <= 1.0 && worst_isa <= 1.0, what);
+  /* Other register tiles and K blocks: the same sums in the same order. */
+  if (k >= 2 * g) {
+    int32_t tiles[3][2], t;
+    tiles[0][0] = 1, tiles[0][1] = g;
+    tiles[1][0] = 3, tiles[1][1] = (k / g / 2) * g;
+    tiles[2][0] = 5, tiles[2][1] = 2 * g;
+    for (t = 0; t < 3; ++t) {
+      isa_matmul(family, rows, n, k, g, tiles[t][0], tiles[t][1], y_tile);
+      snprintf(what, sizeof what, "%s matmul %s rows %d n %d k %d g %d tile mr %d kc %d: same bits",
+               KILN_TEST_ISA_NAME, family_name(family), (int)rows, (int)n, (int)k, (int)g,
+               (int)tiles[t][0], (int)tiles[t][1]);
+      check(memcmp(y, y_tile, sizeof(float) * (size_t)(rows * n)) == 0, what);
+    }
+  }
 }
 
 static void test_kv(int family, int32_t hd) {

@@ -76,12 +76,14 @@ static inline size_t panel_act_stride(int32_t k, int32_t g) {
   return (size_t)(k / g) * 8u + (size_t)k;
 }
 
-/* mr rows of quantized activations (scratch rows `stride` bytes apart) against
- * one int8 or int4 panel; row r's 16 results go to y + r * ldy (lanes in
- * `valid`). */
+/* mr rows of quantized activations (scratch rows `stride` bytes apart, k/g
+ * groups each) against groups b0..b1-1 of one int8 or int4 panel; row r's 16
+ * results go to y + r * ldy (lanes in `valid`), added to what is there unless
+ * b0 is 0. Carrying the sums through y keeps the order of the additions, so the
+ * K block does not change the result. */
 KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8_t *xs,
-                                   size_t stride, int32_t mr, int32_t k, int32_t g, float *y,
-                                   int32_t ldy, __mmask16 valid) {
+                                   size_t stride, int32_t mr, int32_t k, int32_t g, int32_t b0,
+                                   int32_t b1, float *y, int32_t ldy, __mmask16 valid) {
   const int32_t groups = k / g;
   const size_t group_bytes = 32u + (size_t)(family == KILN_UK_I8 ? 16 * g : 8 * g);
   const int32_t bias = family == KILN_UK_I8 ? 128 : 8;
@@ -89,8 +91,9 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
   __m512 acc[KILN_UK_MR_MAX];
   int32_t r, b, c;
   for (r = 0; r < mr; ++r)
-    acc[r] = _mm512_setzero_ps();
-  for (b = 0; b < groups; ++b) {
+    acc[r] = b0 == 0 ? _mm512_setzero_ps()
+                     : _mm512_maskz_loadu_ps(valid, y + (size_t)r * (size_t)ldy);
+  for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * group_bytes;
     __m512i is[KILN_UK_MR_MAX];
     __m512 ws;
@@ -132,36 +135,45 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
     _mm512_mask_storeu_ps(y + (size_t)r * (size_t)ldy, valid, acc[r]);
 }
 
-/* y (rows x n) = x (rows x k) times the transpose of int8/int4 panels. */
+/* The tile for the rows left, as a constant for each instantiation. */
+#define KILN_UK_TILE_SWITCH(rows_left, mr_max, CALL)                                     \
+  switch ((rows_left) < (mr_max) ? (rows_left) : (mr_max)) {                             \
+  case 8: CALL(8); break;                                                                \
+  case 7: CALL(7); break;                                                                \
+  case 6: CALL(6); break;                                                                \
+  case 5: CALL(5); break;                                                                \
+  case 4: CALL(4); break;                                                                \
+  case 3: CALL(3); break;                                                                \
+  case 2: CALL(2); break;                                                                \
+  default: CALL(1); break;                                                               \
+  }
+
+/* y (rows x n) = x (rows x k) times the transpose of int8/int4 panels, in
+ * register tiles of mr_max rows and K blocks of kc columns (whole groups). */
 KILN_UK_INLINE void matmul_panel_int(int family, const float *x, const uint8_t *w, float *y,
                                      void *scratch, int32_t rows, int32_t n, int32_t k, int32_t g,
-                                     int32_t mr_max) {
+                                     int32_t mr_max, int32_t kc) {
   const size_t stride = panel_act_stride(k, g);
   const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, g);
   uint8_t *s = (uint8_t *)scratch;
-  int32_t r, p;
+  int32_t r, p, b0;
   for (r = 0; r < rows; ++r) {
     float *d = (float *)(void *)(s + (size_t)r * stride);
     int32_t *sum = (int32_t *)(void *)(d + k / g);
     quantize_act_sums(x + (size_t)r * (size_t)k, d, sum, (int8_t *)(void *)(sum + k / g), k, g);
   }
-  for (p = 0; p < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++p) {
-    const uint8_t *panel = w + (size_t)p * panel_bytes;
-    int32_t left = n - p * KILN_UK_NR;
-    __mmask16 valid = left >= KILN_UK_NR ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
-    float *yp = y + p * KILN_UK_NR;
-    for (r = 0; r < rows; r += mr_max) {
-      const uint8_t *xs = s + (size_t)r * stride;
-      float *yr = yp + (size_t)r * (size_t)n;
-      switch (rows - r < mr_max ? rows - r : mr_max) {
-      case 8: panel_tile_int(family, panel, xs, stride, 8, k, g, yr, n, valid); break;
-      case 7: panel_tile_int(family, panel, xs, stride, 7, k, g, yr, n, valid); break;
-      case 6: panel_tile_int(family, panel, xs, stride, 6, k, g, yr, n, valid); break;
-      case 5: panel_tile_int(family, panel, xs, stride, 5, k, g, yr, n, valid); break;
-      case 4: panel_tile_int(family, panel, xs, stride, 4, k, g, yr, n, valid); break;
-      case 3: panel_tile_int(family, panel, xs, stride, 3, k, g, yr, n, valid); break;
-      case 2: panel_tile_int(family, panel, xs, stride, 2, k, g, yr, n, valid); break;
-      default: panel_tile_int(family, panel, xs, stride, 1, k, g, yr, n, valid); break;
+  for (b0 = 0; b0 < k / g; b0 += kc / g) {
+    int32_t b1 = b0 + kc / g < k / g ? b0 + kc / g : k / g;
+    for (p = 0; p < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++p) {
+      const uint8_t *panel = w + (size_t)p * panel_bytes;
+      int32_t left = n - p * KILN_UK_NR;
+      __mmask16 valid = left >= KILN_UK_NR ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+      for (r = 0; r < rows; r += mr_max) {
+        const uint8_t *xs = s + (size_t)r * stride;
+        float *yr = y + p * KILN_UK_NR + (size_t)r * (size_t)n;
+#define KILN_UK_INT_TILE(m) panel_tile_int(family, panel, xs, stride, m, k, g, b0, b1, yr, n, valid)
+        KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_INT_TILE)
+#undef KILN_UK_INT_TILE
       }
     }
   }
@@ -173,18 +185,20 @@ static inline __m512 panel_load_f(int family, const uint8_t *p) {
              : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
 }
 
-/* mr float activation rows against one f32 or f16 panel. Every lane sums its
- * products in column order, as the four-panel decode tile does, so a token gives
- * the same logits whether it is decoded or prefilled in a chunk. */
+/* mr float activation rows against columns j0..j1-1 of one f32 or f16 panel,
+ * added to y unless j0 is 0. Every lane sums its products in column order, as
+ * the four-panel decode tile does, so a token gives the same logits whether it
+ * is decoded or prefilled in a chunk, whatever the tile. */
 KILN_UK_INLINE void panel_tile_float(int family, const uint8_t *panel, const float *x,
-                                     int32_t mr, int32_t k, float *y, int32_t ldy,
-                                     __mmask16 valid) {
+                                     int32_t mr, int32_t k, int32_t j0, int32_t j1, float *y,
+                                     int32_t ldy, __mmask16 valid) {
   const size_t es = family == KILN_UK_F32 ? 64u : 32u; /* bytes of one panel column */
   __m512 acc[KILN_UK_MR_MAX];
   int32_t r, j;
   for (r = 0; r < mr; ++r)
-    acc[r] = _mm512_setzero_ps();
-  for (j = 0; j < k; ++j) {
+    acc[r] = j0 == 0 ? _mm512_setzero_ps()
+                     : _mm512_maskz_loadu_ps(valid, y + (size_t)r * (size_t)ldy);
+  for (j = j0; j < j1; ++j) {
     __m512 wv = panel_load_f(family, panel + es * j);
     for (r = 0; r < mr; ++r)
       acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(x[(size_t)r * (size_t)k + j]), wv, acc[r]);
@@ -220,31 +234,31 @@ KILN_UK_INLINE void panel_row4_float(int family, const uint8_t *panel, size_t pa
   _mm512_storeu_ps(y + 48, a3);
 }
 
-/* y (rows x n) = x (rows x k) times the transpose of f32/f16 panels. */
+/* y (rows x n) = x (rows x k) times the transpose of f32/f16 panels, in register
+ * tiles of mr_max rows and K blocks of kc columns; one row streams four panels
+ * at a time. */
 KILN_UK_INLINE void matmul_panel_float(int family, const float *x, const uint8_t *w, float *y,
-                                       int32_t rows, int32_t n, int32_t k, int32_t mr_max) {
+                                       int32_t rows, int32_t n, int32_t k, int32_t mr_max,
+                                       int32_t kc) {
   const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, 1);
-  int32_t r, p = 0;
+  int32_t r, p = 0, j0;
   if (rows == 1)
     for (; p + 4 <= n / KILN_UK_NR; p += 4)
       panel_row4_float(family, w + (size_t)p * panel_bytes, panel_bytes, x, k, y + p * KILN_UK_NR);
-  for (; p < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++p) {
-    const uint8_t *panel = w + (size_t)p * panel_bytes;
-    int32_t left = n - p * KILN_UK_NR;
-    __mmask16 valid = left >= KILN_UK_NR ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
-    float *yp = y + p * KILN_UK_NR;
-    for (r = 0; r < rows; r += mr_max) {
-      const float *xr = x + (size_t)r * (size_t)k;
-      float *yr = yp + (size_t)r * (size_t)n;
-      switch (rows - r < mr_max ? rows - r : mr_max) {
-      case 8: panel_tile_float(family, panel, xr, 8, k, yr, n, valid); break;
-      case 7: panel_tile_float(family, panel, xr, 7, k, yr, n, valid); break;
-      case 6: panel_tile_float(family, panel, xr, 6, k, yr, n, valid); break;
-      case 5: panel_tile_float(family, panel, xr, 5, k, yr, n, valid); break;
-      case 4: panel_tile_float(family, panel, xr, 4, k, yr, n, valid); break;
-      case 3: panel_tile_float(family, panel, xr, 3, k, yr, n, valid); break;
-      case 2: panel_tile_float(family, panel, xr, 2, k, yr, n, valid); break;
-      default: panel_tile_float(family, panel, xr, 1, k, yr, n, valid); break;
+  if (rows == 1)
+    kc = k; /* no reuse to block for */
+  for (j0 = 0; j0 < k; j0 += kc) {
+    int32_t j1 = j0 + kc < k ? j0 + kc : k, q;
+    for (q = p; q < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++q) {
+      const uint8_t *panel = w + (size_t)q * panel_bytes;
+      int32_t left = n - q * KILN_UK_NR;
+      __mmask16 valid = left >= KILN_UK_NR ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+      for (r = 0; r < rows; r += mr_max) {
+        const float *xr = x + (size_t)r * (size_t)k;
+        float *yr = y + q * KILN_UK_NR + (size_t)r * (size_t)n;
+#define KILN_UK_FLOAT_TILE(m) panel_tile_float(family, panel, xr, m, k, j0, j1, yr, n, valid)
+        KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_FLOAT_TILE)
+#undef KILN_UK_FLOAT_TILE
       }
     }
   }

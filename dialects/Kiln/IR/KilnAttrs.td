@@ -49,4 +49,18 @@ def Kiln_PanelAttr : Kiln_Attr<"Panel", "panel"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Kiln_TileAttr : Kiln_Attr<"Tile", "tile"> {
+  let summary = "the register and cache tile of a panel matmul";
+  let description = [{
+    Set by tile-for-cache on a matmul whose weight is in panels: `mr` activation
+    rows per register tile, `nr` output rows (the panel height) and `kc` the
+    columns of one cache block (a whole number of weight groups): the kernel
+    runs over K in blocks of kc so a panel's block and the tile's activations
+    stay in L1 while every row tile reuses them. The arithmetic order does not
+    depend on the tile.
+  }];
+  let parameters = (ins "int64_t":$mr, "int64_t":$nr, "int64_t":$kc);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 #endif // KILN_ATTRS_TD
