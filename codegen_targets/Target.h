@@ -61,6 +61,7 @@ public:
 
 /// The instruction-set variants, in codegen_targets/<isa>/.
 const IsaVariant &x86Avx2Variant();
+const IsaVariant &x86AvxVnniVariant();
 const IsaVariant &x86Avx512Variant();
 const IsaVariant &armNeonVariant();
 const IsaVariant &riscvRvvVariant();

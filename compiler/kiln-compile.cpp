@@ -59,8 +59,8 @@ static cl::opt<std::string> tile(
     cl::init(""), cl::cat(category));
 static cl::opt<std::string> target(
     "target",
-    cl::desc("Code generation target: c99, x86-avx2, x86-avx512, arm-neon, riscv-rvv, or "
-             "host (the best one for this machine)"),
+    cl::desc("Code generation target: c99, x86-avx2, x86-avxvnni, x86-avx512, arm-neon, "
+             "riscv-rvv, or host (the best one for this machine)"),
     cl::init("c99"), cl::cat(category));
 static cl::opt<int64_t> prefillChunk(
     "prefill-chunk", cl::desc("Tokens per prefill call (default: min(64, context))"),

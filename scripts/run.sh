@@ -10,9 +10,9 @@ out=${KILN_OUT_DIR:-$root/out/tiny-llama-A}
 bash "$root/scripts/build.sh"
 
 model="$root/test/data/tiny-llama-A/tiny-llama-A-f32.gguf"
-echo "== kiln-compile $model -o $out"
+echo "== kiln-compile $model -o $out --target=host"
 start=$(date +%s%N)
-"$build/bin/kiln-compile" "$model" -o "$out"
+"$build/bin/kiln-compile" "$model" -o "$out" --target=host
 echo "compiled in $(( ($(date +%s%N) - start) / 1000000 )) ms:"
 ls -l "$out" | grep -v '^total'
 

@@ -124,19 +124,9 @@ public:
               float eps = n.getEpsilon().convertToFloat();
               k.name = formatv("{0}_rms_norm_d{1}", prefix, d);
               k.params = "const float *x, const uint8_t *w, float *y, int32_t rows";
-              k.body = formatv(R"c(  const float *g = (const float *)(const void *)w;
-  int32_t r, i;
-  for (r = 0; r < rows; ++r) {{
-    const float *xr = x + (size_t)r * {0};
-    float *yr = y + (size_t)r * {0};
-    double ss = 0.0;
-    float scale;
-    for (i = 0; i < {0}; ++i)
-      ss += (double)xr[i] * (double)xr[i];
-    scale = (float)(1.0 / sqrt(ss / {0} + (double){1}));
-    for (i = 0; i < {0}; ++i)
-      yr[i] = xr[i] * scale * g[i];
-  }
+              k.body = formatv(R"c(  int32_t r;
+  for (r = 0; r < rows; ++r)
+    rms_norm_row(x + (size_t)r * {0}, (const float *)(const void *)w, y + (size_t)r * {0}, {0}, {1});
 )c",
                                d, floatLiteral(eps));
               k.name += formatv("_e{0}", hexFloat(eps)).str();
@@ -180,9 +170,7 @@ public:
               int64_t width = dim(s.getResult(), 1);
               k.name = formatv("{0}_silu_w{1}", prefix, width);
               k.params = "const float *x, float *y, int32_t rows";
-              k.body = formatv(R"c(  int32_t i;
-  for (i = 0; i < rows * {0}; ++i)
-    y[i] = x[i] / (1.0f + expf(-x[i]));
+              k.body = formatv(R"c(  silu(x, y, rows * {0});
 )c",
                                width);
               arg(s.getInput()), res();
@@ -268,18 +256,24 @@ private:
     std::string tail = rd < hd ? formatv(R"c(      for (i = {0}; i < {1}; ++i)
         yh[i] = xh[i];
 )c", rd, hd).str() : "";
+    // The angles depend on the position only: one cos and sin per pair and row,
+    // shared by every head.
     k.body = formatv(R"c(  static const double freq[{0}] = {{{1}};
+  float c[{0}], s[{0}];
   int32_t r, h, i;
   for (r = 0; r < rows; ++r) {{
     double p = (double)(pos + r);
+    for (i = 0; i < {0}; ++i) {{
+      c[i] = (float)cos(p * freq[i]);
+      s[i] = (float)sin(p * freq[i]);
+    }
     for (h = 0; h < {2}; ++h) {{
       const float *xh = x + (size_t)r * {3} + h * {4};
       float *yh = y + (size_t)r * {3} + h * {4};
       for (i = 0; i < {0}; ++i) {{
-        float c = (float)cos(p * freq[i]), s = (float)sin(p * freq[i]);
         float x0 = xh[2 * i], x1 = xh[2 * i + 1];
-        yh[2 * i] = x0 * c - x1 * s;
-        yh[2 * i + 1] = x0 * s + x1 * c;
+        yh[2 * i] = x0 * c[i] - x1 * s[i];
+        yh[2 * i + 1] = x0 * s[i] + x1 * c[i];
       }
 {5}    }
   }
@@ -332,7 +326,8 @@ private:
 static const std::vector<C99Target> &targets() {
   static const IsaVariant portable{"c99"};
   static const std::vector<C99Target> all = {
-      C99Target(portable), C99Target(x86Avx2Variant()), C99Target(x86Avx512Variant()),
+      C99Target(portable), C99Target(x86Avx2Variant()), C99Target(x86AvxVnniVariant()),
+      C99Target(x86Avx512Variant()),
       C99Target(armNeonVariant()), C99Target(riscvRvvVariant())};
   return all;
 }

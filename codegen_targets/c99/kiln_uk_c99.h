@@ -225,6 +225,30 @@ static inline void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t h
 }
 #endif
 
+#ifndef KILN_UK_HAS_RMS_NORM_ROW
+/* y = x / sqrt(mean(x^2) + eps) * g over one row of d, the sum of squares in
+ * double. */
+static inline void rms_norm_row(const float *x, const float *g, float *y, int32_t d, float eps) {
+  double ss = 0.0;
+  float scale;
+  int32_t i;
+  for (i = 0; i < d; ++i)
+    ss += (double)x[i] * (double)x[i];
+  scale = (float)(1.0 / sqrt(ss / d + (double)eps));
+  for (i = 0; i < d; ++i)
+    y[i] = x[i] * scale * g[i];
+}
+#endif
+
+#ifndef KILN_UK_HAS_SILU
+/* y = x / (1 + e^-x), n values. */
+static inline void silu(const float *x, float *y, int32_t n) {
+  int32_t i;
+  for (i = 0; i < n; ++i)
+    y[i] = x[i] / (1.0f + expf(-x[i]));
+}
+#endif
+
 #ifndef KILN_UK_HAS_ATTEND
 /* Causal attention of nq query heads (q: nq x hd, contiguous) that share one KV
  * head, over cache rows t0..t1 (`stride` bytes apart) in `family` (KILN_UK_F32,

@@ -19,6 +19,18 @@ float ref_kv_dot(int family, const float *q, const uint8_t *row, int32_t hd) {
                                  : kv_dot_i8(q, row, hd);
 }
 
+void ref_attend(int family, const float *q, int32_t nq, const uint8_t *keys,
+                const uint8_t *values, size_t stride, int32_t t0, int32_t t1, int32_t hd,
+                float scale, float *y) {
+  attend(family, q, nq, keys, values, stride, t0, t1, hd, scale, y);
+}
+
+void ref_rms_norm_row(const float *x, const float *g, float *y, int32_t d, float eps) {
+  rms_norm_row(x, g, y, d, eps);
+}
+
+void ref_silu(const float *x, float *y, int32_t n) { silu(x, y, n); }
+
 void ref_kv_axpy(int family, float *acc, float e, const uint8_t *row, int32_t hd) {
   if (family == KILN_UK_F32)
     kv_axpy_f32(acc, e, row, hd);

@@ -224,6 +224,69 @@ static void test_kv(int family, int32_t hd) {
   check(ok, what);
 }
 
+/* Attention of a group of query heads over cache rows t0..t1 of one KV head, in
+ * a cache whose rows hold 3 such heads (so rows are strided). */
+static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t t1) {
+  static uint8_t keys[64 * 3 * (2 + 4 * 128)], values[64 * 3 * (2 + 4 * 128)];
+  static float q[4 * 128], out[4 * 128], out_ref[4 * 128];
+  size_t head_bytes = family == KILN_UK_F32 ? 4u * hd : family == KILN_UK_F16 ? 2u * hd : 2u + hd;
+  size_t stride = 3 * head_bytes;
+  int32_t t, i, ok = 1;
+  char what[120];
+  for (i = 0; i < nq * hd; ++i)
+    q[i] = uniform() * 2.0f;
+  for (t = 0; t <= t1; ++t) {
+    uint8_t *k = keys + (size_t)t * stride + head_bytes, *v = values + (size_t)t * stride + head_bytes;
+    for (i = 0; i < hd; ++i) {
+      float kv = uniform(), vv = uniform();
+      if (family == KILN_UK_F32) {
+        memcpy(k + 4 * i, &kv, 4);
+        memcpy(v + 4 * i, &vv, 4);
+      } else if (family == KILN_UK_F16) {
+        put_f16(k + 2 * i, kv);
+        put_f16(v + 2 * i, vv);
+      } else {
+        k[2 + i] = (uint8_t)(int8_t)(kv * 127.0f);
+        v[2 + i] = (uint8_t)(int8_t)(vv * 127.0f);
+      }
+    }
+    if (family == KILN_UK_I8) {
+      put_f16(k, 0.02f);
+      put_f16(v, 0.01f);
+    }
+  }
+  attend(family, q, nq, keys + head_bytes, values + head_bytes, stride, t0, t1, hd, 0.125f, out);
+  ref_attend(family, q, nq, keys + head_bytes, values + head_bytes, stride, t0, t1, hd, 0.125f,
+             out_ref);
+  /* The outputs are convex combinations of values in [-1, 1]. */
+  for (i = 0; i < nq * hd; ++i)
+    ok &= fabsf(out[i] - out_ref[i]) <= 2e-6f;
+  snprintf(what, sizeof what, "%s attend %s heads %d hd %d rows %d..%d", KILN_TEST_ISA_NAME,
+           family_name(family), (int)nq, (int)hd, (int)t0, (int)t1);
+  check(ok, what);
+}
+
+/* The row-wise ops: relative error of a few float roundings. */
+static void test_rows(int32_t d) {
+  static float g[MAX_K], out[MAX_K], out_ref[MAX_K];
+  int32_t i, ok = 1;
+  char what[80];
+  for (i = 0; i < d; ++i) {
+    x[i] = uniform() * (i % 5 ? 3.0f : 40.0f);
+    g[i] = 1.0f + 0.1f * uniform();
+  }
+  rms_norm_row(x, g, out, d, 1e-5f);
+  ref_rms_norm_row(x, g, out_ref, d, 1e-5f);
+  for (i = 0; i < d; ++i)
+    ok &= fabsf(out[i] - out_ref[i]) <= 1e-6f * (fabsf(out_ref[i]) + 1e-6f);
+  silu(x, out, d);
+  ref_silu(x, out_ref, d);
+  for (i = 0; i < d; ++i)
+    ok &= fabsf(out[i] - out_ref[i]) <= 1e-6f * (fabsf(out_ref[i]) + 1e-6f);
+  snprintf(what, sizeof what, "%s rms_norm_row and silu d %d", KILN_TEST_ISA_NAME, (int)d);
+  check(ok, what);
+}
+
 #ifdef KILN_UK_NR
 /* The panel kernels quantize activations themselves: the same int8 values and
  * scales as c99, and exact group sums. */
@@ -279,6 +342,18 @@ int main(void) {
           test_matmul(groups[b][0], rows, n, 7 * g, g);
       }
     }
+  for (a = 0; a < 3; ++a) {
+    static const int32_t spans[][2] = {{0, 0}, {0, 15}, {0, 16}, {3, 40}, {0, 63}, {20, 33}};
+    static const int32_t hds[] = {8, 24, 64, 128};
+    int family = a == 0 ? KILN_UK_F32 : a == 1 ? KILN_UK_F16 : KILN_UK_I8;
+    for (b = 0; b < sizeof spans / sizeof spans[0]; ++b) {
+      size_t h;
+      for (h = 0; h < sizeof hds / sizeof hds[0]; ++h)
+        test_attend(family, 1 + (int32_t)(b % 4), hds[h], spans[b][0], spans[b][1]);
+    }
+  }
+  for (hd = 1; hd <= MAX_K; hd = hd * 2 + 1)
+    test_rows(hd);
   for (hd = 8; hd <= 256; hd += 8) {
     test_kv(KILN_UK_F32, hd);
     test_kv(KILN_UK_F16, hd);

@@ -46,6 +46,7 @@ class Results:
 # CPU flags (as /proc/cpuinfo names them) each target's kernels need.
 # (arm-neon runs under qemu-aarch64, whatever the host.)
 TARGET_CPU_FLAGS = {"x86-avx2": ["avx2", "fma", "f16c"],
+                    "x86-avxvnni": ["avx_vnni", "avx2", "fma", "f16c"],
                     "x86-avx512": ["avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx2",
                                    "fma", "f16c"]}
 

@@ -357,6 +357,40 @@ static inline __m512 exp_ps(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
+#define KILN_UK_HAS_RMS_NORM_ROW 1
+/* As the portable rms_norm_row: the sum of squares in double lanes. */
+static inline void rms_norm_row(const float *x, const float *g, float *y, int32_t d, float eps) {
+  __m512d s0 = _mm512_setzero_pd(), s1 = s0;
+  float scale;
+  int32_t i;
+  for (i = 0; i < d; i += 16) {
+    __m512 v = _mm512_maskz_loadu_ps(tail_mask(d - i), x + i);
+    __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    s0 = _mm512_fmadd_pd(lo, lo, s0);
+    s1 = _mm512_fmadd_pd(hi, hi, s1);
+  }
+  scale = (float)(1.0 / sqrt(_mm512_reduce_add_pd(_mm512_add_pd(s0, s1)) / d + (double)eps));
+  for (i = 0; i < d; i += 16) {
+    __mmask16 m = tail_mask(d - i);
+    _mm512_mask_storeu_ps(y + i, m,
+                          _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i),
+                                                      _mm512_set1_ps(scale)),
+                                        _mm512_maskz_loadu_ps(m, g + i)));
+  }
+}
+
+#define KILN_UK_HAS_SILU 1
+static inline void silu(const float *x, float *y, int32_t n) {
+  int32_t i;
+  for (i = 0; i < n; i += 16) {
+    __mmask16 m = tail_mask(n - i);
+    __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    __m512 e = exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), v));
+    _mm512_mask_storeu_ps(y + i, m, _mm512_div_ps(v, _mm512_add_ps(_mm512_set1_ps(1.0f), e)));
+  }
+}
+
 /* Dims 16j.. of a cache row of one head (i8 rows: the int8 values, unscaled). */
 static inline __m512 kv_load(int family, const uint8_t *row, int32_t j, __mmask16 m) {
   return family == KILN_UK_F32   ? _mm512_maskz_loadu_ps(m, (const float *)(const void *)row + 16 * j)

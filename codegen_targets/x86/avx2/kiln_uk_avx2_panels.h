@@ -1,0 +1,278 @@
+/* x86-avx2 and x86-avxvnni: panel kernels over 8-row weight panels
+ * (codegen_targets/c99/kiln_uk_pack.h describes the layout), the 256-bit
+ * counterpart of the AVX-512 ones: one ymm register holds one value for each of
+ * a panel's 8 output rows, so a matmul never sums across lanes. Int8 dot
+ * products take AVX-VNNI's vpdpbusd where the compiler may use it (x86-avxvnni),
+ * else vpmaddubsw + vpmaddwd. */
+#ifndef KILN_UK_AVX2_PANELS_H
+#define KILN_UK_AVX2_PANELS_H
+
+#include "codegen_targets/x86/avx2/kiln_uk_avx2.h"
+
+#define KILN_UK_NR 8
+#define KILN_UK_MR_MAX 8
+/* As on AVX-512: the hardware prefetchers stop at 4 KiB pages. */
+#define KILN_UK_PREFETCH_BYTES 16384
+#define KILN_UK_PREFETCH(p) _mm_prefetch((const char *)(p) + KILN_UK_PREFETCH_BYTES, _MM_HINT_T0)
+
+static inline int32_t load_i32(const int8_t *p) {
+  int32_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/* Sum of 4-byte dot products of unsigned weight bytes w (below 128: int4
+ * nibbles, or int8 values + 128 with AVX-VNNI) and signed activations x. */
+static inline __m256i dot_u8s8(__m256i acc, __m256i w, __m256i x) {
+#ifdef __AVXVNNI__
+  return _mm256_dpbusd_avx_epi32(acc, w, x);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
+#endif
+}
+
+/* As quantize_act (the same int8 values and scales), plus each group's sum of
+ * int8 values. g is a multiple of 8. */
+static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_t *q, int32_t k,
+                                     int32_t g) {
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  int32_t b, j, i;
+  for (b = 0; b < k / g; ++b) {
+    const float *xb = x + g * b;
+    __m256 amax = _mm256_setzero_ps();
+    float lanes[8], m = 0.0f, id;
+    int32_t sum = 0;
+    for (j = 0; j < g; j += 8)
+      amax = _mm256_max_ps(amax, _mm256_and_ps(_mm256_loadu_ps(xb + j), absmask));
+    _mm256_storeu_ps(lanes, amax);
+    for (i = 0; i < 8; ++i)
+      m = lanes[i] > m ? lanes[i] : m;
+    d[b] = m / 127.0f;
+    id = d[b] != 0.0f ? 1.0f / d[b] : 0.0f;
+    for (j = 0; j < g; j += 8) {
+      /* roundf: truncate, then step away from zero when the fraction is >= 0.5. */
+      __m256 v = _mm256_mul_ps(_mm256_loadu_ps(xb + j), _mm256_set1_ps(id));
+      __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+      __m256 up = _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(v, t), absmask), _mm256_set1_ps(0.5f),
+                                _CMP_GE_OQ);
+      __m256 one = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_andnot_ps(absmask, v));
+      int32_t iv[8];
+      _mm256_storeu_si256((__m256i *)(void *)iv,
+                          _mm256_cvttps_epi32(_mm256_add_ps(t, _mm256_and_ps(up, one))));
+      for (i = 0; i < 8; ++i) {
+        q[g * b + j + i] = (int8_t)iv[i];
+        sum += iv[i];
+      }
+    }
+    s[b] = sum;
+  }
+}
+
+static inline size_t panel_act_stride(int32_t k, int32_t g) {
+  return (size_t)(k / g) * 8u + (size_t)k;
+}
+
+/* Loads / stores the first `valid` of 8 lanes (a whole register when 8). */
+static inline __m256 load_lanes(const float *p, int32_t valid) {
+  float t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  if (valid == 8)
+    return _mm256_loadu_ps(p);
+  memcpy(t, p, sizeof(float) * (size_t)valid);
+  return _mm256_loadu_ps(t);
+}
+static inline void store_lanes(float *p, __m256 v, int32_t valid) {
+  float t[8];
+  if (valid == 8) {
+    _mm256_storeu_ps(p, v);
+    return;
+  }
+  _mm256_storeu_ps(t, v);
+  memcpy(p, t, sizeof(float) * (size_t)valid);
+}
+
+/* As the AVX-512 panel_tile_int: mr quantized activation rows against groups
+ * b0..b1-1 of one panel, added to y unless b0 is 0. */
+KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8_t *xs,
+                                   size_t stride, int32_t mr, int32_t k, int32_t g, int32_t b0,
+                                   int32_t b1, float *y, int32_t ldy, int32_t valid) {
+  const int32_t groups = k / g;
+  const size_t group_bytes = 16u + (size_t)(family == KILN_UK_I8 ? 8 * g : 4 * g);
+  const __m256i low = _mm256_set1_epi8(15);
+  __m256 acc[KILN_UK_MR_MAX];
+  int32_t r, b, c;
+  for (r = 0; r < mr; ++r)
+    acc[r] = b0 == 0 ? _mm256_setzero_ps() : load_lanes(y + (size_t)r * (size_t)ldy, valid);
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * group_bytes;
+    __m256i is[KILN_UK_MR_MAX];
+    __m256 ws;
+    for (c = 0; c < (int32_t)group_bytes; c += 64)
+      KILN_UK_PREFETCH(gp + c);
+    for (r = 0; r < mr; ++r)
+      is[r] = _mm256_setzero_si256();
+    if (family == KILN_UK_I8) {
+      for (c = 0; c < g / 4; ++c) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 16 + 32 * c));
+#ifndef __AVXVNNI__
+        /* Without VNNI, unsigned x signed pairs would saturate at 255 x 127:
+         * take |x| and move x's sign onto the signed weight instead. */
+        __m256i ws8 = _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80));
+#endif
+        for (r = 0; r < mr; ++r) {
+          const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
+          __m256i xq = _mm256_set1_epi32(load_i32(q + g * b + 4 * c));
+#ifdef __AVXVNNI__
+          is[r] = _mm256_dpbusd_avx_epi32(is[r], v, xq);
+#else
+          is[r] = dot_u8s8(is[r], _mm256_sign_epi8(xq, xq), _mm256_sign_epi8(ws8, xq));
+#endif
+        }
+      }
+    } else {
+      for (c = 0; c < g / 8; ++c) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 16 + 32 * c));
+        __m256i lo = _mm256_and_si256(v, low);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+        for (r = 0; r < mr; ++r) {
+          const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
+          is[r] = dot_u8s8(is[r], lo, _mm256_set1_epi32(load_i32(q + g * b + 4 * c)));
+          is[r] = dot_u8s8(is[r], hi, _mm256_set1_epi32(load_i32(q + g * b + g / 2 + 4 * c)));
+        }
+      }
+    }
+    ws = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp));
+    for (r = 0; r < mr; ++r) {
+      const float *xd = (const float *)(const void *)(xs + r * stride);
+      const int32_t *xsum = (const int32_t *)(const void *)(xd + groups);
+#if defined(__AVXVNNI__)
+      const int32_t bias = family == KILN_UK_I8 ? 128 : 8;
+#else
+      const int32_t bias = family == KILN_UK_I8 ? 0 : 8; /* the int8 weights were made signed */
+#endif
+      __m256i exact = _mm256_sub_epi32(is[r], _mm256_set1_epi32(bias * xsum[b]));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), _mm256_mul_ps(ws, _mm256_set1_ps(xd[b])),
+                               acc[r]);
+    }
+  }
+  for (r = 0; r < mr; ++r)
+    store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+}
+
+/* The tile for the rows left, as a constant for each instantiation. */
+#define KILN_UK_TILE_SWITCH(rows_left, mr_max, CALL)                                     \
+  switch ((rows_left) < (mr_max) ? (rows_left) : (mr_max)) {                             \
+  case 8: CALL(8); break;                                                                \
+  case 7: CALL(7); break;                                                                \
+  case 6: CALL(6); break;                                                                \
+  case 5: CALL(5); break;                                                                \
+  case 4: CALL(4); break;                                                                \
+  case 3: CALL(3); break;                                                                \
+  case 2: CALL(2); break;                                                                \
+  default: CALL(1); break;                                                               \
+  }
+
+KILN_UK_INLINE void matmul_panel_int(int family, const float *x, const uint8_t *w, float *y,
+                                     void *scratch, int32_t rows, int32_t n, int32_t k, int32_t g,
+                                     int32_t mr_max, int32_t kc) {
+  const size_t stride = panel_act_stride(k, g);
+  const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, g);
+  uint8_t *s = (uint8_t *)scratch;
+  int32_t r, p, b0;
+  for (r = 0; r < rows; ++r) {
+    float *d = (float *)(void *)(s + (size_t)r * stride);
+    int32_t *sum = (int32_t *)(void *)(d + k / g);
+    quantize_act_sums(x + (size_t)r * (size_t)k, d, sum, (int8_t *)(void *)(sum + k / g), k, g);
+  }
+  for (b0 = 0; b0 < k / g; b0 += kc / g) {
+    int32_t b1 = b0 + kc / g < k / g ? b0 + kc / g : k / g;
+    for (p = 0; p < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++p) {
+      const uint8_t *panel = w + (size_t)p * panel_bytes;
+      int32_t valid = n - p * KILN_UK_NR < KILN_UK_NR ? n - p * KILN_UK_NR : KILN_UK_NR;
+      for (r = 0; r < rows; r += mr_max) {
+        const uint8_t *xs = s + (size_t)r * stride;
+        float *yr = y + p * KILN_UK_NR + (size_t)r * (size_t)n;
+#define KILN_UK_INT_TILE(m) panel_tile_int(family, panel, xs, stride, m, k, g, b0, b1, yr, n, valid)
+        KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_INT_TILE)
+#undef KILN_UK_INT_TILE
+      }
+    }
+  }
+}
+
+static inline __m256 panel_load_f(int family, const uint8_t *p) {
+  return family == KILN_UK_F32
+             ? _mm256_loadu_ps((const float *)(const void *)p)
+             : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
+}
+
+/* As the AVX-512 panel_tile_float, 8 output rows. */
+KILN_UK_INLINE void panel_tile_float(int family, const uint8_t *panel, const float *x,
+                                     int32_t mr, int32_t k, int32_t j0, int32_t j1, float *y,
+                                     int32_t ldy, int32_t valid) {
+  const size_t es = family == KILN_UK_F32 ? 32u : 16u; /* bytes of one panel column */
+  __m256 acc[KILN_UK_MR_MAX];
+  int32_t r, j;
+  for (r = 0; r < mr; ++r)
+    acc[r] = j0 == 0 ? _mm256_setzero_ps() : load_lanes(y + (size_t)r * (size_t)ldy, valid);
+  for (j = j0; j < j1; ++j) {
+    __m256 wv = panel_load_f(family, panel + es * j);
+    for (r = 0; r < mr; ++r)
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(x[(size_t)r * (size_t)k + j]), wv, acc[r]);
+  }
+  for (r = 0; r < mr; ++r)
+    store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+}
+
+/* One activation row against four whole panels: four FMA chains. */
+KILN_UK_INLINE void panel_row4_float(int family, const uint8_t *panel, size_t panel_bytes,
+                                     const float *x, int32_t k, float *y) {
+  const size_t es = family == KILN_UK_F32 ? 32u : 16u;
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  int32_t j;
+  for (j = 0; j < k; ++j) {
+    __m256 xj = _mm256_set1_ps(x[j]);
+    const uint8_t *c = panel + es * j;
+    if ((es * j) % 64 == 0) {
+      KILN_UK_PREFETCH(c);
+      KILN_UK_PREFETCH(c + panel_bytes);
+      KILN_UK_PREFETCH(c + 2 * panel_bytes);
+      KILN_UK_PREFETCH(c + 3 * panel_bytes);
+    }
+    a0 = _mm256_fmadd_ps(xj, panel_load_f(family, c), a0);
+    a1 = _mm256_fmadd_ps(xj, panel_load_f(family, c + panel_bytes), a1);
+    a2 = _mm256_fmadd_ps(xj, panel_load_f(family, c + 2 * panel_bytes), a2);
+    a3 = _mm256_fmadd_ps(xj, panel_load_f(family, c + 3 * panel_bytes), a3);
+  }
+  _mm256_storeu_ps(y, a0);
+  _mm256_storeu_ps(y + 8, a1);
+  _mm256_storeu_ps(y + 16, a2);
+  _mm256_storeu_ps(y + 24, a3);
+}
+
+KILN_UK_INLINE void matmul_panel_float(int family, const float *x, const uint8_t *w, float *y,
+                                       int32_t rows, int32_t n, int32_t k, int32_t mr_max,
+                                       int32_t kc) {
+  const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, 1);
+  int32_t r, p = 0, j0;
+  if (rows == 1) {
+    for (; p + 4 <= n / KILN_UK_NR; p += 4)
+      panel_row4_float(family, w + (size_t)p * panel_bytes, panel_bytes, x, k, y + p * KILN_UK_NR);
+    kc = k; /* no reuse to block for */
+  }
+  for (j0 = 0; j0 < k; j0 += kc) {
+    int32_t j1 = j0 + kc < k ? j0 + kc : k, q;
+    for (q = p; q < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++q) {
+      const uint8_t *panel = w + (size_t)q * panel_bytes;
+      int32_t valid = n - q * KILN_UK_NR < KILN_UK_NR ? n - q * KILN_UK_NR : KILN_UK_NR;
+      for (r = 0; r < rows; r += mr_max) {
+        const float *xr = x + (size_t)r * (size_t)k;
+        float *yr = y + q * KILN_UK_NR + (size_t)r * (size_t)n;
+#define KILN_UK_FLOAT_TILE(m) panel_tile_float(family, panel, xr, m, k, j0, j1, yr, n, valid)
+        KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_FLOAT_TILE)
+#undef KILN_UK_FLOAT_TILE
+      }
+    }
+  }
+}
+
+#endif /* KILN_UK_AVX2_PANELS_H */
