@@ -234,10 +234,10 @@ def kernels_of(out):
     return m and m.group(1)
 
 
-def build(compiler, model, out, target, fmt):
+def build(compiler, model, out, target, fmt, extra):
     """kiln-compile and cmake; returns (compile seconds, generate cmd prefix, arena, pack)."""
     cmd = [compiler, model, "-o", out, "--target=" + target, "--quant=" + fmt,
-           "--max-context=%d" % MAX_CONTEXT, "--prefill-chunk=%d" % PREFILL_CHUNK]
+           "--max-context=%d" % MAX_CONTEXT, "--prefill-chunk=%d" % PREFILL_CHUNK, *extra]
     t0 = time.perf_counter()
     run(cmd)
     seconds = time.perf_counter() - t0
@@ -340,6 +340,9 @@ def main():
                     help="skip the %d-token runs of a configuration whose first "
                          "%d-token prefill predicts a longer prefill" % (LONG_PROMPT, SHORT_PROMPT))
     ap.add_argument("--models-only", action="store_true", help="write the model files and stop")
+    ap.add_argument("--kiln-flags", default="",
+                    help="more kiln-compile flags, e.g. '--tile=mr=4,kc=99999' to hold a "
+                         "fixed tile against tile-for-cache's choice (named in the rows)")
     args = ap.parse_args()
     shapes = args.shapes.split(",")
     formats = args.formats.split(",")
@@ -358,6 +361,7 @@ def main():
     best = host_target(compiler)
     targets = [best if t == "host" else t for t in args.targets.split(",")]
     targets = list(dict.fromkeys(targets))  # host may resolve to c99
+    extra = args.kiln_flags.split()
     probes = run_probes(args.work)
 
     rows = []
@@ -365,15 +369,17 @@ def main():
         weights, vocab = model_info(models[shape])
         for target in targets:
             for fmt in formats:
-                row = {"shape": shape, "target": target, "format": fmt,
+                row = {"shape": shape, "target": target + "".join(" " + f for f in extra),
+                       "format": fmt,
                        "model": models[shape], "matmul_weights": weights, "vocab": vocab,
                        "weight_bytes_per_token": round(weights * BYTES_PER_WEIGHT[fmt]),
                        "prefill": [], "decode16": [], "decode512": [], "rss_kib": 0}
-                out = os.path.join(args.work, "out", "%s-%s-%s" % (shape, target, fmt))
+                out = os.path.join(args.work, "out", re.sub(r"[^\w.-]+", "_", "%s-%s-%s%s" % (
+                    shape, target, fmt, "".join(extra))))
                 log("compile %s %s %s" % (shape, target, fmt))
                 try:
                     row["compile_s"], row["gen"], row["arena_bytes"], row["pack_bytes"] = \
-                        build(compiler, models[shape], out, target, fmt)
+                        build(compiler, models[shape], out, target, fmt, extra)
                     row["kernels"] = kernels_of(out)
                 except RuntimeError as e:
                     row["error"] = str(e)

@@ -29,4 +29,20 @@ static inline float load_f16(const uint8_t *p) {
   return kiln_f16_to_f32(h);
 }
 
+/* Quantizes k activations per group of g: one f32 scale (amax / 127) and g
+ * int8 values each, rounded half away from zero, as ggml's q8 activations. */
+static inline void quantize_act(const float *x, float *d, int8_t *q, int32_t k, int32_t g) {
+  int32_t b, j;
+  for (b = 0; b < k / g; ++b) {
+    const float *xb = x + g * b;
+    float amax = 0.0f, id;
+    for (j = 0; j < g; ++j)
+      amax = fabsf(xb[j]) > amax ? fabsf(xb[j]) : amax;
+    d[b] = amax / 127.0f;
+    id = d[b] != 0.0f ? 1.0f / d[b] : 0.0f;
+    for (j = 0; j < g; ++j)
+      q[g * b + j] = (int8_t)roundf(xb[j] * id);
+  }
+}
+
 #endif /* KILN_UK_BASE_H */

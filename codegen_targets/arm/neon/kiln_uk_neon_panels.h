@@ -1,0 +1,241 @@
+/* arm-neon: panel kernels over 4-row weight panels (codegen_targets/c99/
+ * kiln_uk_pack.h describes the layout). One int32x4 or float32x4 register holds
+ * one value for each of a panel's 4 output rows: a quad of 16 weight bytes (4
+ * rows x 4 columns) meets 4 activations in one sdot by lane (vdotq_laneq_s32),
+ * so no dot product ends in a sum across lanes. */
+#ifndef KILN_UK_NEON_PANELS_H
+#define KILN_UK_NEON_PANELS_H
+
+#include "codegen_targets/arm/neon/kiln_uk_neon.h"
+
+#define KILN_UK_NR 4
+#define KILN_UK_MR_MAX 8
+
+/* As quantize_act (the same int8 values and scales), plus each group's sum of
+ * int8 values, which the kernels subtract 8 times for int4 nibbles (0..15). */
+static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_t *q, int32_t k,
+                                     int32_t g) {
+  int32_t b, j;
+  quantize_act(x, d, q, k, g);
+  for (b = 0; b < k / g; ++b) {
+    int32_t sum = 0;
+    for (j = 0; j < g; ++j)
+      sum += q[g * b + j];
+    s[b] = sum;
+  }
+}
+
+static inline size_t panel_act_stride(int32_t k, int32_t g) {
+  return (size_t)(k / g) * 8u + (size_t)k;
+}
+
+/* Loads / stores the first `valid` of 4 lanes. */
+static inline float32x4_t load_lanes(const float *p, int32_t valid) {
+  float t[4] = {0, 0, 0, 0};
+  if (valid == 4)
+    return vld1q_f32(p);
+  memcpy(t, p, sizeof(float) * (size_t)valid);
+  return vld1q_f32(t);
+}
+static inline void store_lanes(float *p, float32x4_t v, int32_t valid) {
+  float t[4];
+  if (valid == 4) {
+    vst1q_f32(p, v);
+    return;
+  }
+  vst1q_f32(t, v);
+  memcpy(p, t, sizeof(float) * (size_t)valid);
+}
+
+static inline float32x4_t load_scales4(const uint8_t *p) {
+  return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)(const void *)p)));
+}
+
+/* mr quantized activation rows against groups b0..b1-1 of one int8/int4 panel,
+ * added to y unless b0 is 0 (the order of the additions does not depend on the
+ * K block). int8 weights are stored + 128: flipping the top bit gives the signed
+ * value back for sdot, so only int4 needs the bias correction. */
+KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8_t *xs,
+                                   size_t stride, int32_t mr, int32_t k, int32_t g, int32_t b0,
+                                   int32_t b1, float *y, int32_t ldy, int32_t valid) {
+  const int32_t groups = k / g;
+  const size_t group_bytes = 8u + (size_t)(family == KILN_UK_I8 ? 4 * g : 2 * g);
+  const uint8x16_t low = vdupq_n_u8(15), top = vdupq_n_u8(0x80);
+  float32x4_t acc[KILN_UK_MR_MAX];
+  int32_t r, b, c;
+  for (r = 0; r < mr; ++r)
+    acc[r] = b0 == 0 ? vdupq_n_f32(0.0f) : load_lanes(y + (size_t)r * (size_t)ldy, valid);
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * group_bytes;
+    int32x4_t is[KILN_UK_MR_MAX];
+    float32x4_t ws = load_scales4(gp);
+    for (r = 0; r < mr; ++r)
+      is[r] = vdupq_n_s32(0);
+    if (family == KILN_UK_I8) {
+      /* Four quads (16 columns) per activation load, one sdot lane each. */
+      for (c = 0; c < g / 4; c += 4) {
+        const uint8_t *qp = gp + 8 + 16 * c;
+        int8x16_t w0 = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(qp), top));
+        int8x16_t w1 = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(qp + 16), top));
+        int8x16_t w2 = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(qp + 32), top));
+        int8x16_t w3 = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(qp + 48), top));
+        for (r = 0; r < mr; ++r) {
+          const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
+          int8x16_t xv = vld1q_s8(q + g * b + 4 * c);
+          is[r] = vdotq_laneq_s32(is[r], w0, xv, 0);
+          is[r] = vdotq_laneq_s32(is[r], w1, xv, 1);
+          is[r] = vdotq_laneq_s32(is[r], w2, xv, 2);
+          is[r] = vdotq_laneq_s32(is[r], w3, xv, 3);
+        }
+      }
+    } else {
+      for (c = 0; c < g / 8; c += 4) {
+        const uint8_t *qp = gp + 8 + 16 * c;
+        uint8x16_t v0 = vld1q_u8(qp), v1 = vld1q_u8(qp + 16);
+        uint8x16_t v2 = vld1q_u8(qp + 32), v3 = vld1q_u8(qp + 48);
+        int8x16_t l0 = vreinterpretq_s8_u8(vandq_u8(v0, low));
+        int8x16_t l1 = vreinterpretq_s8_u8(vandq_u8(v1, low));
+        int8x16_t l2 = vreinterpretq_s8_u8(vandq_u8(v2, low));
+        int8x16_t l3 = vreinterpretq_s8_u8(vandq_u8(v3, low));
+        int8x16_t h0 = vreinterpretq_s8_u8(vshrq_n_u8(v0, 4));
+        int8x16_t h1 = vreinterpretq_s8_u8(vshrq_n_u8(v1, 4));
+        int8x16_t h2 = vreinterpretq_s8_u8(vshrq_n_u8(v2, 4));
+        int8x16_t h3 = vreinterpretq_s8_u8(vshrq_n_u8(v3, 4));
+        for (r = 0; r < mr; ++r) {
+          const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
+          int8x16_t xl = vld1q_s8(q + g * b + 4 * c), xh = vld1q_s8(q + g * b + g / 2 + 4 * c);
+          is[r] = vdotq_laneq_s32(is[r], l0, xl, 0);
+          is[r] = vdotq_laneq_s32(is[r], l1, xl, 1);
+          is[r] = vdotq_laneq_s32(is[r], l2, xl, 2);
+          is[r] = vdotq_laneq_s32(is[r], l3, xl, 3);
+          is[r] = vdotq_laneq_s32(is[r], h0, xh, 0);
+          is[r] = vdotq_laneq_s32(is[r], h1, xh, 1);
+          is[r] = vdotq_laneq_s32(is[r], h2, xh, 2);
+          is[r] = vdotq_laneq_s32(is[r], h3, xh, 3);
+        }
+      }
+    }
+    for (r = 0; r < mr; ++r) {
+      const float *xd = (const float *)(const void *)(xs + r * stride);
+      const int32_t *xsum = (const int32_t *)(const void *)(xd + groups);
+      int32x4_t exact = family == KILN_UK_I8 ? is[r] : vsubq_s32(is[r], vdupq_n_s32(8 * xsum[b]));
+      acc[r] = vfmaq_f32(acc[r], vcvtq_f32_s32(exact), vmulq_n_f32(ws, xd[b]));
+    }
+  }
+  for (r = 0; r < mr; ++r)
+    store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+}
+
+/* The tile for the rows left, as a constant for each instantiation. */
+#define KILN_UK_TILE_SWITCH(rows_left, mr_max, CALL)                                     \
+  switch ((rows_left) < (mr_max) ? (rows_left) : (mr_max)) {                             \
+  case 8: CALL(8); break;                                                                \
+  case 7: CALL(7); break;                                                                \
+  case 6: CALL(6); break;                                                                \
+  case 5: CALL(5); break;                                                                \
+  case 4: CALL(4); break;                                                                \
+  case 3: CALL(3); break;                                                                \
+  case 2: CALL(2); break;                                                                \
+  default: CALL(1); break;                                                               \
+  }
+
+/* y (rows x n) = x (rows x k) times the transpose of int8/int4 panels, in
+ * register tiles of mr_max rows and K blocks of kc columns (whole groups). The
+ * groups are multiples of 32, so a quad loop is a whole number of 4-quad steps. */
+KILN_UK_INLINE void matmul_panel_int(int family, const float *x, const uint8_t *w, float *y,
+                                     void *scratch, int32_t rows, int32_t n, int32_t k, int32_t g,
+                                     int32_t mr_max, int32_t kc) {
+  const size_t stride = panel_act_stride(k, g);
+  const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, g);
+  uint8_t *s = (uint8_t *)scratch;
+  int32_t r, p, b0;
+  for (r = 0; r < rows; ++r) {
+    float *d = (float *)(void *)(s + (size_t)r * stride);
+    int32_t *sum = (int32_t *)(void *)(d + k / g);
+    quantize_act_sums(x + (size_t)r * (size_t)k, d, sum, (int8_t *)(void *)(sum + k / g), k, g);
+  }
+  for (b0 = 0; b0 < k / g; b0 += kc / g) {
+    int32_t b1 = b0 + kc / g < k / g ? b0 + kc / g : k / g;
+    for (p = 0; p < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++p) {
+      const uint8_t *panel = w + (size_t)p * panel_bytes;
+      int32_t valid = n - p * KILN_UK_NR < KILN_UK_NR ? n - p * KILN_UK_NR : KILN_UK_NR;
+      for (r = 0; r < rows; r += mr_max) {
+        const uint8_t *xs = s + (size_t)r * stride;
+        float *yr = y + p * KILN_UK_NR + (size_t)r * (size_t)n;
+#define KILN_UK_INT_TILE(m) panel_tile_int(family, panel, xs, stride, m, k, g, b0, b1, yr, n, valid)
+        KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_INT_TILE)
+#undef KILN_UK_INT_TILE
+      }
+    }
+  }
+}
+
+static inline float32x4_t panel_load_f(int family, const uint8_t *p) {
+  return family == KILN_UK_F32 ? vld1q_f32((const float *)(const void *)p) : load_scales4(p);
+}
+
+/* mr float activation rows against columns j0..j1-1 of one f32/f16 panel, added
+ * to y unless j0 is 0; every lane sums in column order. */
+KILN_UK_INLINE void panel_tile_float(int family, const uint8_t *panel, const float *x,
+                                     int32_t mr, int32_t k, int32_t j0, int32_t j1, float *y,
+                                     int32_t ldy, int32_t valid) {
+  const size_t es = family == KILN_UK_F32 ? 16u : 8u; /* bytes of one panel column */
+  float32x4_t acc[KILN_UK_MR_MAX];
+  int32_t r, j;
+  for (r = 0; r < mr; ++r)
+    acc[r] = j0 == 0 ? vdupq_n_f32(0.0f) : load_lanes(y + (size_t)r * (size_t)ldy, valid);
+  for (j = j0; j < j1; ++j) {
+    float32x4_t wv = panel_load_f(family, panel + es * j);
+    for (r = 0; r < mr; ++r)
+      acc[r] = vfmaq_n_f32(acc[r], wv, x[(size_t)r * (size_t)k + j]);
+  }
+  for (r = 0; r < mr; ++r)
+    store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+}
+
+/* One activation row against four whole panels: four FMA chains. */
+KILN_UK_INLINE void panel_row4_float(int family, const uint8_t *panel, size_t panel_bytes,
+                                     const float *x, int32_t k, float *y) {
+  const size_t es = family == KILN_UK_F32 ? 16u : 8u;
+  float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0, a2 = a0, a3 = a0;
+  int32_t j;
+  for (j = 0; j < k; ++j) {
+    const uint8_t *c = panel + es * j;
+    a0 = vfmaq_n_f32(a0, panel_load_f(family, c), x[j]);
+    a1 = vfmaq_n_f32(a1, panel_load_f(family, c + panel_bytes), x[j]);
+    a2 = vfmaq_n_f32(a2, panel_load_f(family, c + 2 * panel_bytes), x[j]);
+    a3 = vfmaq_n_f32(a3, panel_load_f(family, c + 3 * panel_bytes), x[j]);
+  }
+  vst1q_f32(y, a0);
+  vst1q_f32(y + 4, a1);
+  vst1q_f32(y + 8, a2);
+  vst1q_f32(y + 12, a3);
+}
+
+KILN_UK_INLINE void matmul_panel_float(int family, const float *x, const uint8_t *w, float *y,
+                                       int32_t rows, int32_t n, int32_t k, int32_t mr_max,
+                                       int32_t kc) {
+  const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, 1);
+  int32_t r, p = 0, j0;
+  if (rows == 1) {
+    for (; p + 4 <= n / KILN_UK_NR; p += 4)
+      panel_row4_float(family, w + (size_t)p * panel_bytes, panel_bytes, x, k, y + p * KILN_UK_NR);
+    kc = k; /* no reuse to block for */
+  }
+  for (j0 = 0; j0 < k; j0 += kc) {
+    int32_t j1 = j0 + kc < k ? j0 + kc : k, q;
+    for (q = p; q < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++q) {
+      const uint8_t *panel = w + (size_t)q * panel_bytes;
+      int32_t valid = n - q * KILN_UK_NR < KILN_UK_NR ? n - q * KILN_UK_NR : KILN_UK_NR;
+      for (r = 0; r < rows; r += mr_max) {
+        const float *xr = x + (size_t)r * (size_t)k;
+        float *yr = y + q * KILN_UK_NR + (size_t)r * (size_t)n;
+#define KILN_UK_FLOAT_TILE(m) panel_tile_float(family, panel, xr, m, k, j0, j1, yr, n, valid)
+        KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_FLOAT_TILE)
+#undef KILN_UK_FLOAT_TILE
+      }
+    }
+  }
+}
+
+#endif /* KILN_UK_NEON_PANELS_H */
