@@ -14,7 +14,8 @@ context 16 and 512 (median of --repeat runs, configurations interleaved). The ta
 also gives arena and pack bytes, the decode roofline fraction (weight bytes read per
 token over the probe's read bandwidth) and the prefill fraction of peak (matmul flops
 over the FMA peak for f16/f32, the int8 dot-product peak for q8_0/q4_0).
-Prints a markdown table; writes WORK/shapes.md and the JSON (--json)."""
+Prints a markdown table; writes it and the JSON to --json (default WORK/shapes.json)
+and the same name with .md."""
 import argparse
 import glob
 import json
@@ -334,7 +335,8 @@ def main():
                     help="kiln-compile targets; 'host' means the best one for this machine")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--work", default="/tmp/kiln-bench-shapes")
-    ap.add_argument("--json", help="results as JSON (default WORK/shapes.json)")
+    ap.add_argument("--json", help="results as JSON (default WORK/shapes.json); the table "
+                                   "goes beside it as .md")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="Kiln build folder")
     ap.add_argument("--max-prefill-seconds", type=float, default=300,
                     help="skip the %d-token runs of a configuration whose first "
@@ -429,9 +431,10 @@ def main():
               "prefill_chunk": PREFILL_CHUNK, "probes": probes, "rows": rows}
     md = markdown(result)
     print(md, end="")
-    with open(os.path.join(args.work, "shapes.md"), "w") as f:
+    json_path = args.json or os.path.join(args.work, "shapes.json")
+    with open(os.path.splitext(json_path)[0] + ".md", "w") as f:
         f.write(md)
-    with open(args.json or os.path.join(args.work, "shapes.json"), "w") as f:
+    with open(json_path, "w") as f:
         json.dump(result, f, indent=1)
         f.write("\n")
     return 1 if any("error" in r for r in rows) else 0

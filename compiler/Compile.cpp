@@ -43,7 +43,7 @@ static LogicalResult writeFile(llvm::StringRef path, llvm::raw_ostream &errs,
 /// table, vocabulary, 64-byte segments, a page per layer), so the result fits.
 static llvm::Expected<std::string> fitMemoryBudget(ModuleOp module, const gguf::File &file,
                                                    int64_t budget, StringRef kvType,
-                                                   llvm::raw_ostream &log) {
+                                                   int64_t panelRows, llvm::raw_ostream &log) {
   OwningOpRef<ModuleOp> probe = module.clone();
   QuantizeOptions kvOnly;
   kvOnly.kv = kvType.str();
@@ -69,10 +69,13 @@ static llvm::Expected<std::string> fitMemoryBudget(ModuleOp module, const gguf::
       return;
     auto seg = w->getAttrOfType<SegmentAttr>("segment");
     layers = std::max(layers, seg.getLayer() + 1);
-    if (w.getType().getRank() == 2)
-      tensors.push_back({w.getName().str(), w.getType().getDimSize(0),
-                         w.getType().getDimSize(1)});
-    else
+    if (w.getType().getRank() == 2) {
+      int64_t rows = w.getType().getDimSize(0), cols = w.getType().getDimSize(1);
+      tensors.push_back({w.getName().str(), rows, cols});
+      // Rows a panel layout pads, at the widest format's bytes.
+      if (panelRows > 0)
+        fixed += (int64_t(llvm::alignTo(rows, panelRows)) - rows) * cols * 4;
+    } else
       fixed += llvm::alignTo(seg.getBytes(), 64);
     fixed += 64; // name and fields in the pack table
   });
@@ -149,7 +152,8 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
                     "--memory-budget chooses the weight formats: drop --quant and "
                     "--quant-override");
     llvm::Expected<std::string> chosen =
-        fitMemoryBudget(**module, *file, options.memoryBudget, options.kvType, out);
+        fitMemoryBudget(**module, *file, options.memoryBudget, options.kvType,
+                        target->isaVariant().kernel.panelRows, out);
     if (!chosen)
       return report(errs, options.input,
                     llvm::toString(chosen.takeError()) +

@@ -29,6 +29,13 @@ static inline float load_f16(const uint8_t *p) {
   return kiln_f16_to_f32(h);
 }
 
+/* An unaligned 32-bit load: four int8 activations for one broadcast. */
+static inline int32_t load_i32(const int8_t *p) {
+  int32_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
 /* Quantizes k activations per group of g: one f32 scale (amax / 127) and g
  * int8 values each, rounded half away from zero, as ggml's q8 activations. */
 static inline void quantize_act(const float *x, float *d, int8_t *q, int32_t k, int32_t g) {

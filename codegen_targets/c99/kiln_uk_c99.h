@@ -222,6 +222,15 @@ static inline void rms_norm_row(const float *x, const float *g, float *y, int32_
 }
 #endif
 
+#ifndef KILN_UK_HAS_EXP_BLOCK
+/* e[i] = exp(x[i] - m) for n values. */
+static inline void exp_block(const float *x, float m, float *e, int32_t n) {
+  int32_t i;
+  for (i = 0; i < n; ++i)
+    e[i] = expf(x[i] - m);
+}
+#endif
+
 #ifndef KILN_UK_HAS_SILU
 /* y = x / (1 + e^-x), n values. */
 static inline void silu(const float *x, float *y, int32_t n) {
@@ -231,10 +240,27 @@ static inline void silu(const float *x, float *y, int32_t n) {
 }
 #endif
 
+static inline float kv_dot(int family, const float *q, const uint8_t *row, int32_t hd) {
+  return family == KILN_UK_F32   ? kv_dot_f32(q, row, hd)
+         : family == KILN_UK_F16 ? kv_dot_f16(q, row, hd)
+                                 : kv_dot_i8(q, row, hd);
+}
+
+static inline void kv_axpy(int family, float *acc, float e, const uint8_t *row, int32_t hd) {
+  if (family == KILN_UK_F32)
+    kv_axpy_f32(acc, e, row, hd);
+  else if (family == KILN_UK_F16)
+    kv_axpy_f16(acc, e, row, hd);
+  else
+    kv_axpy_i8(acc, e, row, hd);
+}
+
 #ifndef KILN_UK_HAS_ATTEND
 /* Causal attention of nq query heads (q: nq x hd, contiguous) that share one KV
  * head, over cache rows t0..t1 (`stride` bytes apart) in `family` (KILN_UK_F32,
- * F16 or I8): one pass per head with an online softmax, no scores buffer. */
+ * F16 or I8): an online softmax over blocks of 16 rows (the scores of a block,
+ * one rescale of the accumulator if its maximum grew, then the block's
+ * exponentials at once), no scores buffer. */
 KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t *keys,
                            const uint8_t *values, size_t stride, int32_t t0, int32_t t1,
                            int32_t hd, float scale, float *y) {
@@ -245,28 +271,25 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
     float mx = -INFINITY, sum = 0.0f;
     for (i = 0; i < hd; ++i)
       acc[i] = 0.0f;
-    for (t = t0; t <= t1; ++t) {
-      const uint8_t *k = keys + (size_t)t * stride, *v = values + (size_t)t * stride;
-      float s = (family == KILN_UK_F32   ? kv_dot_f32(qh, k, hd)
-                 : family == KILN_UK_F16 ? kv_dot_f16(qh, k, hd)
-                                         : kv_dot_i8(qh, k, hd)) *
-                scale,
-            e;
-      if (s > mx) {
-        float c = expf(mx - s);
+    for (t = t0; t <= t1; t += 16) {
+      int32_t nb = t1 - t + 1 < 16 ? t1 - t + 1 : 16;
+      float sc[16], ev[16], bm = -INFINITY;
+      for (i = 0; i < nb; ++i) {
+        sc[i] = kv_dot(family, qh, keys + (size_t)(t + i) * stride, hd) * scale;
+        bm = sc[i] > bm ? sc[i] : bm;
+      }
+      if (bm > mx) {
+        float c = expf(mx - bm);
         for (i = 0; i < hd; ++i)
           acc[i] *= c;
         sum *= c;
-        mx = s;
+        mx = bm;
       }
-      e = expf(s - mx);
-      sum += e;
-      if (family == KILN_UK_F32)
-        kv_axpy_f32(acc, e, v, hd);
-      else if (family == KILN_UK_F16)
-        kv_axpy_f16(acc, e, v, hd);
-      else
-        kv_axpy_i8(acc, e, v, hd);
+      exp_block(sc, mx, ev, nb);
+      for (i = 0; i < nb; ++i) {
+        sum += ev[i];
+        kv_axpy(family, acc, ev[i], values + (size_t)(t + i) * stride, hd);
+      }
     }
     for (i = 0; i < hd; ++i)
       y[(size_t)h * (size_t)hd + i] = acc[i] / sum;

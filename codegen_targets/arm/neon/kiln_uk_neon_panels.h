@@ -25,10 +25,6 @@ static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_
   }
 }
 
-static inline size_t panel_act_stride(int32_t k, int32_t g) {
-  return (size_t)(k / g) * 8u + (size_t)k;
-}
-
 /* Loads / stores the first `valid` of 4 lanes. */
 static inline float32x4_t load_lanes(const float *p, int32_t valid) {
   float t[4] = {0, 0, 0, 0};
@@ -126,50 +122,6 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
     store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
 }
 
-/* The tile for the rows left, as a constant for each instantiation. */
-#define KILN_UK_TILE_SWITCH(rows_left, mr_max, CALL)                                     \
-  switch ((rows_left) < (mr_max) ? (rows_left) : (mr_max)) {                             \
-  case 8: CALL(8); break;                                                                \
-  case 7: CALL(7); break;                                                                \
-  case 6: CALL(6); break;                                                                \
-  case 5: CALL(5); break;                                                                \
-  case 4: CALL(4); break;                                                                \
-  case 3: CALL(3); break;                                                                \
-  case 2: CALL(2); break;                                                                \
-  default: CALL(1); break;                                                               \
-  }
-
-/* y (rows x n) = x (rows x k) times the transpose of int8/int4 panels, in
- * register tiles of mr_max rows and K blocks of kc columns (whole groups). The
- * groups are multiples of 32, so a quad loop is a whole number of 4-quad steps. */
-KILN_UK_INLINE void matmul_panel_int(int family, const float *x, const uint8_t *w, float *y,
-                                     void *scratch, int32_t rows, int32_t n, int32_t k, int32_t g,
-                                     int32_t mr_max, int32_t kc) {
-  const size_t stride = panel_act_stride(k, g);
-  const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, g);
-  uint8_t *s = (uint8_t *)scratch;
-  int32_t r, p, b0;
-  for (r = 0; r < rows; ++r) {
-    float *d = (float *)(void *)(s + (size_t)r * stride);
-    int32_t *sum = (int32_t *)(void *)(d + k / g);
-    quantize_act_sums(x + (size_t)r * (size_t)k, d, sum, (int8_t *)(void *)(sum + k / g), k, g);
-  }
-  for (b0 = 0; b0 < k / g; b0 += kc / g) {
-    int32_t b1 = b0 + kc / g < k / g ? b0 + kc / g : k / g;
-    for (p = 0; p < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++p) {
-      const uint8_t *panel = w + (size_t)p * panel_bytes;
-      int32_t valid = n - p * KILN_UK_NR < KILN_UK_NR ? n - p * KILN_UK_NR : KILN_UK_NR;
-      for (r = 0; r < rows; r += mr_max) {
-        const uint8_t *xs = s + (size_t)r * stride;
-        float *yr = y + p * KILN_UK_NR + (size_t)r * (size_t)n;
-#define KILN_UK_INT_TILE(m) panel_tile_int(family, panel, xs, stride, m, k, g, b0, b1, yr, n, valid)
-        KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_INT_TILE)
-#undef KILN_UK_INT_TILE
-      }
-    }
-  }
-}
-
 static inline float32x4_t panel_load_f(int family, const uint8_t *p) {
   return family == KILN_UK_F32 ? vld1q_f32((const float *)(const void *)p) : load_scales4(p);
 }
@@ -212,30 +164,109 @@ KILN_UK_INLINE void panel_row4_float(int family, const uint8_t *panel, size_t pa
   vst1q_f32(y + 12, a3);
 }
 
-KILN_UK_INLINE void matmul_panel_float(int family, const float *x, const uint8_t *w, float *y,
-                                       int32_t rows, int32_t n, int32_t k, int32_t mr_max,
-                                       int32_t kc) {
-  const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, 1);
-  int32_t r, p = 0, j0;
-  if (rows == 1) {
-    for (; p + 4 <= n / KILN_UK_NR; p += 4)
-      panel_row4_float(family, w + (size_t)p * panel_bytes, panel_bytes, x, k, y + p * KILN_UK_NR);
-    kc = k; /* no reuse to block for */
+#include "codegen_targets/c99/kiln_uk_panels.h"
+
+/* e^x, 4 lanes: 2^n e^r with n = round(x log2 e), |r| <= ln2 / 2, a degree-6
+ * Taylor polynomial for e^r (relative error about 1e-7), and 2^n built in the
+ * exponent bits; x is clamped to [-87, 88] so n stays a normal exponent. */
+static inline float32x4_t expq_f32(float32x4_t x) {
+  float32x4_t n, r, p;
+  int32x4_t e;
+  x = vminq_f32(vmaxq_f32(x, vdupq_n_f32(-87.0f)), vdupq_n_f32(88.0f));
+  n = vrndnq_f32(vmulq_n_f32(x, 1.44269504f));
+  r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
+  r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
+  p = vdupq_n_f32(1.0f / 720.0f);
+  p = vfmaq_f32(vdupq_n_f32(1.0f / 120.0f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(1.0f / 24.0f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(1.0f / 6.0f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(0.5f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+  e = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
+  return vmulq_f32(p, vreinterpretq_f32_s32(e));
+}
+
+#define KILN_UK_HAS_EXP_BLOCK 1
+static inline void exp_block(const float *x, float m, float *e, int32_t n) {
+  int32_t i;
+  for (i = 0; i + 4 <= n; i += 4)
+    vst1q_f32(e + i, expq_f32(vsubq_f32(vld1q_f32(x + i), vdupq_n_f32(m))));
+  for (; i < n; ++i)
+    e[i] = expf(x[i] - m);
+}
+
+#define KILN_UK_HAS_SILU 1
+static inline void silu(const float *x, float *y, int32_t n) {
+  int32_t i;
+  for (i = 0; i + 4 <= n; i += 4) {
+    float32x4_t v = vld1q_f32(x + i);
+    vst1q_f32(y + i, vdivq_f32(v, vaddq_f32(vdupq_n_f32(1.0f), expq_f32(vnegq_f32(v)))));
   }
-  for (j0 = 0; j0 < k; j0 += kc) {
-    int32_t j1 = j0 + kc < k ? j0 + kc : k, q;
-    for (q = p; q < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++q) {
-      const uint8_t *panel = w + (size_t)q * panel_bytes;
-      int32_t valid = n - q * KILN_UK_NR < KILN_UK_NR ? n - q * KILN_UK_NR : KILN_UK_NR;
-      for (r = 0; r < rows; r += mr_max) {
-        const float *xr = x + (size_t)r * (size_t)k;
-        float *yr = y + q * KILN_UK_NR + (size_t)r * (size_t)n;
-#define KILN_UK_FLOAT_TILE(m) panel_tile_float(family, panel, xr, m, k, j0, j1, yr, n, valid)
-        KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_FLOAT_TILE)
-#undef KILN_UK_FLOAT_TILE
-      }
-    }
+  for (; i < n; ++i)
+    y[i] = x[i] / (1.0f + expf(-x[i]));
+}
+
+/* KV cache rows of one head (attention's inner loops), 4 lanes at a time. */
+static inline float32x4_t kv_load4(int family, const uint8_t *row, int32_t i) {
+  if (family == KILN_UK_F32)
+    return vld1q_f32((const float *)(const void *)row + i);
+  if (family == KILN_UK_F16)
+    return load_scales4(row + 2 * i);
+  {
+    int8_t b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    memcpy(b, row + 2 + i, 4);
+    return vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(vld1_s8(b)))));
   }
+}
+static inline float kv_value(int family, const uint8_t *row, int32_t i) {
+  float f;
+  if (family == KILN_UK_F32) {
+    memcpy(&f, row + 4 * i, 4);
+    return f;
+  }
+  return family == KILN_UK_F16 ? load_f16(row + 2 * i) : (float)(int8_t)row[2 + i];
+}
+/* q . row, unscaled for i8 rows. */
+KILN_UK_INLINE float kv_dot4(int family, const float *q, const uint8_t *row, int32_t hd) {
+  float32x4_t s = vdupq_n_f32(0.0f);
+  float t;
+  int32_t i;
+  for (i = 0; i + 4 <= hd; i += 4)
+    s = vfmaq_f32(s, vld1q_f32(q + i), kv_load4(family, row, i));
+  t = vaddvq_f32(s);
+  for (; i < hd; ++i)
+    t += q[i] * kv_value(family, row, i);
+  return t;
+}
+KILN_UK_INLINE void kv_axpy4(int family, float *acc, float e, const uint8_t *row, int32_t hd) {
+  int32_t i;
+  for (i = 0; i + 4 <= hd; i += 4)
+    vst1q_f32(acc + i, vfmaq_n_f32(vld1q_f32(acc + i), kv_load4(family, row, i), e));
+  for (; i < hd; ++i)
+    acc[i] += e * kv_value(family, row, i);
+}
+
+#define KILN_UK_HAS_KV_F32 1
+static inline float kv_dot_f32(const float *q, const uint8_t *row, int32_t hd) {
+  return kv_dot4(KILN_UK_F32, q, row, hd);
+}
+static inline void kv_axpy_f32(float *acc, float e, const uint8_t *row, int32_t hd) {
+  kv_axpy4(KILN_UK_F32, acc, e, row, hd);
+}
+#define KILN_UK_HAS_KV_F16 1
+static inline float kv_dot_f16(const float *q, const uint8_t *row, int32_t hd) {
+  return kv_dot4(KILN_UK_F16, q, row, hd);
+}
+static inline void kv_axpy_f16(float *acc, float e, const uint8_t *row, int32_t hd) {
+  kv_axpy4(KILN_UK_F16, acc, e, row, hd);
+}
+#define KILN_UK_HAS_KV_I8 1
+static inline float kv_dot_i8(const float *q, const uint8_t *row, int32_t hd) {
+  return kv_dot4(KILN_UK_I8, q, row, hd) * load_f16(row);
+}
+static inline void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t hd) {
+  kv_axpy4(KILN_UK_I8, acc, e * load_f16(row), row, hd);
 }
 
 #endif /* KILN_UK_NEON_PANELS_H */

@@ -15,12 +15,6 @@
 #define KILN_UK_PREFETCH_BYTES 16384
 #define KILN_UK_PREFETCH(p) _mm_prefetch((const char *)(p) + KILN_UK_PREFETCH_BYTES, _MM_HINT_T0)
 
-static inline int32_t load_i32(const int8_t *p) {
-  int32_t v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-
 /* Sum of 4-byte dot products of unsigned weight bytes w (below 128: int4
  * nibbles, or int8 values + 128 with AVX-VNNI) and signed activations x. */
 static inline __m256i dot_u8s8(__m256i acc, __m256i w, __m256i x) {
@@ -66,10 +60,6 @@ static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_
     }
     s[b] = sum;
   }
-}
-
-static inline size_t panel_act_stride(int32_t k, int32_t g) {
-  return (size_t)(k / g) * 8u + (size_t)k;
 }
 
 /* Loads / stores the first `valid` of 8 lanes (a whole register when 8). */
@@ -158,47 +148,6 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
     store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
 }
 
-/* The tile for the rows left, as a constant for each instantiation. */
-#define KILN_UK_TILE_SWITCH(rows_left, mr_max, CALL)                                     \
-  switch ((rows_left) < (mr_max) ? (rows_left) : (mr_max)) {                             \
-  case 8: CALL(8); break;                                                                \
-  case 7: CALL(7); break;                                                                \
-  case 6: CALL(6); break;                                                                \
-  case 5: CALL(5); break;                                                                \
-  case 4: CALL(4); break;                                                                \
-  case 3: CALL(3); break;                                                                \
-  case 2: CALL(2); break;                                                                \
-  default: CALL(1); break;                                                               \
-  }
-
-KILN_UK_INLINE void matmul_panel_int(int family, const float *x, const uint8_t *w, float *y,
-                                     void *scratch, int32_t rows, int32_t n, int32_t k, int32_t g,
-                                     int32_t mr_max, int32_t kc) {
-  const size_t stride = panel_act_stride(k, g);
-  const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, g);
-  uint8_t *s = (uint8_t *)scratch;
-  int32_t r, p, b0;
-  for (r = 0; r < rows; ++r) {
-    float *d = (float *)(void *)(s + (size_t)r * stride);
-    int32_t *sum = (int32_t *)(void *)(d + k / g);
-    quantize_act_sums(x + (size_t)r * (size_t)k, d, sum, (int8_t *)(void *)(sum + k / g), k, g);
-  }
-  for (b0 = 0; b0 < k / g; b0 += kc / g) {
-    int32_t b1 = b0 + kc / g < k / g ? b0 + kc / g : k / g;
-    for (p = 0; p < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++p) {
-      const uint8_t *panel = w + (size_t)p * panel_bytes;
-      int32_t valid = n - p * KILN_UK_NR < KILN_UK_NR ? n - p * KILN_UK_NR : KILN_UK_NR;
-      for (r = 0; r < rows; r += mr_max) {
-        const uint8_t *xs = s + (size_t)r * stride;
-        float *yr = y + p * KILN_UK_NR + (size_t)r * (size_t)n;
-#define KILN_UK_INT_TILE(m) panel_tile_int(family, panel, xs, stride, m, k, g, b0, b1, yr, n, valid)
-        KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_INT_TILE)
-#undef KILN_UK_INT_TILE
-      }
-    }
-  }
-}
-
 static inline __m256 panel_load_f(int family, const uint8_t *p) {
   return family == KILN_UK_F32
              ? _mm256_loadu_ps((const float *)(const void *)p)
@@ -249,30 +198,109 @@ KILN_UK_INLINE void panel_row4_float(int family, const uint8_t *panel, size_t pa
   _mm256_storeu_ps(y + 24, a3);
 }
 
-KILN_UK_INLINE void matmul_panel_float(int family, const float *x, const uint8_t *w, float *y,
-                                       int32_t rows, int32_t n, int32_t k, int32_t mr_max,
-                                       int32_t kc) {
-  const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, 1);
-  int32_t r, p = 0, j0;
-  if (rows == 1) {
-    for (; p + 4 <= n / KILN_UK_NR; p += 4)
-      panel_row4_float(family, w + (size_t)p * panel_bytes, panel_bytes, x, k, y + p * KILN_UK_NR);
-    kc = k; /* no reuse to block for */
+#include "codegen_targets/c99/kiln_uk_panels.h"
+
+/* e^x, 8 lanes: 2^n e^r with n = round(x log2 e), |r| <= ln2 / 2, a degree-6
+ * Taylor polynomial for e^r (relative error about 1e-7), and 2^n built in the
+ * exponent bits; x is clamped to [-87, 88] so n stays a normal exponent. */
+static inline __m256 exp256_ps(__m256 x) {
+  __m256 n, r, p;
+  __m256i e;
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+  n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
+                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  p = _mm256_set1_ps(1.0f / 720.0f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+#define KILN_UK_HAS_EXP_BLOCK 1
+static inline void exp_block(const float *x, float m, float *e, int32_t n) {
+  int32_t i;
+  for (i = 0; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(e + i, exp256_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(m))));
+  for (; i < n; ++i)
+    e[i] = expf(x[i] - m);
+}
+
+#define KILN_UK_HAS_SILU 1
+static inline void silu(const float *x, float *y, int32_t n) {
+  int32_t i;
+  for (i = 0; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    __m256 d = _mm256_add_ps(_mm256_set1_ps(1.0f), exp256_ps(_mm256_sub_ps(_mm256_setzero_ps(), v)));
+    _mm256_storeu_ps(y + i, _mm256_div_ps(v, d));
   }
-  for (j0 = 0; j0 < k; j0 += kc) {
-    int32_t j1 = j0 + kc < k ? j0 + kc : k, q;
-    for (q = p; q < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++q) {
-      const uint8_t *panel = w + (size_t)q * panel_bytes;
-      int32_t valid = n - q * KILN_UK_NR < KILN_UK_NR ? n - q * KILN_UK_NR : KILN_UK_NR;
-      for (r = 0; r < rows; r += mr_max) {
-        const float *xr = x + (size_t)r * (size_t)k;
-        float *yr = y + q * KILN_UK_NR + (size_t)r * (size_t)n;
-#define KILN_UK_FLOAT_TILE(m) panel_tile_float(family, panel, xr, m, k, j0, j1, yr, n, valid)
-        KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_FLOAT_TILE)
-#undef KILN_UK_FLOAT_TILE
-      }
-    }
+  for (; i < n; ++i)
+    y[i] = x[i] / (1.0f + expf(-x[i]));
+}
+
+/* KV cache rows of one head (attention's inner loops), 8 lanes at a time. */
+static inline __m256 kv_load8(int family, const uint8_t *row, int32_t i) {
+  return family == KILN_UK_F32
+             ? _mm256_loadu_ps((const float *)(const void *)row + i)
+         : family == KILN_UK_F16
+             ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(row + 2 * i)))
+             : _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                   _mm_loadl_epi64((const __m128i *)(const void *)(row + 2 + i))));
+}
+static inline float kv_value(int family, const uint8_t *row, int32_t i) {
+  float f;
+  if (family == KILN_UK_F32) {
+    memcpy(&f, row + 4 * i, 4);
+    return f;
   }
+  return family == KILN_UK_F16 ? load_f16(row + 2 * i) : (float)(int8_t)row[2 + i];
+}
+/* q . row, unscaled for i8 rows. */
+KILN_UK_INLINE float kv_dot8(int family, const float *q, const uint8_t *row, int32_t hd) {
+  __m256 s = _mm256_setzero_ps();
+  float t;
+  int32_t i;
+  for (i = 0; i + 8 <= hd; i += 8)
+    s = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), kv_load8(family, row, i), s);
+  t = hsum_ps(s);
+  for (; i < hd; ++i)
+    t += q[i] * kv_value(family, row, i);
+  return t;
+}
+KILN_UK_INLINE void kv_axpy8(int family, float *acc, float e, const uint8_t *row, int32_t hd) {
+  int32_t i;
+  for (i = 0; i + 8 <= hd; i += 8)
+    _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(_mm256_set1_ps(e), kv_load8(family, row, i),
+                                              _mm256_loadu_ps(acc + i)));
+  for (; i < hd; ++i)
+    acc[i] += e * kv_value(family, row, i);
+}
+
+#define KILN_UK_HAS_KV_F32 1
+static inline float kv_dot_f32(const float *q, const uint8_t *row, int32_t hd) {
+  return kv_dot8(KILN_UK_F32, q, row, hd);
+}
+static inline void kv_axpy_f32(float *acc, float e, const uint8_t *row, int32_t hd) {
+  kv_axpy8(KILN_UK_F32, acc, e, row, hd);
+}
+#define KILN_UK_HAS_KV_F16 1
+static inline float kv_dot_f16(const float *q, const uint8_t *row, int32_t hd) {
+  return kv_dot8(KILN_UK_F16, q, row, hd);
+}
+static inline void kv_axpy_f16(float *acc, float e, const uint8_t *row, int32_t hd) {
+  kv_axpy8(KILN_UK_F16, acc, e, row, hd);
+}
+#define KILN_UK_HAS_KV_I8 1
+static inline float kv_dot_i8(const float *q, const uint8_t *row, int32_t hd) {
+  return kv_dot8(KILN_UK_I8, q, row, hd) * load_f16(row);
+}
+static inline void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t hd) {
+  kv_axpy8(KILN_UK_I8, acc, e * load_f16(row), row, hd);
 }
 
 #endif /* KILN_UK_AVX2_PANELS_H */

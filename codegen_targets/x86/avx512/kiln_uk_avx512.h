@@ -33,12 +33,6 @@
 /* Asks for the cache line KILN_UK_PREFETCH_BYTES past p. */
 #define KILN_UK_PREFETCH(p) _mm_prefetch((const char *)(p) + KILN_UK_PREFETCH_BYTES, _MM_HINT_T0)
 
-static inline int32_t load_i32(const int8_t *p) {
-  int32_t v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-
 /* As quantize_act (same scale and rounding, so the same int8 values), plus the
  * sum of each group's int8 values: the kernels subtract bias x sum to undo the
  * unsigned bias of the weight bytes. g is a multiple of 16. */
@@ -70,20 +64,15 @@ static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_
   }
 }
 
-/* Scratch of one activation row for the int8 panel kernels: k/g scales, k/g
- * sums, then k int8 values. */
-static inline size_t panel_act_stride(int32_t k, int32_t g) {
-  return (size_t)(k / g) * 8u + (size_t)k;
-}
-
 /* mr rows of quantized activations (scratch rows `stride` bytes apart, k/g
  * groups each) against groups b0..b1-1 of one int8 or int4 panel; row r's 16
- * results go to y + r * ldy (lanes in `valid`), added to what is there unless
+ * results go to y + r * ldy (the first rows_valid lanes), added to what is there unless
  * b0 is 0. Carrying the sums through y keeps the order of the additions, so the
  * K block does not change the result. */
 KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8_t *xs,
                                    size_t stride, int32_t mr, int32_t k, int32_t g, int32_t b0,
-                                   int32_t b1, float *y, int32_t ldy, __mmask16 valid) {
+                                   int32_t b1, float *y, int32_t ldy, int32_t rows_valid) {
+  const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
   const int32_t groups = k / g;
   const size_t group_bytes = 32u + (size_t)(family == KILN_UK_I8 ? 16 * g : 8 * g);
   const int32_t bias = family == KILN_UK_I8 ? 128 : 8;
@@ -135,50 +124,6 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
     _mm512_mask_storeu_ps(y + (size_t)r * (size_t)ldy, valid, acc[r]);
 }
 
-/* The tile for the rows left, as a constant for each instantiation. */
-#define KILN_UK_TILE_SWITCH(rows_left, mr_max, CALL)                                     \
-  switch ((rows_left) < (mr_max) ? (rows_left) : (mr_max)) {                             \
-  case 8: CALL(8); break;                                                                \
-  case 7: CALL(7); break;                                                                \
-  case 6: CALL(6); break;                                                                \
-  case 5: CALL(5); break;                                                                \
-  case 4: CALL(4); break;                                                                \
-  case 3: CALL(3); break;                                                                \
-  case 2: CALL(2); break;                                                                \
-  default: CALL(1); break;                                                               \
-  }
-
-/* y (rows x n) = x (rows x k) times the transpose of int8/int4 panels, in
- * register tiles of mr_max rows and K blocks of kc columns (whole groups). */
-KILN_UK_INLINE void matmul_panel_int(int family, const float *x, const uint8_t *w, float *y,
-                                     void *scratch, int32_t rows, int32_t n, int32_t k, int32_t g,
-                                     int32_t mr_max, int32_t kc) {
-  const size_t stride = panel_act_stride(k, g);
-  const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, g);
-  uint8_t *s = (uint8_t *)scratch;
-  int32_t r, p, b0;
-  for (r = 0; r < rows; ++r) {
-    float *d = (float *)(void *)(s + (size_t)r * stride);
-    int32_t *sum = (int32_t *)(void *)(d + k / g);
-    quantize_act_sums(x + (size_t)r * (size_t)k, d, sum, (int8_t *)(void *)(sum + k / g), k, g);
-  }
-  for (b0 = 0; b0 < k / g; b0 += kc / g) {
-    int32_t b1 = b0 + kc / g < k / g ? b0 + kc / g : k / g;
-    for (p = 0; p < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++p) {
-      const uint8_t *panel = w + (size_t)p * panel_bytes;
-      int32_t left = n - p * KILN_UK_NR;
-      __mmask16 valid = left >= KILN_UK_NR ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
-      for (r = 0; r < rows; r += mr_max) {
-        const uint8_t *xs = s + (size_t)r * stride;
-        float *yr = y + p * KILN_UK_NR + (size_t)r * (size_t)n;
-#define KILN_UK_INT_TILE(m) panel_tile_int(family, panel, xs, stride, m, k, g, b0, b1, yr, n, valid)
-        KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_INT_TILE)
-#undef KILN_UK_INT_TILE
-      }
-    }
-  }
-}
-
 static inline __m512 panel_load_f(int family, const uint8_t *p) {
   return family == KILN_UK_F32
              ? _mm512_loadu_ps((const float *)(const void *)p)
@@ -191,7 +136,8 @@ static inline __m512 panel_load_f(int family, const uint8_t *p) {
  * is decoded or prefilled in a chunk, whatever the tile. */
 KILN_UK_INLINE void panel_tile_float(int family, const uint8_t *panel, const float *x,
                                      int32_t mr, int32_t k, int32_t j0, int32_t j1, float *y,
-                                     int32_t ldy, __mmask16 valid) {
+                                     int32_t ldy, int32_t rows_valid) {
+  const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
   const size_t es = family == KILN_UK_F32 ? 64u : 32u; /* bytes of one panel column */
   __m512 acc[KILN_UK_MR_MAX];
   int32_t r, j;
@@ -234,35 +180,7 @@ KILN_UK_INLINE void panel_row4_float(int family, const uint8_t *panel, size_t pa
   _mm512_storeu_ps(y + 48, a3);
 }
 
-/* y (rows x n) = x (rows x k) times the transpose of f32/f16 panels, in register
- * tiles of mr_max rows and K blocks of kc columns; one row streams four panels
- * at a time. */
-KILN_UK_INLINE void matmul_panel_float(int family, const float *x, const uint8_t *w, float *y,
-                                       int32_t rows, int32_t n, int32_t k, int32_t mr_max,
-                                       int32_t kc) {
-  const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, 1);
-  int32_t r, p = 0, j0;
-  if (rows == 1)
-    for (; p + 4 <= n / KILN_UK_NR; p += 4)
-      panel_row4_float(family, w + (size_t)p * panel_bytes, panel_bytes, x, k, y + p * KILN_UK_NR);
-  if (rows == 1)
-    kc = k; /* no reuse to block for */
-  for (j0 = 0; j0 < k; j0 += kc) {
-    int32_t j1 = j0 + kc < k ? j0 + kc : k, q;
-    for (q = p; q < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++q) {
-      const uint8_t *panel = w + (size_t)q * panel_bytes;
-      int32_t left = n - q * KILN_UK_NR;
-      __mmask16 valid = left >= KILN_UK_NR ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
-      for (r = 0; r < rows; r += mr_max) {
-        const float *xr = x + (size_t)r * (size_t)k;
-        float *yr = y + q * KILN_UK_NR + (size_t)r * (size_t)n;
-#define KILN_UK_FLOAT_TILE(m) panel_tile_float(family, panel, xr, m, k, j0, j1, yr, n, valid)
-        KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_FLOAT_TILE)
-#undef KILN_UK_FLOAT_TILE
-      }
-    }
-  }
-}
+#include "codegen_targets/c99/kiln_uk_panels.h"
 
 /* KV cache rows of one head (attention's inner loops), 16 lanes at a time. */
 static inline __mmask16 tail_mask(int32_t left) {

@@ -1,0 +1,97 @@
+/* The panel matmuls, written once for every ISA header that has panel kernels.
+ * The including header defines first:
+ *   KILN_UK_NR, KILN_UK_MR_MAX   panel height and the largest row tile (<= 8);
+ *   quantize_act_sums(x, d, s, q, k, g)
+ *       quantize_act's scales and int8 values plus each group's sum;
+ *   panel_tile_int(family, panel, xs, stride, mr, k, g, b0, b1, y, ldy, valid)
+ *       mr quantized rows against groups b0..b1-1 of one int8/int4 panel;
+ *   panel_tile_float(family, panel, x, mr, k, j0, j1, y, ldy, valid)
+ *       mr float rows against columns j0..j1-1 of one f32/f16 panel;
+ *   panel_row4_float(family, panel, panel_bytes, x, k, y)
+ *       one float row against four whole panels (decode);
+ * where a tile adds to the `valid` first outputs of y unless it starts the K
+ * range, so the K block never changes the order of the additions. */
+#ifndef KILN_UK_PANELS_H
+#define KILN_UK_PANELS_H
+
+#include "codegen_targets/c99/kiln_uk_base.h"
+
+/* Scratch of one activation row for the int8 panel kernels: k/g scales, k/g
+ * sums, then k int8 values. */
+static inline size_t panel_act_stride(int32_t k, int32_t g) {
+  return (size_t)(k / g) * 8u + (size_t)k;
+}
+
+/* The tile for the rows left, as a constant for each instantiation. */
+#define KILN_UK_TILE_SWITCH(rows_left, mr_max, CALL)                                     \
+  switch ((rows_left) < (mr_max) ? (rows_left) : (mr_max)) {                             \
+  case 8: CALL(8); break;                                                                \
+  case 7: CALL(7); break;                                                                \
+  case 6: CALL(6); break;                                                                \
+  case 5: CALL(5); break;                                                                \
+  case 4: CALL(4); break;                                                                \
+  case 3: CALL(3); break;                                                                \
+  case 2: CALL(2); break;                                                                \
+  default: CALL(1); break;                                                               \
+  }
+
+/* y (rows x n) = x (rows x k) times the transpose of int8/int4 panels, in
+ * register tiles of mr_max rows and K blocks of kc columns (whole groups). */
+KILN_UK_INLINE void matmul_panel_int(int family, const float *x, const uint8_t *w, float *y,
+                                     void *scratch, int32_t rows, int32_t n, int32_t k, int32_t g,
+                                     int32_t mr_max, int32_t kc) {
+  const size_t stride = panel_act_stride(k, g);
+  const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, g);
+  uint8_t *s = (uint8_t *)scratch;
+  int32_t r, p, b0;
+  for (r = 0; r < rows; ++r) {
+    float *d = (float *)(void *)(s + (size_t)r * stride);
+    int32_t *sum = (int32_t *)(void *)(d + k / g);
+    quantize_act_sums(x + (size_t)r * (size_t)k, d, sum, (int8_t *)(void *)(sum + k / g), k, g);
+  }
+  for (b0 = 0; b0 < k / g; b0 += kc / g) {
+    int32_t b1 = b0 + kc / g < k / g ? b0 + kc / g : k / g;
+    for (p = 0; p < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++p) {
+      const uint8_t *panel = w + (size_t)p * panel_bytes;
+      int32_t valid = n - p * KILN_UK_NR < KILN_UK_NR ? n - p * KILN_UK_NR : KILN_UK_NR;
+      for (r = 0; r < rows; r += mr_max) {
+        const uint8_t *xs = s + (size_t)r * stride;
+        float *yr = y + p * KILN_UK_NR + (size_t)r * (size_t)n;
+#define KILN_UK_INT_TILE(m) panel_tile_int(family, panel, xs, stride, m, k, g, b0, b1, yr, n, valid)
+        KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_INT_TILE)
+#undef KILN_UK_INT_TILE
+      }
+    }
+  }
+}
+
+/* y (rows x n) = x (rows x k) times the transpose of f32/f16 panels, in register
+ * tiles of mr_max rows and K blocks of kc columns; one row streams four panels
+ * at a time. */
+KILN_UK_INLINE void matmul_panel_float(int family, const float *x, const uint8_t *w, float *y,
+                                       int32_t rows, int32_t n, int32_t k, int32_t mr_max,
+                                       int32_t kc) {
+  const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, 1);
+  int32_t r, p = 0, j0;
+  if (rows == 1) {
+    for (; p + 4 <= n / KILN_UK_NR; p += 4)
+      panel_row4_float(family, w + (size_t)p * panel_bytes, panel_bytes, x, k, y + p * KILN_UK_NR);
+    kc = k; /* no reuse to block for */
+  }
+  for (j0 = 0; j0 < k; j0 += kc) {
+    int32_t j1 = j0 + kc < k ? j0 + kc : k, q;
+    for (q = p; q < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++q) {
+      const uint8_t *panel = w + (size_t)q * panel_bytes;
+      int32_t valid = n - q * KILN_UK_NR < KILN_UK_NR ? n - q * KILN_UK_NR : KILN_UK_NR;
+      for (r = 0; r < rows; r += mr_max) {
+        const float *xr = x + (size_t)r * (size_t)k;
+        float *yr = y + q * KILN_UK_NR + (size_t)r * (size_t)n;
+#define KILN_UK_FLOAT_TILE(m) panel_tile_float(family, panel, xr, m, k, j0, j1, yr, n, valid)
+        KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_FLOAT_TILE)
+#undef KILN_UK_FLOAT_TILE
+      }
+    }
+  }
+}
+
+#endif /* KILN_UK_PANELS_H */
