@@ -9,6 +9,8 @@
  *       mr float rows against columns j0..j1-1 of one f32/f16 panel;
  *   panel_row4_float(family, panel, panel_bytes, x, k, y)
  *       one float row against four whole panels (decode);
+ * and may define panel_row4_int(family, panel, panel_bytes, xs, k, g, y), its
+ * int8/int4 counterpart, with KILN_UK_HAS_PANEL_ROW4_INT;
  * where a tile adds to the `valid` first outputs of y unless it starts the K
  * range, so the K block never changes the order of the additions. */
 #ifndef KILN_UK_PANELS_H
@@ -49,6 +51,17 @@ KILN_UK_INLINE void matmul_panel_int(int family, const float *x, const uint8_t *
     int32_t *sum = (int32_t *)(void *)(d + k / g);
     quantize_act_sums(x + (size_t)r * (size_t)k, d, sum, (int8_t *)(void *)(sum + k / g), k, g);
   }
+#ifdef KILN_UK_HAS_PANEL_ROW4_INT
+  if (rows == 1) { /* decode: four panels at a time, then the rest one by one */
+    const int32_t fours = n / KILN_UK_NR / 4 * 4;
+    for (p = 0; p < fours; p += 4)
+      panel_row4_int(family, w + (size_t)p * panel_bytes, panel_bytes, s, k, g, y + p * KILN_UK_NR);
+    for (r = fours * KILN_UK_NR; r < n; r += KILN_UK_NR)
+      panel_tile_int(family, w + (size_t)(r / KILN_UK_NR) * panel_bytes, s, stride, 1, k, g, 0,
+                     k / g, y + r, n, n - r < KILN_UK_NR ? n - r : KILN_UK_NR);
+    return;
+  }
+#endif
   for (b0 = 0; b0 < k / g; b0 += kc / g) {
     int32_t b1 = b0 + kc / g < k / g ? b0 + kc / g : k / g;
     for (p = 0; p < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++p) {

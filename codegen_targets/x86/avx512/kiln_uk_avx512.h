@@ -124,6 +124,61 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
     _mm512_mask_storeu_ps(y + (size_t)r * (size_t)ldy, valid, acc[r]);
 }
 
+/* One quantized activation row against four whole int8/int4 panels (decode):
+ * each 4-activation broadcast meets four panels, and four accumulator chains
+ * run at once. Per lane the same sums in the same order as panel_tile_int. */
+KILN_UK_INLINE void panel_row4_int(int family, const uint8_t *panel, size_t panel_bytes,
+                                   const uint8_t *xs, int32_t k, int32_t g, float *y) {
+  const int32_t groups = k / g;
+  const size_t group_bytes = 32u + (size_t)(family == KILN_UK_I8 ? 16 * g : 8 * g);
+  const int32_t bias = family == KILN_UK_I8 ? 128 : 8;
+  const __m512i low = _mm512_set1_epi8(15);
+  const float *xd = (const float *)(const void *)xs;
+  const int32_t *xsum = (const int32_t *)(const void *)(xd + groups);
+  const int8_t *q = (const int8_t *)(const void *)(xsum + groups);
+  __m512 acc[4];
+  int32_t b, c, j;
+  for (j = 0; j < 4; ++j)
+    acc[j] = _mm512_setzero_ps();
+  for (b = 0; b < groups; ++b) {
+    const uint8_t *gp = panel + (size_t)b * group_bytes;
+    __m512i is[4];
+    for (j = 0; j < 4; ++j) {
+      is[j] = _mm512_setzero_si512();
+      for (c = 0; c < (int32_t)group_bytes; c += 64)
+        KILN_UK_PREFETCH(gp + j * panel_bytes + c);
+    }
+    if (family == KILN_UK_I8) {
+      for (c = 0; c < g / 4; ++c) {
+        __m512i xq = _mm512_set1_epi32(load_i32(q + g * b + 4 * c));
+        for (j = 0; j < 4; ++j)
+          is[j] = _mm512_dpbusd_epi32(is[j], _mm512_loadu_si512(gp + j * panel_bytes + 32 + 64 * c),
+                                      xq);
+      }
+    } else {
+      for (c = 0; c < g / 8; ++c) {
+        __m512i xl = _mm512_set1_epi32(load_i32(q + g * b + 4 * c));
+        __m512i xh = _mm512_set1_epi32(load_i32(q + g * b + g / 2 + 4 * c));
+        for (j = 0; j < 4; ++j) {
+          __m512i v = _mm512_loadu_si512(gp + j * panel_bytes + 32 + 64 * c);
+          is[j] = _mm512_dpbusd_epi32(is[j], _mm512_and_si512(v, low), xl);
+          is[j] = _mm512_dpbusd_epi32(is[j], _mm512_and_si512(_mm512_srli_epi16(v, 4), low), xh);
+        }
+      }
+    }
+    for (j = 0; j < 4; ++j) {
+      __m512 ws = _mm512_cvtph_ps(
+          _mm256_loadu_si256((const __m256i *)(const void *)(gp + j * panel_bytes)));
+      __m512i exact = _mm512_sub_epi32(is[j], _mm512_set1_epi32(bias * xsum[b]));
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(ws, _mm512_set1_ps(xd[b])),
+                               acc[j]);
+    }
+  }
+  for (j = 0; j < 4; ++j)
+    _mm512_storeu_ps(y + 16 * j, acc[j]);
+}
+#define KILN_UK_HAS_PANEL_ROW4_INT 1
+
 static inline __m512 panel_load_f(int family, const uint8_t *p) {
   return family == KILN_UK_F32
              ? _mm512_loadu_ps((const float *)(const void *)p)
