@@ -29,6 +29,28 @@ static inline float load_f16(const uint8_t *p) {
   return kiln_f16_to_f32(h);
 }
 
+/* The per-format KV helpers of an ISA header from its family-generic dot and
+ * axpy over one cache row (i8 rows: the row's f16 scale is applied here). */
+#define KILN_UK_KV_HELPERS(dot, axpy)                                                    \
+  static inline float kv_dot_f32(const float *q, const uint8_t *row, int32_t hd) {       \
+    return dot(KILN_UK_F32, q, row, hd);                                                 \
+  }                                                                                      \
+  static inline void kv_axpy_f32(float *acc, float e, const uint8_t *row, int32_t hd) {  \
+    axpy(KILN_UK_F32, acc, e, row, hd);                                                  \
+  }                                                                                      \
+  static inline float kv_dot_f16(const float *q, const uint8_t *row, int32_t hd) {       \
+    return dot(KILN_UK_F16, q, row, hd);                                                 \
+  }                                                                                      \
+  static inline void kv_axpy_f16(float *acc, float e, const uint8_t *row, int32_t hd) {  \
+    axpy(KILN_UK_F16, acc, e, row, hd);                                                  \
+  }                                                                                      \
+  static inline float kv_dot_i8(const float *q, const uint8_t *row, int32_t hd) {        \
+    return dot(KILN_UK_I8, q, row, hd) * load_f16(row);                                  \
+  }                                                                                      \
+  static inline void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t hd) {   \
+    axpy(KILN_UK_I8, acc, e * load_f16(row), row, hd);                                   \
+  }
+
 /* An unaligned 32-bit load: four int8 activations for one broadcast. */
 static inline int32_t load_i32(const int8_t *p) {
   int32_t v;

@@ -14,9 +14,7 @@ void ref_quantize_act(const float *x, float *d, int8_t *q, int32_t k, int32_t g)
 }
 
 float ref_kv_dot(int family, const float *q, const uint8_t *row, int32_t hd) {
-  return family == KILN_UK_F32 ? kv_dot_f32(q, row, hd)
-         : family == KILN_UK_F16 ? kv_dot_f16(q, row, hd)
-                                 : kv_dot_i8(q, row, hd);
+  return kv_dot(family, q, row, hd);
 }
 
 void ref_attend(int family, const float *q, int32_t nq, const uint8_t *keys,
@@ -32,10 +30,5 @@ void ref_rms_norm_row(const float *x, const float *g, float *y, int32_t d, float
 void ref_silu(const float *x, float *y, int32_t n) { silu(x, y, n); }
 
 void ref_kv_axpy(int family, float *acc, float e, const uint8_t *row, int32_t hd) {
-  if (family == KILN_UK_F32)
-    kv_axpy_f32(acc, e, row, hd);
-  else if (family == KILN_UK_F16)
-    kv_axpy_f16(acc, e, row, hd);
-  else
-    kv_axpy_i8(acc, e, row, hd);
+  kv_axpy(family, acc, e, row, hd);
 }

@@ -248,25 +248,8 @@ KILN_UK_INLINE void kv_axpy4(int family, float *acc, float e, const uint8_t *row
 }
 
 #define KILN_UK_HAS_KV_F32 1
-static inline float kv_dot_f32(const float *q, const uint8_t *row, int32_t hd) {
-  return kv_dot4(KILN_UK_F32, q, row, hd);
-}
-static inline void kv_axpy_f32(float *acc, float e, const uint8_t *row, int32_t hd) {
-  kv_axpy4(KILN_UK_F32, acc, e, row, hd);
-}
 #define KILN_UK_HAS_KV_F16 1
-static inline float kv_dot_f16(const float *q, const uint8_t *row, int32_t hd) {
-  return kv_dot4(KILN_UK_F16, q, row, hd);
-}
-static inline void kv_axpy_f16(float *acc, float e, const uint8_t *row, int32_t hd) {
-  kv_axpy4(KILN_UK_F16, acc, e, row, hd);
-}
 #define KILN_UK_HAS_KV_I8 1
-static inline float kv_dot_i8(const float *q, const uint8_t *row, int32_t hd) {
-  return kv_dot4(KILN_UK_I8, q, row, hd) * load_f16(row);
-}
-static inline void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t hd) {
-  kv_axpy4(KILN_UK_I8, acc, e * load_f16(row), row, hd);
-}
+KILN_UK_KV_HELPERS(kv_dot4, kv_axpy4)
 
 #endif /* KILN_UK_NEON_PANELS_H */
