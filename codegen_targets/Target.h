@@ -64,6 +64,7 @@ const IsaVariant &x86Avx2Variant();
 const IsaVariant &x86AvxVnniVariant();
 const IsaVariant &x86Avx512Variant();
 const IsaVariant &armNeonVariant();
+const IsaVariant &armNeonI8mmVariant();
 const IsaVariant &riscvRvvVariant();
 
 /// The target named `name`, or null when there is none. "host" is the best

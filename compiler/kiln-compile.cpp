@@ -60,7 +60,7 @@ static cl::opt<std::string> tile(
 static cl::opt<std::string> target(
     "target",
     cl::desc("Code generation target: c99, x86-avx2, x86-avxvnni, x86-avx512, arm-neon, "
-             "riscv-rvv, or host (the best one for this machine)"),
+             "arm-neon-i8mm, riscv-rvv, or host (the best one for this machine)"),
     cl::init("c99"), cl::cat(category));
 static cl::opt<int64_t> prefillChunk(
     "prefill-chunk", cl::desc("Tokens per prefill call (default: min(64, context))"),

@@ -328,7 +328,8 @@ static const std::vector<C99Target> &targets() {
   static const std::vector<C99Target> all = {
       C99Target(portable), C99Target(x86Avx2Variant()), C99Target(x86AvxVnniVariant()),
       C99Target(x86Avx512Variant()),
-      C99Target(armNeonVariant()), C99Target(riscvRvvVariant())};
+      C99Target(armNeonVariant()), C99Target(armNeonI8mmVariant()),
+      C99Target(riscvRvvVariant())};
   return all;
 }
 

@@ -58,7 +58,7 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
   const size_t group_bytes = 8u + (size_t)(family == KILN_UK_I8 ? 4 * g : 2 * g);
   const uint8x16_t low = vdupq_n_u8(15), top = vdupq_n_u8(0x80);
   float32x4_t acc[KILN_UK_MR_MAX];
-  int32_t r, b, c;
+  int32_t r, b, c, first = 0;
   for (r = 0; r < mr; ++r)
     acc[r] = b0 == 0 ? vdupq_n_f32(0.0f) : load_lanes(y + (size_t)r * (size_t)ldy, valid);
   for (b = b0; b < b1; ++b) {
@@ -67,6 +67,42 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
     float32x4_t ws = load_scales4(gp);
     for (r = 0; r < mr; ++r)
       is[r] = vdupq_n_s32(0);
+#ifdef __ARM_FEATURE_MATMUL_INT8
+    /* Pairs of activation rows take smmla (2x8 by 8x2): zipping two quads gives
+     * rows 0-1 and rows 2-3 over 8 columns, and the 2x2 results unzip into each
+     * activation row's 4 outputs. The int32 sums are the sdot ones. */
+    for (first = 0; first + 2 <= mr; first += 2) {
+      const int8_t *q0 = (const int8_t *)(const void *)(xs + first * stride + (size_t)groups * 8u);
+      const int8_t *q1 = q0 + stride;
+      int32x4_t p01 = vdupq_n_s32(0), p23 = vdupq_n_s32(0);
+      if (family == KILN_UK_I8) {
+        for (c = 0; c < g / 4; c += 2) {
+          int32x4_t a = vreinterpretq_s32_u8(veorq_u8(vld1q_u8(gp + 8 + 16 * c), top));
+          int32x4_t n = vreinterpretq_s32_u8(veorq_u8(vld1q_u8(gp + 24 + 16 * c), top));
+          int8x16_t xb = vcombine_s8(vld1_s8(q0 + g * b + 4 * c), vld1_s8(q1 + g * b + 4 * c));
+          p01 = vmmlaq_s32(p01, vreinterpretq_s8_s32(vzip1q_s32(a, n)), xb);
+          p23 = vmmlaq_s32(p23, vreinterpretq_s8_s32(vzip2q_s32(a, n)), xb);
+        }
+      } else {
+        for (c = 0; c < g / 8; c += 2) {
+          uint8x16_t v0 = vld1q_u8(gp + 8 + 16 * c), v1 = vld1q_u8(gp + 24 + 16 * c);
+          int32x4_t l0 = vreinterpretq_s32_u8(vandq_u8(v0, low));
+          int32x4_t l1 = vreinterpretq_s32_u8(vandq_u8(v1, low));
+          int32x4_t h0 = vreinterpretq_s32_u8(vshrq_n_u8(v0, 4));
+          int32x4_t h1 = vreinterpretq_s32_u8(vshrq_n_u8(v1, 4));
+          int8x16_t xl = vcombine_s8(vld1_s8(q0 + g * b + 4 * c), vld1_s8(q1 + g * b + 4 * c));
+          int8x16_t xh = vcombine_s8(vld1_s8(q0 + g * b + g / 2 + 4 * c),
+                                     vld1_s8(q1 + g * b + g / 2 + 4 * c));
+          p01 = vmmlaq_s32(p01, vreinterpretq_s8_s32(vzip1q_s32(l0, l1)), xl);
+          p23 = vmmlaq_s32(p23, vreinterpretq_s8_s32(vzip2q_s32(l0, l1)), xl);
+          p01 = vmmlaq_s32(p01, vreinterpretq_s8_s32(vzip1q_s32(h0, h1)), xh);
+          p23 = vmmlaq_s32(p23, vreinterpretq_s8_s32(vzip2q_s32(h0, h1)), xh);
+        }
+      }
+      is[first] = vuzp1q_s32(p01, p23);
+      is[first + 1] = vuzp2q_s32(p01, p23);
+    }
+#endif
     if (family == KILN_UK_I8) {
       /* Four quads (16 columns) per activation load, one sdot lane each. */
       for (c = 0; c < g / 4; c += 4) {
@@ -75,7 +111,7 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
         int8x16_t w1 = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(qp + 16), top));
         int8x16_t w2 = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(qp + 32), top));
         int8x16_t w3 = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(qp + 48), top));
-        for (r = 0; r < mr; ++r) {
+        for (r = first; r < mr; ++r) {
           const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
           int8x16_t xv = vld1q_s8(q + g * b + 4 * c);
           is[r] = vdotq_laneq_s32(is[r], w0, xv, 0);
@@ -97,7 +133,7 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
         int8x16_t h1 = vreinterpretq_s8_u8(vshrq_n_u8(v1, 4));
         int8x16_t h2 = vreinterpretq_s8_u8(vshrq_n_u8(v2, 4));
         int8x16_t h3 = vreinterpretq_s8_u8(vshrq_n_u8(v3, 4));
-        for (r = 0; r < mr; ++r) {
+        for (r = first; r < mr; ++r) {
           const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
           int8x16_t xl = vld1q_s8(q + g * b + 4 * c), xh = vld1q_s8(q + g * b + g / 2 + 4 * c);
           is[r] = vdotq_laneq_s32(is[r], l0, xl, 0);
