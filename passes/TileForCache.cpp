@@ -1,5 +1,7 @@
 #include "passes/Passes.h"
 
+#include "codegen_targets/c99/kiln_uk_pack.h"
+
 #include "llvm/ADT/StringExtras.h"
 
 namespace kiln {
@@ -13,7 +15,7 @@ using namespace kiln;
 namespace {
 
 /// The largest activation-row tile the panel kernels are instantiated for.
-constexpr int64_t kMaxTileRows = 8;
+constexpr int64_t kMaxTileRows = KILN_UK_MR_MAX;
 
 struct Tile {
   int64_t mr = 0, kc = 0; // 0: choose

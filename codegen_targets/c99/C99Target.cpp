@@ -1,6 +1,7 @@
 // The portable c99 target: plain C loops with every dimension a constant.
 #include "codegen_targets/Target.h"
 
+#include "codegen_targets/c99/kiln_uk_pack.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "llvm/ADT/TypeSwitch.h"
@@ -40,9 +41,6 @@ ElementCode elementCode(Value v) {
 }
 
 int64_t dim(Value v, unsigned i) { return cast<RankedTensorType>(v.getType()).getDimSize(i); }
-
-/// KILN_UK_MAX_HEAD_DIM of the micro-kernel library.
-constexpr int64_t kMaxHeadDim = 256;
 
 /// A float constant that reads back as the same float.
 std::string floatLiteral(double v) { return formatv("{0:e9}f", v).str(); }
@@ -293,9 +291,9 @@ private:
     int64_t headBytes = cacheHeadBytes(c, hd);
     k.name = formatv("{0}_attention_{1}_h{2}_kv{3}_d{4}_win{5}", prefix, c.name, nh, nkv, hd,
                      window);
-    if (hd > kMaxHeadDim)
+    if (hd > KILN_UK_MAX_HEAD_DIM)
       return a.emitOpError() << "head dimension " << hd << " exceeds the attention kernels' "
-                             << kMaxHeadDim;
+                             << KILN_UK_MAX_HEAD_DIM;
     k.params = "const float *q, const void *keys, const void *values, float *y, int32_t rows, "
                "int32_t pos";
     std::string start = window ? formatv("p - {0} + 1 > 0 ? p - {0} + 1 : 0", window).str()
@@ -334,11 +332,12 @@ static const std::vector<C99Target> &targets() {
 }
 
 /// Whether the machine running kiln-compile has every feature in `features`.
-static bool hostSupports(const std::vector<const char *> &features) {
+static bool hostSupports(const llvm::StringMap<bool, llvm::MallocAllocator> &host,
+                         const std::vector<const char *> &features) {
   if (features.empty())
     return false;
   for (const char *f : features)
-    if (!llvm::sys::getHostCPUFeatures().lookup(f))
+    if (!host.lookup(f))
       return false;
   return true;
 }
@@ -347,8 +346,9 @@ const TargetDescription *kiln::lookupTarget(llvm::StringRef name) {
   if (name == "host") {
     // The widest x86 variant the machine runs; otherwise the ISA kiln-compile was
     // built for, or the portable one.
+    const auto host = llvm::sys::getHostCPUFeatures();
     for (auto it = targets().rbegin(); it != targets().rend(); ++it)
-      if (hostSupports(it->isaVariant().hostFeatures))
+      if (hostSupports(host, it->isaVariant().hostFeatures))
         return &*it;
 #if defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)
     return lookupTarget("arm-neon");

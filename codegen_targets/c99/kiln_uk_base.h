@@ -20,13 +20,21 @@
 #define KILN_UK_INLINE static inline
 #endif
 
-/* Largest head dimension the attention helpers take. */
-#define KILN_UK_MAX_HEAD_DIM 256
-
 static inline float load_f16(const uint8_t *p) {
   uint16_t h;
   memcpy(&h, p, sizeof h);
   return kiln_f16_to_f32(h);
+}
+
+/* Value i of a KV cache row of one head (i8 rows: unscaled), for the scalar
+ * tails of vector loops. */
+static inline float kv_value(int family, const uint8_t *row, int32_t i) {
+  float f;
+  if (family == KILN_UK_F32) {
+    memcpy(&f, row + 4 * i, 4);
+    return f;
+  }
+  return family == KILN_UK_F16 ? load_f16(row + 2 * i) : (float)(int8_t)row[2 + i];
 }
 
 /* The per-format KV helpers of an ISA header from its family-generic dot and

@@ -25,6 +25,12 @@
 
 enum { KILN_UK_F32 = 0, KILN_UK_F16 = 1, KILN_UK_I8 = 2, KILN_UK_I4 = 3 };
 
+/* Limits of the kernels that the compiler checks against: the largest register
+ * tile of activation rows the panel kernels are instantiated for (the cases of
+ * KILN_UK_TILE_SWITCH), and the largest head dimension attention takes. */
+#define KILN_UK_MR_MAX 8
+#define KILN_UK_MAX_HEAD_DIM 256
+
 /* Bytes of one row of k values in the row layout (groups of g for i8 and i4). */
 static inline size_t kiln_uk_row_bytes(int family, int32_t k, int32_t g) {
   switch (family) {

@@ -1,6 +1,6 @@
 /* The panel matmuls, written once for every ISA header that has panel kernels.
  * The including header defines first:
- *   KILN_UK_NR, KILN_UK_MR_MAX   panel height and the largest row tile (<= 8);
+ *   KILN_UK_NR                   the panel height;
  *   quantize_act_sums(x, d, s, q, k, g)
  *       quantize_act's scales and int8 values plus each group's sum;
  *   panel_tile_int(family, panel, xs, stride, mr, k, g, b0, b1, y, ldy, valid)

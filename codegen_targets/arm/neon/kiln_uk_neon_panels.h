@@ -9,7 +9,6 @@
 #include "codegen_targets/arm/neon/kiln_uk_neon.h"
 
 #define KILN_UK_NR 4
-#define KILN_UK_MR_MAX 8
 
 /* As quantize_act (the same int8 values and scales), plus each group's sum of
  * int8 values, which the kernels subtract 8 times for int4 nibbles (0..15). */
@@ -254,14 +253,6 @@ static inline float32x4_t kv_load4(int family, const uint8_t *row, int32_t i) {
     memcpy(b, row + 2 + i, 4);
     return vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(vld1_s8(b)))));
   }
-}
-static inline float kv_value(int family, const uint8_t *row, int32_t i) {
-  float f;
-  if (family == KILN_UK_F32) {
-    memcpy(&f, row + 4 * i, 4);
-    return f;
-  }
-  return family == KILN_UK_F16 ? load_f16(row + 2 * i) : (float)(int8_t)row[2 + i];
 }
 /* q . row, unscaled for i8 rows. */
 KILN_UK_INLINE float kv_dot4(int family, const float *q, const uint8_t *row, int32_t hd) {

@@ -11,6 +11,14 @@
 
 #include "codegen_targets/c99/kiln_uk_base.h"
 
+/* Software prefetch of the weight stream, for the x86 panel kernels. The
+ * hardware prefetchers stop at 4 KiB pages; 16 KiB ahead took L q4_0 decode on
+ * AVX-512 from 0.62 to 0.85 of one core's read bandwidth here (4 KiB: 0.76,
+ * 64 KiB: 0.72). */
+#define KILN_UK_PREFETCH_BYTES 16384
+/* Asks for the cache line KILN_UK_PREFETCH_BYTES past p. */
+#define KILN_UK_PREFETCH(p) _mm_prefetch((const char *)(p) + KILN_UK_PREFETCH_BYTES, _MM_HINT_T0)
+
 static inline float hsum_ps(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));

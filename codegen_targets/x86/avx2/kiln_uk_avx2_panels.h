@@ -10,10 +10,6 @@
 #include "codegen_targets/x86/avx2/kiln_uk_avx2.h"
 
 #define KILN_UK_NR 8
-#define KILN_UK_MR_MAX 8
-/* As on AVX-512: the hardware prefetchers stop at 4 KiB pages. */
-#define KILN_UK_PREFETCH_BYTES 16384
-#define KILN_UK_PREFETCH(p) _mm_prefetch((const char *)(p) + KILN_UK_PREFETCH_BYTES, _MM_HINT_T0)
 
 /* Sum of 4-byte dot products of unsigned weight bytes w (below 128: int4
  * nibbles, or int8 values + 128 with AVX-VNNI) and signed activations x. */
@@ -251,14 +247,6 @@ static inline __m256 kv_load8(int family, const uint8_t *row, int32_t i) {
              ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(row + 2 * i)))
              : _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
                    _mm_loadl_epi64((const __m128i *)(const void *)(row + 2 + i))));
-}
-static inline float kv_value(int family, const uint8_t *row, int32_t i) {
-  float f;
-  if (family == KILN_UK_F32) {
-    memcpy(&f, row + 4 * i, 4);
-    return f;
-  }
-  return family == KILN_UK_F16 ? load_f16(row + 2 * i) : (float)(int8_t)row[2 + i];
 }
 /* q . row, unscaled for i8 rows. */
 KILN_UK_INLINE float kv_dot8(int family, const float *q, const uint8_t *row, int32_t hd) {

@@ -23,15 +23,6 @@
 
 /* Panel height: one zmm of f32 or int32 lanes. */
 #define KILN_UK_NR 16
-/* Largest activation-row tile the kernels are instantiated for. */
-#define KILN_UK_MR_MAX 8
-/* Software prefetch distance of the weight stream. The hardware prefetchers stop
- * at 4 KiB pages; 16 KiB ahead took L q4_0 decode from 0.62 to 0.85 of one
- * core's read bandwidth here (4 KiB: 0.76, 64 KiB: 0.72). */
-#define KILN_UK_PREFETCH_BYTES 16384
-
-/* Asks for the cache line KILN_UK_PREFETCH_BYTES past p. */
-#define KILN_UK_PREFETCH(p) _mm_prefetch((const char *)(p) + KILN_UK_PREFETCH_BYTES, _MM_HINT_T0)
 
 /* As quantize_act (same scale and rounding, so the same int8 values), plus the
  * sum of each group's int8 values: the kernels subtract bias x sum to undo the
