@@ -342,9 +342,11 @@ def main():
                     help="skip the %d-token runs of a configuration whose first "
                          "%d-token prefill predicts a longer prefill" % (LONG_PROMPT, SHORT_PROMPT))
     ap.add_argument("--models-only", action="store_true", help="write the model files and stop")
-    ap.add_argument("--kiln-flags", default="",
-                    help="more kiln-compile flags, e.g. '--tile=mr=4,kc=99999' to hold a "
-                         "fixed tile against tile-for-cache's choice (named in the rows)")
+    ap.add_argument("--kiln-flags", action="append",
+                    help="more kiln-compile flags, named in the rows; repeat it for several "
+                         "variants in the same run, e.g. --kiln-flags= "
+                         "--kiln-flags=--tile=mr=4,kc=99999 holds a fixed tile against "
+                         "tile-for-cache's choice")
     args = ap.parse_args()
     shapes = args.shapes.split(",")
     formats = args.formats.split(",")
@@ -363,30 +365,29 @@ def main():
     best = host_target(compiler)
     targets = [best if t == "host" else t for t in args.targets.split(",")]
     targets = list(dict.fromkeys(targets))  # host may resolve to c99
-    extra = args.kiln_flags.split()
+    variants = [f.split() for f in (args.kiln_flags or [""])]
     probes = run_probes(args.work)
 
     rows = []
     for shape in shapes:
         weights, vocab = model_info(models[shape])
-        for target in targets:
-            for fmt in formats:
-                row = {"shape": shape, "target": target + "".join(" " + f for f in extra),
-                       "format": fmt,
-                       "model": models[shape], "matmul_weights": weights, "vocab": vocab,
-                       "weight_bytes_per_token": round(weights * BYTES_PER_WEIGHT[fmt]),
-                       "prefill": [], "decode16": [], "decode512": [], "rss_kib": 0}
-                out = os.path.join(args.work, "out", re.sub(r"[^\w.-]+", "_", "%s-%s-%s%s" % (
-                    shape, target, fmt, "".join(extra))))
-                log("compile %s %s %s" % (shape, target, fmt))
-                try:
-                    row["compile_s"], row["gen"], row["arena_bytes"], row["pack_bytes"] = \
-                        build(compiler, models[shape], out, target, fmt, extra)
-                    row["kernels"] = kernels_of(out)
-                except RuntimeError as e:
-                    row["error"] = str(e)
-                    log(row["error"])
-                rows.append(row)
+        for target, fmt, extra in [(t, f, e) for t in targets for f in formats for e in variants]:
+            row = {"shape": shape, "target": target + "".join(" " + f for f in extra),
+                   "format": fmt,
+                   "model": models[shape], "matmul_weights": weights, "vocab": vocab,
+                   "weight_bytes_per_token": round(weights * BYTES_PER_WEIGHT[fmt]),
+                   "prefill": [], "decode16": [], "decode512": [], "rss_kib": 0}
+            out = os.path.join(args.work, "out", re.sub(r"[^\w.-]+", "_", "%s-%s-%s%s" % (
+                shape, target, fmt, "".join(extra))))
+            log("compile %s %s %s" % (shape, target, fmt))
+            try:
+                row["compile_s"], row["gen"], row["arena_bytes"], row["pack_bytes"] = \
+                    build(compiler, models[shape], out, target, fmt, extra)
+                row["kernels"] = kernels_of(out)
+            except RuntimeError as e:
+                row["error"] = str(e)
+                log(row["error"])
+            rows.append(row)
 
     # Runs of all configurations interleaved, so a slow spell of the machine spreads
     # over all of them rather than one.
