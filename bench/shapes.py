@@ -347,6 +347,10 @@ def main():
                          "variants in the same run, e.g. --kiln-flags= "
                          "--kiln-flags=--tile=mr=4,kc=99999 holds a fixed tile against "
                          "tile-for-cache's choice")
+    ap.add_argument("--run-flags", action="append",
+                    help="more kiln-generate flags, named in the rows; repeatable like "
+                         "--kiln-flags (every pair is a row), e.g. --kiln-flags=--threads=2 "
+                         "--run-flags='-t 1' --run-flags='-t 2' sets 1 thread against 2")
     args = ap.parse_args()
     shapes = args.shapes.split(",")
     formats = args.formats.split(",")
@@ -366,23 +370,29 @@ def main():
     targets = [best if t == "host" else t for t in args.targets.split(",")]
     targets = list(dict.fromkeys(targets))  # host may resolve to c99
     variants = [f.split() for f in (args.kiln_flags or [""])]
+    run_variants = [f.split() for f in (args.run_flags or [""])]
     probes = run_probes(args.work)
 
     rows = []
     for shape in shapes:
         weights, vocab = model_info(models[shape])
-        for target, fmt, extra in [(t, f, e) for t in targets for f in formats for e in variants]:
-            row = {"shape": shape, "target": target + "".join(" " + f for f in extra),
+        built = {}
+        for target, fmt, extra, gen_flags in [(t, f, e, g) for t in targets for f in formats
+                                              for e in variants for g in run_variants]:
+            row = {"shape": shape,
+                   "target": target + "".join(" " + f for f in extra + gen_flags),
                    "format": fmt,
                    "model": models[shape], "matmul_weights": weights, "vocab": vocab,
                    "weight_bytes_per_token": round(weights * BYTES_PER_WEIGHT[fmt]),
                    "prefill": [], "decode16": [], "decode512": [], "rss_kib": 0}
             out = os.path.join(args.work, "out", re.sub(r"[^\w.-]+", "_", "%s-%s-%s%s" % (
                 shape, target, fmt, "".join(extra))))
-            log("compile %s %s %s" % (shape, target, fmt))
             try:
-                row["compile_s"], row["gen"], row["arena_bytes"], row["pack_bytes"] = \
-                    build(compiler, models[shape], out, target, fmt, extra)
+                if out not in built:
+                    log("compile %s %s %s" % (shape, target, fmt))
+                    built[out] = build(compiler, models[shape], out, target, fmt, extra)
+                row["compile_s"], gen, row["arena_bytes"], row["pack_bytes"] = built[out]
+                row["gen"] = gen + gen_flags
                 row["kernels"] = kernels_of(out)
             except RuntimeError as e:
                 row["error"] = str(e)

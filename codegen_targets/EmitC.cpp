@@ -55,6 +55,7 @@ struct ModelInfo {
   std::string name, upper;
   DictionaryAttr config;
   int64_t arenaBytes = 0, kvBytes = 0;
+  int64_t threads = 1; // shares of every split kernel
 
   int64_t get(StringRef key) const {
     return cast<IntegerAttr>(config.get(key)).getInt();
@@ -76,6 +77,19 @@ LogicalResult writeFile(Operation *where, StringRef dir, StringRef name,
   return success();
 }
 
+/// The run-time work of a split op's kernel, as partition-work measures it, as
+/// a C expression of the schedule's `rows` (or `head_rows`) and `pos`.
+std::string workExpression(Operation *op, StringRef rows) {
+  KernelWork work = *kernelWork(op);
+  std::string expr = formatv("(int64_t){0} * {1}", rows, work.perRow);
+  if (!work.overContext)
+    return expr;
+  std::string context = formatv("(pos + {0})", rows);
+  if (work.window)
+    context = formatv("({0} < {1} ? {0} : {1})", context, work.window);
+  return expr + " * " + context;
+}
+
 /// Emits the schedule of one function and collects the kernels it calls.
 class ScheduleEmitter {
 public:
@@ -85,6 +99,8 @@ public:
 
   /// One label per kernel call, in schedule order, for KILN_PROFILE builds.
   const std::vector<std::string> &sites() const { return siteLabels; }
+  /// The functions that run the shares of split kernels.
+  const std::string &sitesText() const { return siteFunctions; }
 
   /// `run_<fn>(m, tokens, rows, pos, head_rows)`: the output head (final norm
   /// and logits matmul) runs on the last head_rows rows only (none when 0), so
@@ -96,6 +112,9 @@ public:
                   "    int32_t pos, int32_t head_rows) {{\n"
                   "  const uint8_t *w = m->weights;\n  uint8_t *a = m->arena;\n",
                   fn.getSymName(), info.name);
+    if (info.threads > 1)
+      os << "  run_args ctx;\n  ctx.w = w;\n  ctx.a = a;\n  ctx.tokens = tokens;\n"
+            "  ctx.rows = rows;\n  ctx.pos = pos;\n  ctx.head_rows = head_rows;\n";
     os << "  prefetch_layer(m, 0);\n";
     int64_t lastLayer = -1;
     for (Operation &op : fn.getBody().front()) {
@@ -117,19 +136,40 @@ public:
       FailureOr<KernelCall> call = target.kernelFor(&op, info.name, names);
       if (failed(call))
         return failure();
-      std::vector<std::string> args = call->args;
-      if (head.contains(&op)) {
-        // Row-wise ops: start at the first head row of the input and write
-        // head_rows rows from the start of the result.
+      bool inHead = head.contains(&op);
+      // Row-wise ops of the head start at the first head row of the input and
+      // write head_rows rows from the start of the result.
+      auto headArgs = [&](std::vector<std::string> args) {
         Value input = op.getOperand(0);
+        if (!inHead)
+          return args;
         if (!head.contains(input.getDefiningOp()))
           args.front() = formatv("{0} + (size_t)(rows - head_rows) * {1}", args.front(),
                                  cast<RankedTensorType>(input.getType()).getDimSize(1));
         args.back() = "head_rows";
-        os << "  if (head_rows > 0)\n  ";
+        return args;
+      };
+      std::string statement;
+      for (const KernelCall &setup : call->setup) {
+        statement += formatv("{0}({1}); ", setup.name, llvm::join(headArgs(setup.args), ", "));
+        kernels.try_emplace(setup.name, setup);
       }
-      os << formatv("  KILN_TIMED({0}, {1}({2}));\n", siteLabels.size(), call->name,
-                    llvm::join(args, ", "));
+      std::string invoke = formatv("{0}({1})", call->name, llvm::join(headArgs(call->args), ", "));
+      if (auto split = op.getAttrOfType<SplitAttr>("split")) {
+        // The shares run in a site function the workers call.
+        std::string site = formatv("{0}_site_{1}", fn.getSymName(), siteLabels.size());
+        siteFunctions += formatv("static void {0}(void *ctx, int32_t s0, int32_t s1) {{\n"
+                                 "  KILN_SITE_SCOPE(ctx);\n  {1};\n}\n\n",
+                                 site, invoke.substr(0, invoke.size() - 1) + ", s0, s1)");
+        invoke = formatv("run_shares(m, {0}, &ctx, {1} >= {2})", site,
+                         workExpression(&op, inHead ? "head_rows" : "rows"),
+                         split.getThreshold());
+      }
+      statement += invoke;
+      if (inHead)
+        os << "  if (head_rows > 0)\n  ";
+      os << formatv("  KILN_TIMED({0}, {1});\n", siteLabels.size(),
+                    call->setup.empty() ? statement : "{ " + statement + "; }");
       siteLabels.push_back(siteLabel(fn, op, call->name));
       kernels.try_emplace(call->name, *call);
     }
@@ -169,6 +209,7 @@ private:
   const ModelInfo &info;
   std::map<std::string, KernelCall> &kernels;
   std::vector<std::string> siteLabels;
+  std::string siteFunctions;
 };
 
 std::string headerText(const ModelInfo &m, const PackInfo &pack, size_t sites) {
@@ -198,13 +239,14 @@ extern "C" {{
 #define {1}_VOCAB_SEGMENT_BYTES {13}u
 
 #define {1}_PROFILE_SITES {11}  /* kernel calls in the schedule */
+#define {1}_THREADS {14}  /* shares of each split kernel: the most workers it uses */
 
 typedef struct {0}_model {{
   const uint8_t *weights;           /* data section of the pack */
   uint8_t *arena;                   /* caller's, {1}_ARENA_BYTES */
   const kiln_pack_source *source;
   int32_t pos;                      /* tokens in the KV cache */
-#ifdef KILN_PROFILE
+{15}#ifdef KILN_PROFILE
   /* Set by the caller after open: a clock in any unit; each kernel call adds
    * its time to site_time, which open zeroes. */
   uint64_t (*clock)(void);
@@ -232,6 +274,9 @@ kiln_status {0}_decode({0}_model *m, int32_t token, float *logits);
 kiln_status {0}_tokenizer(const {0}_model *m, kiln_tokenizer *t);
 /* Empties the KV cache. */
 void {0}_reset({0}_model *m);
+/* The workers that run split kernels (a copy is kept); NULL or a zeroed one:
+ * everything on the calling thread. Not while a call on m runs. */
+void {0}_set_workers({0}_model *m, const kiln_workers *workers);
 void {0}_close({0}_model *m);
 
 extern const kiln_model_api {0}_api;
@@ -248,7 +293,10 @@ extern const uint8_t {0}_pack_bytes[{1}_PACK_BYTES];
 )c",
                  m.name, m.upper, m.arenaBytes, m.kvBytes, pack.fileSize, pack.modelHash,
                  m.get("n_vocab"), m.get("max_context"), m.get("prefill_chunk"),
-                 m.get("bos"), m.get("eos"), sites, pack.vocabOffset, pack.vocabBytes);
+                 m.get("bos"), m.get("eos"), sites, pack.vocabOffset, pack.vocabBytes,
+                 m.threads,
+                 m.threads > 1 ? "  kiln_workers workers;             /* see set_workers */\n"
+                               : "");
 }
 
 std::string scheduleApiText(const ModelInfo &m, const PackInfo &pack,
@@ -279,7 +327,7 @@ kiln_status {0}_open({0}_model *m, const kiln_pack_source *src, void *arena,
   m->arena = NULL;
   m->source = NULL;
   m->pos = 0;
-{6}  s = kiln_arena_check(arena, arena_bytes, {1}_ARENA_BYTES);
+{7}{6}  s = kiln_arena_check(arena, arena_bytes, {1}_ARENA_BYTES);
   if (s != KILN_OK)
     return s;
   s = kiln_pack_verify(src, &expect, &m->weights);
@@ -351,6 +399,9 @@ void {0}_reset({0}_model *m) {{
     m->pos = 0;
 }
 
+void {0}_set_workers({0}_model *m, const kiln_workers *workers) {{
+{8}}
+
 void {0}_close({0}_model *m) {{
   if (m) {{
     m->weights = NULL;
@@ -378,16 +429,23 @@ static kiln_status api_tokenizer(const void *m, kiln_tokenizer *t) {{
   return {0}_tokenizer((const {0}_model *)m, t);
 }
 static void api_reset(void *m) {{ {0}_reset(({0}_model *)m); }
+static void api_set_workers(void *m, const kiln_workers *w) {{
+  {0}_set_workers(({0}_model *)m, w);
+}
 static void api_close(void *m) {{ {0}_close(({0}_model *)m); }
 
 const kiln_model_api {0}_api = {{
     "{0}", sizeof({0}_model), {1}_ARENA_BYTES, {1}_PACK_BYTES, {1}_VOCAB,
-    {1}_MAX_CONTEXT, {1}_PREFILL_CHUNK, {1}_BOS, {1}_EOS,
+    {1}_MAX_CONTEXT, {1}_PREFILL_CHUNK, {1}_BOS, {1}_EOS, {1}_THREADS,
     api_open, api_prefill, api_prefill_last, api_decode, api_position, api_tokenizer,
-    api_reset, api_close};
+    api_reset, api_set_workers, api_close};
 )c",
                  m.name, m.upper, pack.dataOffset, pack.dataSize, prefillLogits,
-                 decodeLogits, cpuCheck);
+                 decodeLogits, cpuCheck,
+                 m.threads > 1 ? "  m->workers.parallel_for = NULL;\n  m->workers.pool = NULL;\n" : "",
+                 m.threads > 1 ? "  if (m) {\n    m->workers.parallel_for = workers ? workers->parallel_for : NULL;\n"
+                                 "    m->workers.pool = workers ? workers->pool : NULL;\n  }\n"
+                               : "  (void)m;\n  (void)workers; /* compiled for one thread */\n");
 }
 
 /// Byte range of every decoder layer in the pack file, for prefetching.
@@ -454,10 +512,10 @@ set(runtime_sources runtime/src/status.c runtime/src/pack.c runtime/src/tokenize
 if(KILN_HOSTED)
   list(APPEND runtime_sources runtime/src/pack_file.c)
 endif()
-add_library(kiln_runtime STATIC ${{runtime_sources})
+{4}add_library(kiln_runtime STATIC ${{runtime_sources})
 target_include_directories(kiln_runtime PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR}/runtime/include)
 target_link_libraries(kiln_runtime PUBLIC m)
-
+{5}
 add_library({0} STATIC {0}.c {0}_kernels.c{2})
 target_include_directories({0} PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries({0} PUBLIC kiln_runtime m)
@@ -474,12 +532,22 @@ if(KILN_HOSTED)
     KILN_MODEL_HEADER="{0}.h" KILN_MODEL_API={0}_api KILN_MODEL_TYPE={0}_model
     KILN_ARENA_BYTES={1}_ARENA_BYTES KILN_VOCAB={1}_VOCAB
     KILN_MAX_CONTEXT={1}_MAX_CONTEXT KILN_PREFILL_CHUNK={1}_PREFILL_CHUNK
-    KILN_DEFAULT_PACK="{0}.kpack" KILN_PROFILE_SITES={1}_PROFILE_SITES
+    KILN_DEFAULT_PACK="{0}.kpack" KILN_PROFILE_SITES={1}_PROFILE_SITES KILN_THREADS={1}_THREADS
     KILN_PROFILE_NAMES={0}_profile_sites)
   target_link_libraries(kiln-generate PRIVATE {0})
 endif()
 )cm",
-                 m.name, m.upper, embedWeights ? " " + m.name + "_weights.c" : "", flags);
+                 m.name, m.upper, embedWeights ? " " + m.name + "_weights.c" : "", flags,
+                 m.threads > 1 ? "# Split kernels: the pthread pool for hosted builds.\n"
+                                 "if(KILN_HOSTED)\n"
+                                 "  list(APPEND runtime_sources runtime/src/pool.c)\n"
+                                 "  find_package(Threads REQUIRED)\n"
+                                 "endif()\n"
+                               : "",
+                 m.threads > 1 ? "if(KILN_HOSTED)\n"
+                                 "  target_link_libraries(kiln_runtime PUBLIC Threads::Threads)\n"
+                                 "endif()\n"
+                               : "");
 }
 
 /// `<name>_weights.c`: the pack bytes as a const array. Decimal, 32 per line,
@@ -539,6 +607,8 @@ LogicalResult kiln::emitC(ModuleOp module, const TargetDescription &target,
     return module.emitError("expects a planned model (run kiln-plan-memory first)");
   info.arenaBytes = arena.getInt();
   info.kvBytes = kv.getInt();
+  if (auto threads = module->getAttrOfType<IntegerAttr>("kiln.threads"))
+    info.threads = threads.getInt();
 
   std::map<std::string, KernelCall> kernels;
   std::string schedule;
@@ -580,6 +650,35 @@ const char *const {0}_profile_sites[{1}_PROFILE_SITES] = {{
 
 )c",
                     info.name, info.upper, sites);
+  if (info.threads > 1)
+    source += formatv(R"c(/* What the schedule hands a split kernel's shares. */
+typedef struct run_args {{
+  const uint8_t *w;
+  uint8_t *a;
+  const int32_t *tokens;
+  int32_t rows, pos, head_rows;
+} run_args;
+
+/* A site function sees the schedule's names. */
+#define KILN_SITE_SCOPE(ctx)                                                     \
+  const run_args *args_ = (const run_args *)(ctx);                              \
+  const uint8_t *w = args_->w;                                                  \
+  uint8_t *a = args_->a;                                                        \
+  const int32_t *tokens = args_->tokens;                                        \
+  int32_t rows = args_->rows, pos = args_->pos, head_rows = args_->head_rows;   \
+  (void)w, (void)a, (void)tokens, (void)rows, (void)pos, (void)head_rows
+
+/* Shares 0..{1}_THREADS-1 of a split kernel: on the workers when it has enough
+ * work, else all of them here. Every output is the same either way. */
+static void run_shares(const {0}_model *m, kiln_task_fn fn, run_args *ctx, int parallel) {{
+  if (parallel && m->workers.parallel_for)
+    m->workers.parallel_for(m->workers.pool, fn, ctx, {1}_THREADS);
+  else
+    fn(ctx, 0, {1}_THREADS);
+}
+
+{2})c",
+                      info.name, info.upper, emitter.sitesText());
   source += layerTableText(module, info, pack) + schedule +
             scheduleApiText(info, pack, logits[0], logits[1], target.isaVariant());
 

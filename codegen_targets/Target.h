@@ -17,6 +17,9 @@ struct KernelCall {
   std::string params;             // C parameter list
   std::string body;               // C statements
   std::vector<std::string> args;  // argument expressions at the call site
+  /// Kernels the schedule runs first, once, before all shares of this one
+  /// (e.g. quantizing the activations that every output reads).
+  std::vector<KernelCall> setup;
 };
 
 /// How the schedule names the operands of an op: arena slots, weight segments,

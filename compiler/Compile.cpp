@@ -20,6 +20,10 @@
 using namespace mlir;
 using namespace kiln;
 
+/// The most workers a split kernel is compiled for (the runtime pool's limit,
+/// KILN_POOL_MAX_THREADS).
+static constexpr int64_t kMaxThreads = 64;
+
 static LogicalResult report(llvm::raw_ostream &errs, llvm::StringRef file,
                             const llvm::Twine &msg) {
   errs << "kiln-compile: error: " << file << ": " << msg << "\n";
@@ -142,6 +146,10 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
     return report(errs, options.target,
                   "unknown target (available: " + llvm::join(targetNames(), ", ") + ")");
 
+  if (options.threads < 1 || options.threads > kMaxThreads)
+    return report(errs, options.input,
+                  llvm::formatv("--threads={0}: expected 1 to {1}", options.threads, kMaxThreads));
+
   QuantizeOptions quantize;
   quantize.weights = options.quant;
   quantize.overrides = options.quantOverrides;
@@ -162,8 +170,12 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
   }
   PassManager pm(&context);
   buildGraphPipeline(pm, quantize);
-  if (options.emit != EmitPhase::Mlir)
-    buildKernelPipeline(pm, target->isaVariant().kernel, options.tile);
+  if (options.emit != EmitPhase::Mlir) {
+    KernelTarget kernel = target->isaVariant().kernel;
+    if (options.minSplitWork >= 0)
+      kernel.minSplitWork = options.minSplitWork;
+    buildKernelPipeline(pm, kernel, options.tile, options.threads);
+  }
   if (failed(pm.run(**module)))
     return report(errs, options.input, "compilation pipeline failed");
 

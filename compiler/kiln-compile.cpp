@@ -75,6 +75,20 @@ static cl::opt<std::string> name("name",
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  // libLLVM registers a "threads" option of its own that kiln-compile never
+  // uses; ours takes the name.
+  if (cl::Option *other = cl::getRegisteredOptions().lookup("threads"))
+    other->removeArgument();
+  cl::opt<int64_t> threads(
+      "threads",
+      cl::desc("Workers the kernels' work is split for at compile time (the most a "
+               "program can use; 1: no threads at all)"),
+      cl::init(1), cl::cat(category));
+  cl::opt<int64_t> minSplitWork(
+      "min-split-work",
+      cl::desc("Least work (multiply-adds, or elements of row-wise ops) for which a kernel "
+               "is split over the threads (default: the target's)"),
+      cl::init(-1), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "Kiln ahead-of-time model compiler\n");
 
@@ -90,6 +104,8 @@ int main(int argc, char **argv) {
   options.report = report;
   options.memoryBudget = memoryBudget;
   options.tile = tile;
+  options.threads = threads;
+  options.minSplitWork = minSplitWork;
   options.import.prefillChunk = prefillChunk;
   options.import.maxContext = maxContext;
   options.import.name = name;

@@ -20,6 +20,17 @@ namespace kiln {
 /// kernels, the int32 sum of its values), then the int8 values.
 int64_t activationScratchBytes(int64_t rows, int64_t k, int64_t group, bool sums);
 
+/// The work of an op's kernel, as partition-work measures it: `perRow` per
+/// input row (multiply-adds, or elements for row-wise ops), times the context
+/// attended over (the position plus the rows, at most `window` when set) if
+/// `overContext`. Null for ops partition-work does not split.
+struct KernelWork {
+  int64_t perRow = 0;
+  bool overContext = false;
+  int64_t window = 0;
+};
+std::optional<KernelWork> kernelWork(mlir::Operation *op);
+
 /// The element type a policy format names ("q4_0", "i8g64", "f16", ...), or null.
 mlir::Type parseWeightFormat(mlir::MLIRContext *context, llvm::StringRef format);
 
@@ -33,13 +44,17 @@ struct KernelTarget {
   int64_t l2Bytes = 262144; // cache model for tile-for-cache
   int64_t vectorBytes = 16;
   int64_t registers = 16;
+  // Least work (multiply-adds, or elements of row-wise ops) that the workers
+  // finish sooner than one core, hand-off included.
+  int64_t minSplitWork = 65536;
 };
 
 /// From graph level to kernel level: weights placed in the pack (in panels
 /// where the target's matmuls read them), panel matmuls tiled for the target's
-/// caches (`tile` pins the tile), every intermediate placed in the arena.
+/// caches (`tile` pins the tile), large kernels split into `threads` shares,
+/// every intermediate placed in the arena.
 void buildKernelPipeline(mlir::OpPassManager &pm, const KernelTarget &target = {},
-                         llvm::StringRef tile = "");
+                         llvm::StringRef tile = "", int64_t threads = 1);
 
 } // namespace kiln
 

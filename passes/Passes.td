@@ -112,6 +112,39 @@ def TileForCache : Pass<"kiln-tile-for-cache", "mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def PartitionWork : Pass<"kiln-partition-work", "mlir::ModuleOp"> {
+  let summary = "Splits each large kernel's work into a fixed share per worker";
+  let description = [{
+    For `threads` workers, gives every op whose kernel can have at least
+    `min-work` of work (multiply-adds for matmuls and attention, elements for
+    row-wise ops, at the largest row count and context) a split into `threads`
+    shares, decided here once:
+    - matmuls: output columns, in whole weight panels (four at a time when
+      every share gets at least four, so decode streams four panels at once);
+      16 columns for a weight in the row layout;
+    - attention: (row, query head) pairs;
+    - embed, norms, rope, kv_write and elementwise ops: rows.
+    Smaller kernels stay on one worker: a tiny model is never slower with more
+    threads. The kernel checks its run-time work against the same `min-work`.
+
+    Before:
+    ```mlir
+    %y = kiln.matmul %x, %w {tile = #kiln.tile<mr = 8, nr = 16, kc = 2048>} : ...
+    ```
+    After `--kiln-partition-work="threads=2 min-work=65536"`:
+    ```mlir
+    %y = kiln.matmul %x, %w {split = #kiln.split<axis = "columns", shares = 2, grain = 64,
+           threshold = 65536>, tile = #kiln.tile<mr = 8, nr = 16, kc = 2048>} : ...
+    ```
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", /*default=*/"1", "Workers (1: no split)">,
+    Option<"minWork", "min-work", "int64_t", /*default=*/"65536",
+           "Least work worth handing to the workers">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def PlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
   let summary = "Assigns every intermediate a fixed offset in one arena";
   let description = [{

@@ -10,7 +10,7 @@ void kiln::buildGraphPipeline(OpPassManager &pm, const QuantizeOptions &quantize
 }
 
 void kiln::buildKernelPipeline(OpPassManager &pm, const KernelTarget &target,
-                               llvm::StringRef tile) {
+                               llvm::StringRef tile, int64_t threads) {
   PackLayoutOptions layout;
   layout.panelRows = target.panelRows;
   pm.addPass(createPackLayout(layout));
@@ -20,5 +20,9 @@ void kiln::buildKernelPipeline(OpPassManager &pm, const KernelTarget &target,
   tiling.registers = target.registers;
   tiling.tile = tile.str();
   pm.addPass(createTileForCache(tiling));
+  PartitionWorkOptions partition;
+  partition.threads = threads;
+  partition.minWork = target.minSplitWork;
+  pm.addPass(createPartitionWork(partition));
   pm.addPass(createPlanMemory());
 }

@@ -55,6 +55,7 @@ public:
   FailureOr<KernelCall> kernelFor(Operation *op, llvm::StringRef prefix,
                                   const OperandNames &names) const override {
     KernelCall k;
+    auto split = op->getAttrOfType<SplitAttr>("split");
     auto arg = [&](Value v) { k.args.push_back(names.operand(v)); };
     auto res = [&]() { k.args.push_back(names.result(op)); };
     LogicalResult ok =
@@ -65,11 +66,11 @@ public:
               std::string group = c.group > 1 ? formatv(", {0}", c.group).str() : "";
               k.name = formatv("{0}_embed_{1}_d{2}", prefix, c.name, d);
               k.params = "const uint8_t *table, const int32_t *tokens, float *y, int32_t rows";
-              k.body = formatv(R"c(  int32_t r;
-  for (r = 0; r < rows; ++r)
+              k.body = rowRange(split) + formatv(R"c(  int32_t r;
+  for (r = r0; r < r1; ++r)
     row_{0}(table + (size_t)tokens[r] * {1}u, y + (size_t)r * {2}, {2}{3});
 )c",
-                               c.family, rowBytes(e.getTable()), d, group);
+                               c.family, rowBytes(e.getTable()), d, group).str();
               arg(e.getTable()), arg(e.getTokens()), res();
               return success();
             })
@@ -79,40 +80,52 @@ public:
               if (auto panel = m.getWeight().getDefiningOp()->getAttrOfType<PanelAttr>("layout"))
                 return panelMatmul(m, panel, c, prefix, names, k);
               k.name = formatv("{0}_matmul_{1}_n{2}_k{3}", prefix, c.name, n, kk);
+              std::string cols = shareRange(split, n, 1, "n0", "n1");
               if (c.group == 1) {
                 k.params = "const float *x, const uint8_t *w, float *y, int32_t rows";
-                k.body = formatv(R"c(  int32_t n, r;
-  for (n = 0; n < {0}; ++n) {{
+                k.body = cols + formatv(R"c(  int32_t n, r;
+  for (n = n0; n < n1; ++n) {{
     const uint8_t *row = w + (size_t)n * {1}u;
     for (r = 0; r < rows; ++r)
       y[(size_t)r * {0} + n] = dot_{2}(x + (size_t)r * {3}, row, {3});
   }
 )c",
-                                 n, rowBytes(m.getWeight()), c.family, kk);
+                                 n, rowBytes(m.getWeight()), c.family, kk).str();
                 arg(m.getInput()), arg(m.getWeight()), res();
                 return success();
               }
-              // Rows are quantized once into scratch (scales, then int8 values),
-              // then every output is an integer dot product per group.
+              // A setup kernel quantizes the rows once into scratch (scales, then
+              // int8 values); every output is then an integer dot product per
+              // group, whichever share computes it.
               int64_t groups = kk / c.group, stride = groups * 4 + kk;
-              k.params = "const float *x, const uint8_t *w, float *y, void *scratch, int32_t rows";
-              k.body = formatv(R"c(  uint8_t *s = (uint8_t *)scratch;
-  int32_t n, r;
+              KernelCall quantize;
+              quantize.name = formatv("{0}_quantize_act_k{1}_g{2}", prefix, kk, c.group);
+              quantize.params = "const float *x, void *scratch, int32_t rows";
+              quantize.body = formatv(R"c(  uint8_t *s = (uint8_t *)scratch;
+  int32_t r;
   for (r = 0; r < rows; ++r) {{
-    uint8_t *sr = s + (size_t)r * {5}u;
-    quantize_act(x + (size_t)r * {3}, (float *)(void *)sr, (int8_t *)(void *)(sr + {6}), {3}, {4});
+    uint8_t *sr = s + (size_t)r * {2}u;
+    quantize_act(x + (size_t)r * {0}, (float *)(void *)sr, (int8_t *)(void *)(sr + {3}), {0}, {1});
   }
-  for (n = 0; n < {0}; ++n) {{
+)c",
+                                      kk, c.group, stride, groups * 4);
+              quantize.args = {names.operand(m.getInput()), names.scratch(m), "rows"};
+              k.params = "const float *x, const uint8_t *w, float *y, void *scratch, int32_t rows";
+              k.body = cols + formatv(R"c(  const uint8_t *q = (const uint8_t *)scratch;
+  int32_t n, r;
+  (void)x; /* read as quantized by the setup kernel */
+  for (n = n0; n < n1; ++n) {{
     const uint8_t *row = w + (size_t)n * {1}u;
     for (r = 0; r < rows; ++r) {{
-      const uint8_t *sr = s + (size_t)r * {5}u;
+      const uint8_t *sr = q + (size_t)r * {5}u;
       y[(size_t)r * {0} + n] = qdot_{2}((const int8_t *)(const void *)(sr + {6}),
                                       (const float *)(const void *)sr, row, {3}, {4});
     }
   }
 )c",
                                n, rowBytes(m.getWeight()), c.family, kk, c.group, stride,
-                               groups * 4);
+                               groups * 4).str();
+              k.setup.push_back(quantize);
               arg(m.getInput()), arg(m.getWeight()), res(),
                   k.args.push_back(names.scratch(m));
               return success();
@@ -122,11 +135,11 @@ public:
               float eps = n.getEpsilon().convertToFloat();
               k.name = formatv("{0}_rms_norm_d{1}", prefix, d);
               k.params = "const float *x, const uint8_t *w, float *y, int32_t rows";
-              k.body = formatv(R"c(  int32_t r;
-  for (r = 0; r < rows; ++r)
+              k.body = rowRange(split) + formatv(R"c(  int32_t r;
+  for (r = r0; r < r1; ++r)
     rms_norm_row(x + (size_t)r * {0}, (const float *)(const void *)w, y + (size_t)r * {0}, {0}, {1});
 )c",
-                               d, floatLiteral(eps));
+                               d, floatLiteral(eps)).str();
               k.name += formatv("_e{0}", hexFloat(eps)).str();
               arg(n.getInput()), arg(n.getWeight()), res();
               return success();
@@ -139,13 +152,13 @@ public:
               int64_t heads = width / hd, headBytes = cacheHeadBytes(c, hd);
               k.name = formatv("{0}_kv_write_{1}_w{2}", prefix, c.name, width);
               k.params = "const float *x, void *cache, int32_t rows, int32_t pos";
-              k.body = formatv(R"c(  uint8_t *c = (uint8_t *)cache;
+              k.body = rowRange(split) + formatv(R"c(  uint8_t *c = (uint8_t *)cache;
   int32_t r, h;
-  for (r = 0; r < rows; ++r)
+  for (r = r0; r < r1; ++r)
     for (h = 0; h < {0}; ++h)
       kv_store_{1}(x + (size_t)r * {2} + h * {3}, c + (size_t)(pos + r) * {4}u + h * {5}, {3});
 )c",
-                               heads, c.family, width, hd, heads * headBytes, headBytes);
+                               heads, c.family, width, hd, heads * headBytes, headBytes).str();
               arg(w.getRows()), arg(w.getCache()), k.args.push_back("rows"),
                   k.args.push_back("pos");
               return success();
@@ -156,11 +169,11 @@ public:
               int64_t width = dim(b->getResult(0), 1);
               k.name = formatv("{0}_{1}_w{2}", prefix, add ? "add" : "mul", width);
               k.params = "const float *a, const float *b, float *y, int32_t rows";
-              k.body = formatv(R"c(  int32_t i;
-  for (i = 0; i < rows * {0}; ++i)
+              k.body = rowRange(split) + formatv(R"c(  int32_t i;
+  for (i = r0 * {0}; i < r1 * {0}; ++i)
     y[i] = a[i] {1} b[i];
 )c",
-                               width, add ? "+" : "*");
+                               width, add ? "+" : "*").str();
               arg(b->getOperand(0)), arg(b->getOperand(1)), res();
               return success();
             })
@@ -168,9 +181,9 @@ public:
               int64_t width = dim(s.getResult(), 1);
               k.name = formatv("{0}_silu_w{1}", prefix, width);
               k.params = "const float *x, float *y, int32_t rows";
-              k.body = formatv(R"c(  silu(x, y, rows * {0});
+              k.body = rowRange(split) + formatv(R"c(  silu(x + (size_t)r0 * {0}, y + (size_t)r0 * {0}, (r1 - r0) * {0});
 )c",
-                               width);
+                               width).str();
               arg(s.getInput()), res();
               return success();
             })
@@ -180,14 +193,44 @@ public:
             });
     if (failed(ok))
       return failure();
-    if (isa<RopeOp, KvWriteOp, AttentionOp>(op))
-      return k;
-    k.args.push_back("rows");
+    if (!isa<RopeOp, KvWriteOp, AttentionOp>(op))
+      k.args.push_back("rows");
+    if (split) {
+      // A split kernel computes shares s0..s1-1 of split.getShares().
+      k.name += formatv("_s{0}", split.getShares()).str();
+      k.params += ", int32_t s0, int32_t s1";
+    }
     return k;
   }
 
 private:
   const IsaVariant &variant;
+
+  /// `r0`, `r1`: the rows of the call's shares, all rows when not split.
+  static std::string rowRange(SplitAttr split) {
+    if (!split)
+      return "  const int32_t r0 = 0, r1 = rows;\n";
+    return formatv("  const int32_t r0 = (int32_t)((int64_t)rows * s0 / {0}),\n"
+                   "                r1 = (int32_t)((int64_t)rows * s1 / {0});\n",
+                   split.getShares());
+  }
+
+  /// `lo`, `hi`: the range of the call's shares over `count` items (output
+  /// columns, or panels of `perItem` columns), from a table of the split's
+  /// share boundaries; all of them when not split.
+  static std::string shareRange(SplitAttr split, int64_t count, int64_t perItem, StringRef lo,
+                                StringRef hi) {
+    if (!split)
+      return formatv("  const int32_t {0} = 0, {1} = {2};\n", lo, hi, count);
+    int64_t shares = split.getShares(), grain = split.getGrain() / perItem;
+    int64_t units = (count + grain - 1) / grain;
+    std::string bounds;
+    for (int64_t s = 0; s <= shares; ++s)
+      bounds += formatv("{0}{1}", s ? ", " : "", std::min(count, s * units / shares * grain)).str();
+    return formatv("  static const int32_t share_bounds[{0}] = {{{1}};\n"
+                   "  const int32_t {2} = share_bounds[s0], {3} = share_bounds[s1];\n",
+                   shares + 1, bounds, lo, hi);
+  }
 
   /// Bytes of one head of one position in a cache of code `c`.
   static int64_t cacheHeadBytes(const ElementCode &c, int64_t hd) {
@@ -224,16 +267,31 @@ private:
     std::string family = "KILN_UK_" + llvm::StringRef(c.family).upper();
     k.name = formatv("{0}_matmul_{1}_p{2}_n{3}_k{4}_t{5}x{6}", prefix, c.name, panel.getRows(), n,
                      kk, tile.getMr(), tile.getKc());
+    auto split = m->getAttrOfType<SplitAttr>("split");
+    // Panels p0..p1-1 of the call's shares.
+    std::string panels = shareRange(split, (n + panelRows - 1) / panelRows, panelRows, "p0", "p1");
     if (c.group == 1) {
       k.params = "const float *x, const uint8_t *w, float *y, int32_t rows";
-      k.body = formatv("  matmul_panel_float({0}, x, w, y, rows, {1}, {2}, {3}, {4});\n", family,
-                       n, kk, tile.getMr(), tile.getKc());
+      k.body = panels + formatv("  matmul_panel_float({0}, x, w, y, rows, {1}, {2}, {3}, {4}, p0, "
+                                "p1);\n",
+                                family, n, kk, tile.getMr(), tile.getKc())
+                            .str();
       k.args = {names.operand(m.getInput()), names.operand(m.getWeight()), names.result(m)};
       return success();
     }
+    // A setup kernel quantizes the activations once: every panel reads them.
+    KernelCall quantize;
+    quantize.name = formatv("{0}_panel_quantize_k{1}_g{2}", prefix, kk, c.group);
+    quantize.params = "const float *x, void *scratch, int32_t rows";
+    quantize.body = formatv("  panel_quantize_rows(x, scratch, rows, {0}, {1});\n", kk, c.group);
+    quantize.args = {names.operand(m.getInput()), names.scratch(m), "rows"};
     k.params = "const float *x, const uint8_t *w, float *y, void *scratch, int32_t rows";
-    k.body = formatv("  matmul_panel_int({0}, x, w, y, scratch, rows, {1}, {2}, {3}, {4}, {5});\n",
-                     family, n, kk, c.group, tile.getMr(), tile.getKc());
+    k.body = panels + "  (void)x; /* read as quantized by the setup kernel */\n" +
+             formatv("  matmul_panel_int({0}, w, y, scratch, rows, {1}, {2}, {3}, {4}, {5}, p0, "
+                     "p1);\n",
+                     family, n, kk, c.group, tile.getMr(), tile.getKc())
+                 .str();
+    k.setup.push_back(quantize);
     k.args = {names.operand(m.getInput()), names.operand(m.getWeight()), names.result(m),
               names.scratch(m)};
     return success();
@@ -256,10 +314,10 @@ private:
 )c", rd, hd).str() : "";
     // The angles depend on the position only: one cos and sin per pair and row,
     // shared by every head.
-    k.body = formatv(R"c(  static const double freq[{0}] = {{{1}};
+    k.body = rowRange(r->getAttrOfType<SplitAttr>("split")) + formatv(R"c(  static const double freq[{0}] = {{{1}};
   float c[{0}], s[{0}];
   int32_t r, h, i;
-  for (r = 0; r < rows; ++r) {{
+  for (r = r0; r < r1; ++r) {{
     double p = (double)(pos + r);
     for (i = 0; i < {0}; ++i) {{
       c[i] = (float)cos(p * freq[i]);
@@ -276,7 +334,7 @@ private:
 {5}    }
   }
 )c",
-                     rd / 2, freqs, width / hd, width, hd, tail);
+                     rd / 2, freqs, width / hd, width, hd, tail).str();
     k.args = {names.operand(r.getInput()), names.result(r), "rows", "pos"};
     return success();
   }
@@ -298,20 +356,29 @@ private:
                "int32_t pos";
     std::string start = window ? formatv("p - {0} + 1 > 0 ? p - {0} + 1 : 0", window).str()
                                : std::string("0");
-    // Each group of query heads that shares a KV head attends over its cache
-    // rows with one call of the library's attend.
-    k.body = formatv(R"c(  const uint8_t *kc = (const uint8_t *)keys, *vc = (const uint8_t *)values;
-  int32_t r, g;
-  for (r = 0; r < rows; ++r) {{
-    int32_t p = pos + r, t0 = {6};
-    for (g = 0; g < {1}; ++g)
-      attend({9}, q + (size_t)r * {3} + g * {5} * {2}, {5}, kc + g * {8}u, vc + g * {8}u, {4}u, t0, p,
-             {2}, {7}, y + (size_t)r * {3} + g * {5} * {2});
+    // The work is (row, query head) pairs u0..u1-1, all of them unless split.
+    // The query heads of a row that share a KV head attend over its cache rows
+    // with one call of the library's attend.
+    auto split = a->getAttrOfType<SplitAttr>("split");
+    std::string units =
+        split ? formatv("  const int32_t u0 = (int32_t)((int64_t)rows * {0} * s0 / {1}),\n"
+                        "                u1 = (int32_t)((int64_t)rows * {0} * s1 / {1});\n",
+                        nh, split.getShares())
+                    .str()
+              : formatv("  const int32_t u0 = 0, u1 = rows * {0};\n", nh).str();
+    k.body = units + formatv(R"c(  const uint8_t *kc = (const uint8_t *)keys, *vc = (const uint8_t *)values;
+  int32_t u, nq;
+  for (u = u0; u < u1; u += nq) {{
+    int32_t r = u / {0}, h = u % {0}, g = h / {5};
+    int32_t p = pos + r, t0 = {6}, end = (g + 1) * {5} < u1 - r * {0} ? (g + 1) * {5} : u1 - r * {0};
+    nq = end - h;
+    attend({9}, q + (size_t)r * {3} + h * {2}, nq, kc + g * {8}u, vc + g * {8}u, {4}u, t0, p,
+           {2}, {7}, y + (size_t)r * {3} + h * {2});
   }
 )c",
                      nh, nkv, hd, nh * hd, nkv * headBytes, nh / nkv, start,
                      floatLiteral(1.0 / std::sqrt(double(hd))), headBytes,
-                     "KILN_UK_" + llvm::StringRef(c.family).upper());
+                     "KILN_UK_" + llvm::StringRef(c.family).upper()).str();
     k.args = {names.operand(a.getQuery()), names.operand(a.getKeys()),
               names.operand(a.getValues()), names.result(a), "rows", "pos"};
     return success();

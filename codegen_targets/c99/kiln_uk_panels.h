@@ -37,34 +37,45 @@ static inline size_t panel_act_stride(int32_t k, int32_t g) {
   default: CALL(1); break;                                                               \
   }
 
-/* y (rows x n) = x (rows x k) times the transpose of int8/int4 panels, in
- * register tiles of mr_max rows and K blocks of kc columns (whole groups). */
-KILN_UK_INLINE void matmul_panel_int(int family, const float *x, const uint8_t *w, float *y,
-                                     void *scratch, int32_t rows, int32_t n, int32_t k, int32_t g,
-                                     int32_t mr_max, int32_t kc) {
+/* The activations of the int8 panel kernels: each of `rows` rows quantized
+ * into scratch (panel_act_stride bytes apart). Every panel range reads them. */
+KILN_UK_INLINE void panel_quantize_rows(const float *x, void *scratch, int32_t rows, int32_t k,
+                                        int32_t g) {
   const size_t stride = panel_act_stride(k, g);
-  const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, g);
-  uint8_t *s = (uint8_t *)scratch;
-  int32_t r, p, b0;
+  int32_t r;
   for (r = 0; r < rows; ++r) {
-    float *d = (float *)(void *)(s + (size_t)r * stride);
+    float *d = (float *)(void *)((uint8_t *)scratch + (size_t)r * stride);
     int32_t *sum = (int32_t *)(void *)(d + k / g);
     quantize_act_sums(x + (size_t)r * (size_t)k, d, sum, (int8_t *)(void *)(sum + k / g), k, g);
   }
+}
+
+/* Columns [p0 * NR, p1 * NR) of y (rows x n) = the quantized rows in scratch
+ * times the transpose of int8/int4 panels p0..p1-1, in register tiles of
+ * mr_max rows and K blocks of kc columns (whole groups). Each output is
+ * computed the same way whatever the panel range. */
+KILN_UK_INLINE void matmul_panel_int(int family, const uint8_t *w, float *y, const void *scratch,
+                                     int32_t rows, int32_t n, int32_t k, int32_t g,
+                                     int32_t mr_max, int32_t kc, int32_t p0, int32_t p1) {
+  const size_t stride = panel_act_stride(k, g);
+  const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, g);
+  const uint8_t *s = (const uint8_t *)scratch;
+  int32_t r, p, b0;
 #ifdef KILN_UK_HAS_PANEL_ROW4_INT
   if (rows == 1) { /* decode: four panels at a time, then the rest one by one */
-    const int32_t fours = n / KILN_UK_NR / 4 * 4;
-    for (p = 0; p < fours; p += 4)
+    const int32_t fours = p0 + (p1 - p0) / 4 * 4;
+    for (p = p0; p < fours; p += 4)
       panel_row4_int(family, w + (size_t)p * panel_bytes, panel_bytes, s, k, g, y + p * KILN_UK_NR);
-    for (r = fours * KILN_UK_NR; r < n; r += KILN_UK_NR)
-      panel_tile_int(family, w + (size_t)(r / KILN_UK_NR) * panel_bytes, s, stride, 1, k, g, 0,
-                     k / g, y + r, n, n - r < KILN_UK_NR ? n - r : KILN_UK_NR);
+    for (p = fours; p < p1; ++p)
+      panel_tile_int(family, w + (size_t)p * panel_bytes, s, stride, 1, k, g, 0, k / g,
+                     y + p * KILN_UK_NR, n,
+                     n - p * KILN_UK_NR < KILN_UK_NR ? n - p * KILN_UK_NR : KILN_UK_NR);
     return;
   }
 #endif
   for (b0 = 0; b0 < k / g; b0 += kc / g) {
     int32_t b1 = b0 + kc / g < k / g ? b0 + kc / g : k / g;
-    for (p = 0; p < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++p) {
+    for (p = p0; p < p1; ++p) {
       const uint8_t *panel = w + (size_t)p * panel_bytes;
       int32_t valid = n - p * KILN_UK_NR < KILN_UK_NR ? n - p * KILN_UK_NR : KILN_UK_NR;
       for (r = 0; r < rows; r += mr_max) {
@@ -78,22 +89,22 @@ KILN_UK_INLINE void matmul_panel_int(int family, const float *x, const uint8_t *
   }
 }
 
-/* y (rows x n) = x (rows x k) times the transpose of f32/f16 panels, in register
- * tiles of mr_max rows and K blocks of kc columns; one row streams four panels
- * at a time. */
+/* Columns [p0 * NR, p1 * NR) of y (rows x n) = x (rows x k) times the
+ * transpose of f32/f16 panels p0..p1-1, in register tiles of mr_max rows and K
+ * blocks of kc columns; one row streams four panels at a time. */
 KILN_UK_INLINE void matmul_panel_float(int family, const float *x, const uint8_t *w, float *y,
                                        int32_t rows, int32_t n, int32_t k, int32_t mr_max,
-                                       int32_t kc) {
+                                       int32_t kc, int32_t p0, int32_t p1) {
   const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, 1);
-  int32_t r, p = 0, j0;
+  int32_t r, p = p0, j0;
   if (rows == 1) {
-    for (; p + 4 <= n / KILN_UK_NR; p += 4)
+    for (; p + 4 <= p1; p += 4)
       panel_row4_float(family, w + (size_t)p * panel_bytes, panel_bytes, x, k, y + p * KILN_UK_NR);
     kc = k; /* no reuse to block for */
   }
   for (j0 = 0; j0 < k; j0 += kc) {
     int32_t j1 = j0 + kc < k ? j0 + kc : k, q;
-    for (q = p; q < (n + KILN_UK_NR - 1) / KILN_UK_NR; ++q) {
+    for (q = p; q < p1; ++q) {
       const uint8_t *panel = w + (size_t)q * panel_bytes;
       int32_t valid = n - q * KILN_UK_NR < KILN_UK_NR ? n - q * KILN_UK_NR : KILN_UK_NR;
       for (r = 0; r < rows; r += mr_max) {

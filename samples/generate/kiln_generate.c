@@ -5,6 +5,8 @@
  *   kiln-generate [--pack FILE] --tokens ID,ID,... [-n N] [--no-prefill] [--dump-logits FILE]
  *   kiln-generate [--pack FILE] --perplexity TEXTFILE [--ctx N] [--chunks K]
  *   kiln-generate [--pack FILE] --tokenize -p TEXT
+ * and with any of them -t N: N threads (a model compiled with --threads=M
+ * uses at most M).
  *
  * Built by the CMakeLists.txt that kiln-compile writes next to the model; the
  * model is chosen at compile time through KILN_MODEL_* definitions. The model
@@ -16,6 +18,9 @@
 #include "kiln/kiln_model.h"
 #include "kiln/kiln_sampler.h"
 #include "kiln/kiln_tokenizer.h"
+#if KILN_THREADS > 1
+#include "kiln/kiln_pool.h"
+#endif
 
 #include <math.h>
 #include <stdio.h>
@@ -36,7 +41,7 @@ static int32_t tokens[KILN_MAX_CONTEXT];
 
 typedef struct options {
   const char *pack, *prompt, *ids, *dump, *perplexity, *kl_base;
-  int32_t n_generate, ctx, chunks;
+  int32_t n_generate, ctx, chunks, threads;
   int prefill, tokenize, ignore_eos;
   kiln_sampler_params sampling;
 } options;
@@ -50,6 +55,7 @@ static void usage(void) {
           "       kiln-generate [--pack FILE] --perplexity TEXTFILE [--ctx N] [--chunks K]\n"
           "                     [--dump-logits FILE] [--kl-base FILE]\n"
           "       kiln-generate [--pack FILE] --tokenize -p TEXT\n"
+          "  -t N           threads (at most the --threads the model was compiled with)\n"
           "  --dump-logits  float32 logits, one row of vocab floats per evaluated\n"
           "                 position (prompt positions, then generated ones)\n"
           "  --no-prefill   evaluate the prompt one decode call at a time\n"
@@ -77,6 +83,7 @@ static int parse(int argc, char **argv, options *o) {
   o->n_generate = 32;
   o->ctx = KILN_MAX_CONTEXT;
   o->prefill = 1;
+  o->threads = 1;
   kiln_sampler_default_params(&o->sampling);
   for (i = 1; i < argc; ++i) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -88,6 +95,7 @@ static int parse(int argc, char **argv, options *o) {
     else if (!strcmp(a, "-p")) o->prompt = v, ++i;
     else if (!strcmp(a, "--tokens")) o->ids = v, ++i;
     else if (!strcmp(a, "-n")) o->n_generate = atoi(v), ++i;
+    else if (!strcmp(a, "-t")) o->threads = atoi(v), ++i;
     else if (!strcmp(a, "--dump-logits")) o->dump = v, ++i;
     else if (!strcmp(a, "--perplexity")) o->perplexity = v, ++i;
     else if (!strcmp(a, "--ctx")) o->ctx = atoi(v), ++i;
@@ -100,7 +108,7 @@ static int parse(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--seed")) o->sampling.seed = strtoull(v, NULL, 10), ++i;
     else return 0;
   }
-  return (o->prompt || o->ids || o->perplexity) && o->n_generate >= 0;
+  return (o->prompt || o->ids || o->perplexity) && o->n_generate >= 0 && o->threads >= 1;
 }
 
 /* Tokenizes `len` bytes into `out` (at most `cap` ids). */
@@ -391,6 +399,33 @@ static int perplexity(const kiln_model_api *api, const kiln_tokenizer *t, const 
   return 0;
 }
 
+#if KILN_THREADS > 1
+static kiln_pool pool;
+#endif
+
+/* Gives the model o->threads workers; 0 when that many cannot be had. */
+static int start_threads(const options *o) {
+  if (o->threads > KILN_MODEL_API.threads) {
+    fprintf(stderr, "kiln-generate: -t %d: the model was compiled for at most %d thread%s "
+            "(kiln-compile --threads)\n", (int)o->threads, (int)KILN_MODEL_API.threads,
+            KILN_MODEL_API.threads == 1 ? "" : "s");
+    return 0;
+  }
+#if KILN_THREADS > 1
+  {
+    kiln_workers w;
+    kiln_status s = kiln_pool_start(&pool, o->threads);
+    if (s != KILN_OK) {
+      fail("starting threads", s);
+      return 0;
+    }
+    w = kiln_pool_workers(&pool);
+    KILN_MODEL_API.set_workers(&model, &w);
+  }
+#endif
+  return 1;
+}
+
 int main(int argc, char **argv) {
   const kiln_model_api *api = &KILN_MODEL_API;
   kiln_pack_source src;
@@ -415,11 +450,16 @@ int main(int argc, char **argv) {
 #ifdef KILN_PROFILE
   model.clock = clock_ns;
 #endif
+  if (!start_threads(&o))
+    return 1;
   rc = o.perplexity ? perplexity(api, &tok, &o) : generate(api, &tok, &o);
 #ifdef KILN_PROFILE
   print_profile();
 #endif
   api->close(&model);
+#if KILN_THREADS > 1
+  kiln_pool_stop(&pool);
+#endif
   kiln_pack_source_close(&src);
   return rc;
 }

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define MAX_N 80
+#define MAX_N 160
 #define MAX_K 512
 #define MAX_ROWS 17
 
@@ -110,18 +110,27 @@ static float xd[MAX_K];
 static int8_t xq[MAX_K];
 
 /* The variant's matmul: panel kernels (register tile mr, K block kc) when the
- * ISA has them, else the row-layout loop with the ISA's helpers. */
+ * ISA has them, over the panels in `pieces` ranges (as threads split them),
+ * else the row-layout loop with the ISA's helpers. */
 static void isa_matmul(int family, int32_t rows, int32_t n, int32_t k, int32_t g, int32_t mr,
-                       int32_t kc, float *out) {
+                       int32_t kc, int32_t pieces, float *out) {
 #ifdef KILN_UK_NR
+  const int32_t panels = (n + KILN_UK_NR - 1) / KILN_UK_NR;
+  int32_t i;
   kiln_uk_pack_panels(family, w_rows, w_panels, n, k, g, KILN_UK_NR);
   if (family >= KILN_UK_I8)
-    matmul_panel_int(family, x, w_panels, out, scratch, rows, n, k, g, mr, kc);
-  else
-    matmul_panel_float(family, x, w_panels, out, rows, n, k, mr, kc);
+    panel_quantize_rows(x, scratch, rows, k, g);
+  for (i = 0; i < pieces; ++i) {
+    int32_t p0 = panels * i / pieces, p1 = panels * (i + 1) / pieces;
+    if (family >= KILN_UK_I8)
+      matmul_panel_int(family, w_panels, out, scratch, rows, n, k, g, mr, kc, p0, p1);
+    else
+      matmul_panel_float(family, x, w_panels, out, rows, n, k, mr, kc, p0, p1);
+  }
 #else
   (void)mr;
   (void)kc;
+  (void)pieces;
   KERNELS_TEST_ROW_MATMUL(family, x, w_rows, out, scratch, rows, n, k, g);
 #endif
 }
@@ -138,7 +147,7 @@ static void test_matmul(int family, int32_t rows, int32_t n, int32_t k, int32_t 
   for (i = 0; i < rows * k; ++i)
     x[i] = uniform() * (i % 7 == 0 ? 4.0f : 1.0f);
   ref_matmul(family, x, w_rows, y_ref, scratch, rows, n, k, g);
-  isa_matmul(family, rows, n, k, g, 8, k, y);
+  isa_matmul(family, rows, n, k, g, 8, k, 1, y);
   for (r = 0; r < rows; ++r) {
     /* The naive product of the operands the kernels see: int families use the
      * c99 quantization of the activations. */
@@ -172,13 +181,27 @@ static void test_matmul(int family, int32_t rows, int32_t n, int32_t k, int32_t 
     tiles[1][0] = 3, tiles[1][1] = (k / g / 2) * g;
     tiles[2][0] = 5, tiles[2][1] = 2 * g;
     for (t = 0; t < 3; ++t) {
-      isa_matmul(family, rows, n, k, g, tiles[t][0], tiles[t][1], y_tile);
+      isa_matmul(family, rows, n, k, g, tiles[t][0], tiles[t][1], 1, y_tile);
       snprintf(what, sizeof what, "%s matmul %s rows %d n %d k %d g %d tile mr %d kc %d: same bits",
                KILN_TEST_ISA_NAME, family_name(family), (int)rows, (int)n, (int)k, (int)g,
                (int)tiles[t][0], (int)tiles[t][1]);
       check(memcmp(y, y_tile, sizeof(float) * (size_t)(rows * n)) == 0, what);
     }
   }
+#ifdef KILN_UK_NR
+  /* The panels in ranges of any size (as shares of threads): the same bits. */
+  {
+    int32_t pieces;
+    for (pieces = 2; pieces <= 7; pieces += 5) {
+      memset(y_tile, 0, sizeof(float) * (size_t)(rows * n));
+      isa_matmul(family, rows, n, k, g, 8, k, pieces, y_tile);
+      snprintf(what, sizeof what, "%s matmul %s rows %d n %d k %d g %d in %d panel ranges: same bits",
+               KILN_TEST_ISA_NAME, family_name(family), (int)rows, (int)n, (int)k, (int)g,
+               (int)pieces);
+      check(memcmp(y, y_tile, sizeof(float) * (size_t)(rows * n)) == 0, what);
+    }
+  }
+#endif
 }
 
 static void test_kv(int family, int32_t hd) {
@@ -315,7 +338,7 @@ static void test_quantize_sums(int32_t k, int32_t g) {
 #endif
 
 int main(void) {
-  static const int32_t ns[] = {1, 15, 16, 17, 40, 80};
+  static const int32_t ns[] = {1, 15, 16, 17, 40, 80, 160};
   static const int32_t float_ks[] = {1, 7, 16, 33, 64, 200};
   static const int32_t groups[][2] = {{KILN_UK_I8, 32}, {KILN_UK_I8, 64}, {KILN_UK_I8, 256},
                                       {KILN_UK_I4, 32}, {KILN_UK_I4, 64}, {KILN_UK_I4, 128}};
@@ -328,7 +351,7 @@ int main(void) {
   for (rows = 1; rows <= MAX_ROWS; ++rows)
     for (a = 0; a < sizeof ns / sizeof ns[0]; ++a) {
       int32_t n = ns[a];
-      if (rows > 9 && rows != MAX_ROWS && n != 17)
+      if ((rows > 9 && rows != MAX_ROWS && n != 17) || (n == 160 && rows > 2))
         continue;
       for (b = 0; b < sizeof float_ks / sizeof float_ks[0]; ++b) {
         test_matmul(KILN_UK_F32, rows, n, float_ks[b], 1);

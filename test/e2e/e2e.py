@@ -629,6 +629,81 @@ def sanitize(args):
     return res.finish()
 
 
+def threads(args):
+    """--threads=N: every split kernel's shares are fixed at compile time and each
+    output is computed the same way whichever worker holds it, so the logits of
+    a prompt (prefill in chunks whose rows do not divide by N) and its greedy
+    continuation are bit-identical for N = 1..4 and any pool size up to N, on
+    model A and on random shapes with odd head counts where every kernel is
+    split (--min-split-work=1). The pooled builds also run clean under
+    ThreadSanitizer and under AddressSanitizer with UBSan."""
+    res = Results()
+    os.makedirs(args.work, exist_ok=True)
+    odd = os.path.join(args.work, "odd.gguf")
+    run([sys.executable, os.path.join(ROOT, "test", "tools", "gguf_tool.py"), "model", odd,
+         "--seed", "5", "--name", "odd", "--n-embd", "96", "--n-layer", "2", "--n-head", "3",
+         "--n-head-kv", "1", "--n-ff", "170", "--vocab", "300", "--ctx", "64"])
+    model_a = os.path.join(MODEL_A, "tiny-llama-A-f32.gguf")
+    configs = [("model-a-f32", model_a, ["--prefill-chunk=16"], (1, 2, 3, 4)),
+               ("model-a-q4_0", model_a, ["--prefill-chunk=16", "--quant=q4_0"], (1, 3)),
+               ("odd-q8_0", odd, ["--prefill-chunk=7", "--quant=q8_0", "--min-split-work=1"],
+                (1, 2, 3, 4)),
+               ("odd-f16-kv-q8", odd, ["--prefill-chunk=5", "--quant=f16", "--kv-type=q8",
+                                       "--min-split-work=1"], (1, 3))]
+    rng = random.Random(11)
+    tokens = [1] + [rng.randrange(3, 300) for _ in range(36)]
+    for label, gguf, flags, counts in configs:
+        base = None
+        for n in counts:
+            out = os.path.join(args.work, f"{label}-t{n}")
+            name = compile_model(args, gguf, out, f"--threads={n}", *flags)
+            b = build(out, args.cc[0])
+            pack = os.path.join(out, name + ".kpack")
+            for pool in sorted({n, max(1, n - 1)}):
+                dump = os.path.join(out, f"logits-t{pool}.f32")
+                generate(b, pack, tokens, 8, dump, "-t", str(pool))
+                data = open(dump, "rb").read()
+                if base is None:
+                    base = data
+                    continue
+                res.check(len(data) == len(base) and data == base,
+                          f"{label}: --threads={n} -t {pool}: {len(data) // 4} logits "
+                          "bit-identical to one thread")
+        if label == "model-a-q4_0":
+            sanitized_runs(res, args, out, name, tokens)
+    return res.finish()
+
+
+def sanitized_runs(res, args, out, name, tokens):
+    """The --threads=N build in `out` under ThreadSanitizer and under ASan/UBSan:
+    no report with N workers, and the logits of one worker."""
+    n = int(out.rsplit("-t", 1)[1])
+    for label, flags in (("thread", "-fsanitize=thread"),
+                         ("address,undefined", "-fsanitize=address,undefined "
+                                               "-fno-sanitize-recover=all")):
+        flags += " -fno-omit-frame-pointer"
+        b = os.path.join(out, "build-" + label.replace(",", "-"))
+        run(["cmake", "-S", out, "-B", b, "-DCMAKE_C_COMPILER=clang-19",
+             f"-DCMAKE_C_FLAGS={STRICT} {flags}", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+             f"-DCMAKE_EXE_LINKER_FLAGS={flags}"])
+        run(["cmake", "--build", b, "-j2"])
+        runs = []
+        for pool in (1, n):
+            dump = os.path.join(b, f"logits-t{pool}.f32")
+            r = subprocess.run([os.path.join(b, "kiln-generate"), "--pack",
+                                os.path.join(out, name + ".kpack"), "--tokens",
+                                ",".join(map(str, tokens)), "-n", "8", "-t", str(pool),
+                                "--dump-logits", dump], text=True, capture_output=True,
+                               env=dict(os.environ, TSAN_OPTIONS="halt_on_error=1"))
+            runs.append((r, open(dump, "rb").read() if r.returncode == 0 else b""))
+        (r1, one), (rn, many) = runs
+        clean = all(r.returncode == 0 and "Sanitizer" not in r.stderr
+                    and "runtime error" not in r.stderr for r, _ in runs)
+        res.check(clean and one and one == many,
+                  f"-fsanitize={label}, {n} threads: clean run, the logits of one thread"
+                  + ("" if clean else f": {(r1.stderr + rn.stderr).strip()[-600:]}"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--kiln-compile", required=True)
@@ -648,6 +723,7 @@ def main():
     sub.add_parser("baremetal")
     sub.add_parser("quant")
     sub.add_parser("sanitize")
+    sub.add_parser("threads")
     c = sub.add_parser("cross")
     c.add_argument("--arch", choices=sorted(CROSS), default="aarch64")
     c.add_argument("--prompts", type=int, default=3, help="reference prompts to run")
@@ -662,7 +738,7 @@ def main():
         return 77  # ctest's SKIP_RETURN_CODE: reported as skipped, not passed
     return {"model-a": model_a, "random": random_model, "bad-packs": bad_packs, "app": app,
             "baremetal": baremetal, "quant": quant, "gpt2-vocab": gpt2_vocab,
-            "cross": cross, "sanitize": sanitize}[args.cmd](args)
+            "cross": cross, "sanitize": sanitize, "threads": threads}[args.cmd](args)
 
 
 if __name__ == "__main__":

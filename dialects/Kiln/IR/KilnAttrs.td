@@ -63,4 +63,23 @@ def Kiln_TileAttr : Kiln_Attr<"Tile", "tile"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Kiln_SplitAttr : Kiln_Attr<"Split", "split"> {
+  let summary = "a kernel's work in shares, one per worker";
+  let description = [{
+    Set by partition-work on an op whose kernel runs on several workers. Share s
+    of `shares` takes, along `axis`:
+    - `columns` (matmuls): output columns from (s * u / shares) * grain, where
+      u is the columns in units of `grain` (whole weight panels);
+    - `rows`: input rows from s * rows / shares;
+    - `heads` (attention): (row, query head) pairs from s * rows * n_head / shares.
+    The kernel runs on the workers only when its work at run time (multiply-adds,
+    or elements for row-wise ops) is at least `threshold`, otherwise all shares
+    on the caller. Each output is computed the same way whichever share holds
+    it, so the result does not depend on the number of workers.
+  }];
+  let parameters = (ins StringRefParameter<"rows, columns or heads">:$axis,
+                        "int64_t":$shares, "int64_t":$grain, "int64_t":$threshold);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 #endif // KILN_ATTRS_TD

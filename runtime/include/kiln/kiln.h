@@ -101,6 +101,21 @@ typedef struct kiln_pack_expect {
 kiln_status kiln_pack_verify(const kiln_pack_source *src, const kiln_pack_expect *expect,
                              const uint8_t **data);
 
+/* Multi-core models (kiln-compile --threads=N) split large kernels into N
+ * shares fixed at compile time. A task computes shares [s0, s1). */
+typedef void (*kiln_task_fn)(void *ctx, int32_t s0, int32_t s1);
+
+/* The port hook for multi-core builds: parallel_for(pool, fn, ctx, shares)
+ * calls fn over disjoint ranges that together cover [0, shares), at the same
+ * time on as many cores as it has (one range per core), and returns when all
+ * have finished. The result does not depend on how it divides the shares, so
+ * even a loop on one core is correct. Hosted builds have kiln_pool.h; an RTOS
+ * or a bare-metal multi-core firmware provides its own. */
+typedef struct kiln_workers {
+  void (*parallel_for)(void *pool, kiln_task_fn fn, void *ctx, int32_t shares);
+  void *pool;
+} kiln_workers;
+
 /* Checks a caller's arena: non-NULL (KILN_ERR_ARGUMENT), KILN_ALIGN-byte
  * aligned (KILN_ERR_ALIGNMENT), at least `need` bytes (KILN_ERR_ARENA). */
 kiln_status kiln_arena_check(const void *arena, size_t size, size_t need);

@@ -19,6 +19,7 @@ typedef struct kiln_model_api {
   int32_t max_context;
   int32_t prefill_chunk;
   int32_t bos, eos;
+  int32_t threads;      /* shares of each split kernel (kiln-compile --threads) */
   kiln_status (*open)(void *model, const kiln_pack_source *src, void *arena,
                       size_t arena_bytes);
   /* n tokens at the current position; logits (may be NULL) gets n rows of vocab. */
@@ -32,6 +33,8 @@ typedef struct kiln_model_api {
   /* The tokenizer over the vocabulary stored in the pack of an open model. */
   kiln_status (*tokenizer)(const void *model, kiln_tokenizer *t);
   void (*reset)(void *model);
+  /* The workers for split kernels; ignored by a model compiled for one thread. */
+  void (*set_workers)(void *model, const kiln_workers *workers);
   void (*close)(void *model);
 } kiln_model_api;
 

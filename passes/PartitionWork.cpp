@@ -1,0 +1,85 @@
+#include "passes/Passes.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_PARTITIONWORK
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+static int64_t dim(Value v, unsigned i) {
+  return cast<RankedTensorType>(v.getType()).getDimSize(i);
+}
+
+std::optional<KernelWork> kiln::kernelWork(Operation *op) {
+  return llvm::TypeSwitch<Operation *, std::optional<KernelWork>>(op)
+      .Case([](MatmulOp m) {
+        return KernelWork{dim(m.getResult(), 1) * dim(m.getInput(), 1)};
+      })
+      .Case([](AttentionOp a) {
+        // Scores, then the weighted sum of values: two passes over the context.
+        return KernelWork{2 * a.getNHead() * a.getHeadDim(), true,
+                          a.getWindow() ? int64_t(*a.getWindow()) : 0};
+      })
+      .Case<EmbedOp, RmsNormOp, RopeOp, AddOp, MulOp, SiluOp>(
+          [](Operation *o) { return KernelWork{dim(o->getResult(0), 1)}; })
+      .Case([](KvWriteOp w) { return KernelWork{dim(w.getRows(), 1)}; })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+namespace {
+
+struct PartitionWorkPass : kiln::impl::PartitionWorkBase<PartitionWorkPass> {
+  using PartitionWorkBase::PartitionWorkBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (threads < 1) {
+      module.emitError() << "partition-work: threads must be at least 1, not " << int64_t(threads);
+      return signalPassFailure();
+    }
+    if (threads == 1)
+      return;
+    module->setAttr("kiln.threads", IntegerAttr::get(IntegerType::get(&getContext(), 64), threads));
+    module.walk([&](Operation *op) {
+      std::optional<KernelWork> work = kernelWork(op);
+      if (!work)
+        return;
+      // The most work: every row, over the whole context.
+      auto kv = dyn_cast<KvWriteOp>(op);
+      int64_t rows = dim(kv ? Value(kv.getRows()) : op->getResult(0), 0);
+      int64_t most = rows * work->perRow;
+      if (work->overContext) {
+        int64_t context = dim(op->getOperand(1), 0);
+        most *= work->window ? std::min(context, work->window) : context;
+      }
+      auto [axis, grain, units] = division(op, rows);
+      if (units < 2 || most < minWork)
+        return;
+      op->setAttr("split", SplitAttr::get(&getContext(), axis, threads, grain, minWork));
+    });
+  }
+
+  /// The axis of the shares, their unit (columns per unit for matmuls) and how
+  /// many units there are.
+  std::tuple<StringRef, int64_t, int64_t> division(Operation *op, int64_t rows) const {
+    if (auto m = dyn_cast<MatmulOp>(op)) {
+      int64_t n = dim(m.getResult(), 1), grain = 16;
+      if (auto panel = m.getWeight().getDefiningOp()->getAttrOfType<PanelAttr>("layout")) {
+        // Decode streams four panels at a time: keep them together when every
+        // share still gets four.
+        int64_t panels = (n + panel.getRows() - 1) / panel.getRows();
+        grain = panel.getRows() * (panels >= 4 * threads ? 4 : 1);
+      }
+      return {"columns", grain, (n + grain - 1) / grain};
+    }
+    if (auto a = dyn_cast<AttentionOp>(op))
+      return {"heads", 1, rows * a.getNHead()};
+    return {"rows", 1, rows};
+  }
+};
+
+} // namespace
