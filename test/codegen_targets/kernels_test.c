@@ -308,6 +308,14 @@ static void test_rows(int32_t d) {
     ok &= fabsf(out[i] - out_ref[i]) <= 1e-6f * (fabsf(out_ref[i]) + 1e-6f);
   snprintf(what, sizeof what, "%s rms_norm_row and silu d %d", KILN_TEST_ISA_NAME, (int)d);
   check(ok, what);
+  /* silu over a range that starts anywhere (a thread's rows): the same bits. */
+  for (i = 1; i < d && i < 9; ++i) {
+    silu(x + i, out_ref + i, d - i);
+    ok &= memcmp(out + i, out_ref + i, sizeof(float) * (size_t)(d - i)) == 0;
+  }
+  snprintf(what, sizeof what, "%s silu from offsets 1..8 of d %d: same bits", KILN_TEST_ISA_NAME,
+           (int)d);
+  check(ok, what);
 }
 
 #ifdef KILN_UK_NR

@@ -232,14 +232,24 @@ static inline void exp_block(const float *x, float m, float *e, int32_t n) {
 }
 
 #define KILN_UK_HAS_SILU 1
+static inline float32x4_t silu4(float32x4_t v) {
+  return vdivq_f32(v, vaddq_f32(vdupq_n_f32(1.0f), expq_f32(vnegq_f32(v))));
+}
+
+/* The tail goes through the vector code too, so every element gets the same
+ * bits wherever a call's range starts (threads split the rows). */
 static inline void silu(const float *x, float *y, int32_t n) {
-  int32_t i;
-  for (i = 0; i + 4 <= n; i += 4) {
-    float32x4_t v = vld1q_f32(x + i);
-    vst1q_f32(y + i, vdivq_f32(v, vaddq_f32(vdupq_n_f32(1.0f), expq_f32(vnegq_f32(v)))));
-  }
-  for (; i < n; ++i)
-    y[i] = x[i] / (1.0f + expf(-x[i]));
+  float t[4] = {0};
+  int32_t i, j;
+  for (i = 0; i + 4 <= n; i += 4)
+    vst1q_f32(y + i, silu4(vld1q_f32(x + i)));
+  if (i == n)
+    return;
+  for (j = 0; i + j < n; ++j)
+    t[j] = x[i + j];
+  vst1q_f32(t, silu4(vld1q_f32(t)));
+  for (j = 0; i + j < n; ++j)
+    y[i + j] = t[j];
 }
 
 /* KV cache rows of one head (attention's inner loops), 4 lanes at a time. */

@@ -228,15 +228,25 @@ static inline void exp_block(const float *x, float m, float *e, int32_t n) {
 }
 
 #define KILN_UK_HAS_SILU 1
+static inline __m256 silu8(__m256 v) {
+  __m256 d = _mm256_add_ps(_mm256_set1_ps(1.0f), exp256_ps(_mm256_sub_ps(_mm256_setzero_ps(), v)));
+  return _mm256_div_ps(v, d);
+}
+
+/* The tail goes through the vector code too, so every element gets the same
+ * bits wherever a call's range starts (threads split the rows). */
 static inline void silu(const float *x, float *y, int32_t n) {
-  int32_t i;
-  for (i = 0; i + 8 <= n; i += 8) {
-    __m256 v = _mm256_loadu_ps(x + i);
-    __m256 d = _mm256_add_ps(_mm256_set1_ps(1.0f), exp256_ps(_mm256_sub_ps(_mm256_setzero_ps(), v)));
-    _mm256_storeu_ps(y + i, _mm256_div_ps(v, d));
-  }
-  for (; i < n; ++i)
-    y[i] = x[i] / (1.0f + expf(-x[i]));
+  float t[8] = {0};
+  int32_t i, j;
+  for (i = 0; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, silu8(_mm256_loadu_ps(x + i)));
+  if (i == n)
+    return;
+  for (j = 0; i + j < n; ++j)
+    t[j] = x[i + j];
+  _mm256_storeu_ps(t, silu8(_mm256_loadu_ps(t)));
+  for (j = 0; i + j < n; ++j)
+    y[i + j] = t[j];
 }
 
 /* KV cache rows of one head (attention's inner loops), 8 lanes at a time. */

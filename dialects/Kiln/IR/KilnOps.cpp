@@ -86,32 +86,100 @@ LogicalResult LayerNormOp::verify() {
                     getEpsilon().convertToFloat());
 }
 
-LogicalResult MatmulOp::verify() {
-  if (failed(expectRank(*this, getInput(), 2, "input")) ||
-      failed(expectRank(*this, getWeight(), 2, "weight")))
+/// x (rows x K) against a weight (N x K): both rank 2 with the same K.
+static LogicalResult verifyProduct(Operation *op, Value input, Value weight) {
+  if (failed(expectRank(op, input, 2, "input")) || failed(expectRank(op, weight, 2, "weight")))
     return failure();
-  ArrayRef<int64_t> x = getInput().getType().getShape();
-  ArrayRef<int64_t> w = getWeight().getType().getShape();
-  if (x[1] != w[1])
-    return emitOpError() << "input width " << x[1]
-                         << " does not match weight input dimension " << w[1];
-  return expectShape(*this, getResult(), {x[0], w[0]}, "result");
+  int64_t k = cast<RankedTensorType>(input.getType()).getDimSize(1);
+  int64_t wk = cast<RankedTensorType>(weight.getType()).getDimSize(1);
+  if (k != wk)
+    return op->emitOpError() << "input width " << k << " does not match weight input dimension "
+                             << wk;
+  return success();
+}
+
+static int64_t rowsOf(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(0); }
+
+/// The weights of one fused kernel share a block format.
+static LogicalResult verifySameFormat(Operation *op, ValueRange weights) {
+  Type element = cast<RankedTensorType>(weights[0].getType()).getElementType();
+  for (Value w : weights.drop_front())
+    if (cast<RankedTensorType>(w.getType()).getElementType() != element)
+      return op->emitOpError("expects its weights in one format");
+  return success();
+}
+
+/// Rotary embedding over heads of head_dim in a row of `width`.
+static LogicalResult verifyRope(Operation *op, int64_t width, int64_t headDim, int64_t ropeDim,
+                                float freqBase) {
+  if (headDim <= 0 || width % headDim != 0)
+    return op->emitOpError() << "width " << width << " is not a whole number of heads of "
+                             << headDim;
+  if (ropeDim <= 0 || ropeDim > headDim || ropeDim % 2 != 0)
+    return op->emitOpError() << "rope_dim must be even and in (0, " << headDim << "], got "
+                             << ropeDim;
+  if (!(freqBase > 0.0f))
+    return op->emitOpError("expects a positive freq_base");
+  return success();
+}
+
+LogicalResult MatmulOp::verify() {
+  if (failed(verifyProduct(*this, getInput(), getWeight())))
+    return failure();
+  return expectShape(*this, getResult(), {rowsOf(getInput()), rowsOf(getWeight())}, "result");
+}
+
+LogicalResult ResidualMatmulOp::verify() {
+  if (failed(verifyProduct(*this, getInput(), getWeight())))
+    return failure();
+  if (failed(expectShape(*this, getResidual(), {rowsOf(getInput()), rowsOf(getWeight())},
+                         "residual")))
+    return failure();
+  return expectShape(*this, getResult(), {rowsOf(getInput()), rowsOf(getWeight())}, "result");
+}
+
+LogicalResult SwigluMatmulOp::verify() {
+  if (failed(verifyProduct(*this, getInput(), getGate())) ||
+      failed(verifyProduct(*this, getInput(), getUp())) ||
+      failed(verifySameFormat(*this, {getGate(), getUp()})))
+    return failure();
+  if (getGate().getType().getShape() != getUp().getType().getShape())
+    return emitOpError("expects gate and up weights of one shape");
+  return expectShape(*this, getResult(), {rowsOf(getInput()), rowsOf(getGate())}, "result");
+}
+
+LogicalResult QkvMatmulOp::verify() {
+  for (Value w : {getWq(), getWk(), getWv()})
+    if (failed(verifyProduct(*this, getInput(), w)))
+      return failure();
+  if (failed(verifySameFormat(*this, {getWq(), getWk(), getWv()})))
+    return failure();
+  int64_t rows = rowsOf(getInput());
+  if (failed(expectShape(*this, getQuery(), {rows, rowsOf(getWq())}, "query")))
+    return failure();
+  for (Value cache : {getKeys(), getValues()}) {
+    auto t = cast<RankedTensorType>(cache.getType());
+    if (t.getRank() != 2 || t.getDimSize(1) != rowsOf(getWk()) || rows > t.getDimSize(0))
+      return emitOpError() << "expects caches of " << rowsOf(getWk())
+                           << " columns and at least " << rows << " rows, got " << t;
+  }
+  if (getWk().getType().getShape() != getWv().getType().getShape())
+    return emitOpError("expects key and value weights of one shape");
+  if (getKeysOut().getType() != getKeys().getType() ||
+      getValuesOut().getType() != getValues().getType())
+    return emitOpError("expects the updated caches to keep their types");
+  float base = getFreqBase().convertToFloat();
+  if (failed(verifyRope(*this, rowsOf(getWq()), getHeadDim(), getRopeDim(), base)) ||
+      failed(verifyRope(*this, rowsOf(getWk()), getHeadDim(), getRopeDim(), base)))
+    return failure();
+  return success();
 }
 
 LogicalResult RopeOp::verify() {
   if (failed(expectRank(*this, getInput(), 2, "input")))
     return failure();
-  int64_t headDim = getHeadDim(), ropeDim = getRopeDim();
-  int64_t width = getInput().getType().getDimSize(1);
-  if (headDim <= 0 || width % headDim != 0)
-    return emitOpError() << "width " << width << " is not a whole number of heads of "
-                         << headDim;
-  if (ropeDim <= 0 || ropeDim > headDim || ropeDim % 2 != 0)
-    return emitOpError() << "rope_dim must be even and in (0, " << headDim << "], got "
-                         << ropeDim;
-  if (!(getFreqBase().convertToFloat() > 0.0f))
-    return emitOpError("expects a positive freq_base");
-  return success();
+  return verifyRope(*this, getInput().getType().getDimSize(1), getHeadDim(), getRopeDim(),
+                    getFreqBase().convertToFloat());
 }
 
 LogicalResult AttentionOp::verify() {

@@ -143,4 +143,72 @@ class Kiln_BinaryOp<string mnemonic, string what>
 def Kiln_AddOp : Kiln_BinaryOp<"add", "elementwise sum">;
 def Kiln_MulOp : Kiln_BinaryOp<"mul", "elementwise product">;
 
+//===----------------------------------------------------------------------===//
+// Fused kernels (kiln-fuse)
+//===----------------------------------------------------------------------===//
+
+def Kiln_ResidualMatmulOp : Kiln_Op<"residual_matmul", [Pure]> {
+  let summary = "x times the transpose of a weight, plus a residual";
+  let description = [{
+    A matmul whose only use was an add: each output gets the residual added
+    once its dot product is complete, one float addition as the add did, so
+    the result has the same bits.
+    ```mlir
+    %y = kiln.residual_matmul %x, %w plus %r : (tensor<1x5632xf32>, tensor<2048x5632x!kiln.q4_0>, tensor<1x2048xf32>) -> tensor<1x2048xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_F32Tensor:$input, Kiln_WeightTensor:$weight,
+                       Kiln_F32Tensor:$residual);
+  let results = (outs Kiln_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `plus` $residual attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_SwigluMatmulOp : Kiln_Op<"swiglu_matmul", [Pure]> {
+  let summary = "silu(x times gate) * (x times up): the gated feed-forward input";
+  let description = [{
+    The gate and up matmuls of a feed-forward block and the SiLU and product
+    that joined them, as one kernel over both weights (one format, one
+    quantization of x): each output is silu(g) * u of the same g and u.
+    ```mlir
+    %h = kiln.swiglu_matmul %x, %gate, %up : (tensor<1x2048xf32>, tensor<5632x2048x!kiln.q4_0>, tensor<5632x2048x!kiln.q4_0>) -> tensor<1x5632xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_F32Tensor:$input, Kiln_WeightTensor:$gate,
+                       Kiln_WeightTensor:$up);
+  let results = (outs Kiln_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gate `,` $up attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_QkvMatmulOp : Kiln_Op<"qkv_matmul", [Pure]> {
+  let summary = "the query, key and value projections with rope and the cache write";
+  let description = [{
+    One kernel over the three weights (one format, one quantization of x):
+    query and key rows get the rotary embedding of their positions pos..,
+    the key and value rows go straight into the caches (converted to the cache
+    element), and the roped queries are the result.
+    ```mlir
+    %q, %k1, %v1 = kiln.qkv_matmul %x, %wq, %wk, %wv into %k, %v at %pos
+        {head_dim = 64 : i32, rope_dim = 64 : i32, freq_base = 1.0e4 : f32}
+        : (tensor<1x2048xf32>, ...) -> (tensor<1x2048xf32>, tensor<1024x256xf32>, tensor<1024x256xf32>)
+    ```
+  }];
+  let arguments = (ins Kiln_F32Tensor:$input, Kiln_WeightTensor:$wq, Kiln_WeightTensor:$wk,
+                       Kiln_WeightTensor:$wv, Kiln_CacheTensor:$keys,
+                       Kiln_CacheTensor:$values, I32:$pos, I32Attr:$head_dim,
+                       I32Attr:$rope_dim, F32Attr:$freq_base);
+  let results = (outs Kiln_F32Tensor:$query, Kiln_CacheTensor:$keys_out,
+                      Kiln_CacheTensor:$values_out);
+  let assemblyFormat = [{
+    $input `,` $wq `,` $wk `,` $wv `into` $keys `,` $values `at` $pos attr-dict `:`
+      functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // KILN_OPS_TD
