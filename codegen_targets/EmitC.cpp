@@ -37,6 +37,13 @@ public:
     if (auto arg = dyn_cast<BlockArgument>(v))
       return arg.getArgNumber() == 0 ? "tokens" : "pos";
     Operation *def = v.getDefiningOp();
+    // The caches qkv_matmul writes are the caches it was given.
+    if (auto qkv = dyn_cast<QkvMatmulOp>(def)) {
+      if (v == qkv.getKeysOut())
+        return operand(qkv.getKeys());
+      if (v == qkv.getValuesOut())
+        return operand(qkv.getValues());
+    }
     if (auto weight = dyn_cast<WeightOp>(def))
       return formatv("(w + {0}u)", weight->getAttrOfType<SegmentAttr>("segment").getOffset());
     return result(def);
@@ -172,6 +179,8 @@ public:
                     call->setup.empty() ? statement : "{ " + statement + "; }");
       siteLabels.push_back(siteLabel(fn, op, call->name));
       kernels.try_emplace(call->name, *call);
+      for (const KernelCall &helper : call->helpers)
+        kernels.try_emplace(helper.name, helper);
     }
     os << "}\n\n";
     return success();
@@ -198,7 +207,9 @@ private:
     std::string weight;
     for (Value v : op.getOperands())
       if (auto w = v.getDefiningOp<WeightOp>())
-        weight = w.getName().str() + " ";
+        weight += (weight.empty() ? "" : "+") + w.getName().str();
+    if (!weight.empty())
+      weight += " ";
     if (auto kv = dyn_cast<KvWriteOp>(op))
       weight = formatv("layer {0} {1} cache ", kv.getCache().getDefiningOp<KvCacheOp>().getLayer(),
                        stringifyCacheKind(kv.getCache().getDefiningOp<KvCacheOp>().getKind()));
@@ -519,6 +530,11 @@ target_link_libraries(kiln_runtime PUBLIC m)
 add_library({0} STATIC {0}.c {0}_kernels.c{2})
 target_include_directories({0} PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries({0} PUBLIC kiln_runtime m)
+# Every float operation rounded as written: a kernel gives the same bits
+# wherever it is inlined (fused or not, split over threads or not).
+if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
+  target_compile_options({0} PRIVATE -ffp-contract=off)
+endif()
 {3}if(NOT KILN_HOSTED)
   target_compile_definitions({0} PRIVATE KILN_NO_MMAP)
 endif()

@@ -20,6 +20,8 @@ struct KernelCall {
   /// Kernels the schedule runs first, once, before all shares of this one
   /// (e.g. quantizing the activations that every output reads).
   std::vector<KernelCall> setup;
+  /// Functions this kernel calls (emitted beside it, not called by the schedule).
+  std::vector<KernelCall> helpers;
 };
 
 /// How the schedule names the operands of an op: arena slots, weight segments,

@@ -47,12 +47,13 @@ static LogicalResult writeFile(llvm::StringRef path, llvm::raw_ostream &errs,
 /// table, vocabulary, 64-byte segments, a page per layer), so the result fits.
 static llvm::Expected<std::string> fitMemoryBudget(ModuleOp module, const gguf::File &file,
                                                    int64_t budget, StringRef kvType,
-                                                   int64_t panelRows, llvm::raw_ostream &log) {
+                                                   int64_t panelRows, StringRef fuse,
+                                                   llvm::raw_ostream &log) {
   OwningOpRef<ModuleOp> probe = module.clone();
   QuantizeOptions kvOnly;
   kvOnly.kv = kvType.str();
   PassManager pm(module.getContext());
-  buildGraphPipeline(pm, kvOnly);
+  buildGraphPipeline(pm, kvOnly, fuse);
   buildKernelPipeline(pm);
   if (failed(pm.run(*probe)))
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -62,8 +63,8 @@ static llvm::Expected<std::string> fitMemoryBudget(ModuleOp module, const gguf::
   std::vector<BudgetTensor> tensors;
   llvm::StringSet<> seen;
   probe->walk([&](Operation *op) {
-    if (auto mm = dyn_cast<MatmulOp>(op)) {
-      ArrayRef<int64_t> x = mm.getInput().getType().getShape();
+    if (isa<MatmulOp, ResidualMatmulOp, SwigluMatmulOp, QkvMatmulOp>(op)) {
+      ArrayRef<int64_t> x = cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
       // Groups of 32, the smallest, with panel sums need the most scratch.
       scratch = std::max(
           scratch, int64_t(llvm::alignTo(activationScratchBytes(x[0], x[1], 32, true), 64)));
@@ -161,7 +162,7 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
                     "--quant-override");
     llvm::Expected<std::string> chosen =
         fitMemoryBudget(**module, *file, options.memoryBudget, options.kvType,
-                        target->isaVariant().kernel.panelRows, out);
+                        target->isaVariant().kernel.panelRows, options.fuse, out);
     if (!chosen)
       return report(errs, options.input,
                     llvm::toString(chosen.takeError()) +
@@ -169,7 +170,7 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
     quantize.overrides = *chosen;
   }
   PassManager pm(&context);
-  buildGraphPipeline(pm, quantize);
+  buildGraphPipeline(pm, quantize, options.fuse);
   if (options.emit != EmitPhase::Mlir) {
     KernelTarget kernel = target->isaVariant().kernel;
     if (options.minSplitWork >= 0)

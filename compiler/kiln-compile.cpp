@@ -57,6 +57,11 @@ static cl::opt<std::string> tile(
     cl::desc("Pin the matmul tile that tile-for-cache picks from the target's cache "
              "model, e.g. --tile=mr=4,kc=512"),
     cl::init(""), cl::cat(category));
+static cl::opt<std::string> fuse(
+    "fuse",
+    cl::desc("kiln-fuse's patterns, comma-separated: residual, swiglu, qkv (default: all); "
+             "'none' keeps one kernel per graph op"),
+    cl::init("residual,swiglu,qkv"), cl::cat(category));
 static cl::opt<std::string> target(
     "target",
     cl::desc("Code generation target: c99, x86-avx2, x86-avxvnni, x86-avx512, arm-neon, "
@@ -105,6 +110,7 @@ int main(int argc, char **argv) {
   options.memoryBudget = memoryBudget;
   options.tile = tile;
   options.threads = threads;
+  options.fuse = fuse == "none" ? std::string() : fuse.getValue();
   options.minSplitWork = minSplitWork;
   options.import.prefillChunk = prefillChunk;
   options.import.maxContext = maxContext;

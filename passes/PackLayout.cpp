@@ -25,16 +25,25 @@ int64_t layerOf(StringRef name) {
   return layer;
 }
 
-/// Names of the 2-D weights that only matmuls read, as their weight operand.
+/// Names of the 2-D weights that only matmul kernels read, as weights. The
+/// weights of one fused kernel share a layout, so one that must keep rows keeps
+/// its partners in rows too.
 llvm::StringSet<> matmulOnlyWeights(ModuleOp module) {
   llvm::StringSet<> candidates, excluded;
   module.walk([&](WeightOp op) {
     bool onlyMatmul = op.getType().getRank() == 2;
-    for (OpOperand &use : op->getUses()) {
-      auto mm = dyn_cast<MatmulOp>(use.getOwner());
-      onlyMatmul &= mm && mm.getWeight() == use.get();
-    }
+    for (OpOperand &use : op->getUses())
+      onlyMatmul &= isMatmulWeight(use);
     (onlyMatmul ? candidates : excluded).insert(op.getName());
+  });
+  module.walk([&](Operation *op) {
+    if (!isa<SwigluMatmulOp, QkvMatmulOp>(op))
+      return;
+    auto name = [](Value v) { return v.getDefiningOp<WeightOp>().getName(); };
+    ValueRange weights = op->getOperands().slice(1, isa<QkvMatmulOp>(op) ? 3 : 2);
+    if (llvm::any_of(weights, [&](Value w) { return excluded.contains(name(w)); }))
+      for (Value w : weights)
+        excluded.insert(name(w));
   });
   for (const auto &name : excluded)
     candidates.erase(name.getKey());

@@ -2,6 +2,8 @@
 
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <numeric>
+
 namespace kiln {
 #define GEN_PASS_DEF_PARTITIONWORK
 #include "passes/Passes.h.inc"
@@ -14,10 +16,28 @@ static int64_t dim(Value v, unsigned i) {
   return cast<RankedTensorType>(v.getType()).getDimSize(i);
 }
 
+bool kiln::isMatmulWeight(OpOperand &use) {
+  Operation *op = use.getOwner();
+  unsigned i = use.getOperandNumber();
+  if (isa<MatmulOp, ResidualMatmulOp>(op))
+    return i == 1;
+  if (isa<SwigluMatmulOp>(op))
+    return i == 1 || i == 2;
+  if (isa<QkvMatmulOp>(op))
+    return i >= 1 && i <= 3;
+  return false;
+}
+
 std::optional<KernelWork> kiln::kernelWork(Operation *op) {
   return llvm::TypeSwitch<Operation *, std::optional<KernelWork>>(op)
-      .Case([](MatmulOp m) {
-        return KernelWork{dim(m.getResult(), 1) * dim(m.getInput(), 1)};
+      .Case<MatmulOp, ResidualMatmulOp>([](Operation *m) {
+        return KernelWork{dim(m->getResult(0), 1) * dim(m->getOperand(0), 1)};
+      })
+      .Case([](SwigluMatmulOp m) {
+        return KernelWork{2 * dim(m.getResult(), 1) * dim(m.getInput(), 1)};
+      })
+      .Case([](QkvMatmulOp m) {
+        return KernelWork{(dim(m.getWq(), 0) + 2 * dim(m.getWk(), 0)) * dim(m.getInput(), 1)};
       })
       .Case([](AttentionOp a) {
         // Scores, then the weighted sum of values: two passes over the context.
@@ -63,18 +83,34 @@ struct PartitionWorkPass : kiln::impl::PartitionWorkBase<PartitionWorkPass> {
     });
   }
 
+  /// Columns per share unit of a matmul of n outputs over `weight`: whole
+  /// panels, four at a time when every share still gets four (decode streams
+  /// four panels at once), 16 columns in the row layout; a multiple of `align`.
+  int64_t columnGrain(Value weight, int64_t n, int64_t align) const {
+    int64_t grain = 16;
+    if (auto panel = weight.getDefiningOp()->getAttrOfType<PanelAttr>("layout")) {
+      int64_t panels = (n + panel.getRows() - 1) / panel.getRows();
+      grain = panel.getRows() * (panels >= 4 * threads ? 4 : 1);
+    }
+    return std::lcm(grain, align);
+  }
+
   /// The axis of the shares, their unit (columns per unit for matmuls) and how
   /// many units there are.
   std::tuple<StringRef, int64_t, int64_t> division(Operation *op, int64_t rows) const {
-    if (auto m = dyn_cast<MatmulOp>(op)) {
-      int64_t n = dim(m.getResult(), 1), grain = 16;
-      if (auto panel = m.getWeight().getDefiningOp()->getAttrOfType<PanelAttr>("layout")) {
-        // Decode streams four panels at a time: keep them together when every
-        // share still gets four.
-        int64_t panels = (n + panel.getRows() - 1) / panel.getRows();
-        grain = panel.getRows() * (panels >= 4 * threads ? 4 : 1);
-      }
+    if (isa<MatmulOp, ResidualMatmulOp, SwigluMatmulOp>(op)) {
+      int64_t n = dim(op->getResult(0), 1);
+      int64_t grain = columnGrain(op->getOperand(1), n, 1);
       return {"columns", grain, (n + grain - 1) / grain};
+    }
+    if (auto qkv = dyn_cast<QkvMatmulOp>(op)) {
+      // Over the columns of q, k and v side by side, in whole heads (rope
+      // turns pairs within a head) that start each projection.
+      int64_t nq = dim(qkv.getWq(), 0), nkv = dim(qkv.getWk(), 0), n = nq + 2 * nkv;
+      int64_t grain = columnGrain(qkv.getWq(), n, qkv.getHeadDim());
+      if (nq % grain || nkv % grain)
+        return {"columns", grain, 1};
+      return {"columns", grain, n / grain};
     }
     if (auto a = dyn_cast<AttentionOp>(op))
       return {"heads", 1, rows * a.getNHead()};

@@ -20,6 +20,18 @@ namespace kiln {
 /// kernels, the int32 sum of its values), then the int8 values.
 int64_t activationScratchBytes(int64_t rows, int64_t k, int64_t group, bool sums);
 
+/// Whether `use` reads a weight as the weight of a matmul kernel (matmul or a
+/// fused matmul: operand 0 is the input, the weights follow it).
+bool isMatmulWeight(mlir::OpOperand &use);
+
+/// Bytes of the input rows of matmul kernel `op` quantized for its weight
+/// (operand 1); zero for float weights.
+int64_t quantizedInputBytes(mlir::Operation *op);
+/// Scratch of a matmul kernel: the quantized input, then for fused kernels
+/// (at a 64-byte aligned offset) the rows of floats they keep: the up
+/// projection of swiglu_matmul, the keys and values of qkv_matmul.
+int64_t scratchBytes(mlir::Operation *op);
+
 /// The work of an op's kernel, as partition-work measures it: `perRow` per
 /// input row (multiply-adds, or elements for row-wise ops), times the context
 /// attended over (the position plus the rows, at most `window` when set) if
@@ -34,9 +46,10 @@ std::optional<KernelWork> kernelWork(mlir::Operation *op);
 /// The element type a policy format names ("q4_0", "i8g64", "f16", ...), or null.
 mlir::Type parseWeightFormat(mlir::MLIRContext *context, llvm::StringRef format);
 
-/// Graph-level passes run between import and kernel-level lowering, ending with
-/// the format policy.
-void buildGraphPipeline(mlir::OpPassManager &pm, const QuantizeOptions &quantize = {});
+/// Graph-level passes run between import and kernel-level lowering: the format
+/// policy, then kiln-fuse's `fuse` patterns (none when empty).
+void buildGraphPipeline(mlir::OpPassManager &pm, const QuantizeOptions &quantize = {},
+                        llvm::StringRef fuse = "residual,swiglu,qkv");
 
 /// What the kernel-level passes need to know of the target.
 struct KernelTarget {

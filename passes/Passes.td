@@ -37,6 +37,39 @@ def Quantize : Pass<"kiln-quantize", "mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def Fuse : Pass<"kiln-fuse", "mlir::ModuleOp"> {
+  let summary = "Merges the ops of a decoder block into fewer kernels";
+  let description = [{
+    Runs after kiln-quantize (merged matmuls need one weight format) on the
+    graph, one pattern per rewrite, each only where every intermediate it
+    removes has no other use:
+    - `residual`: a matmul feeding only an add becomes `kiln.residual_matmul`
+      (the output and down projections add the residual stream);
+    - `swiglu`: mul(silu(x * gate), x * up) becomes `kiln.swiglu_matmul`;
+    - `qkv`: the query, key and value matmuls of one input with the rope of
+      the queries and keys and the two cache writes, as the attention reads
+      them, become `kiln.qkv_matmul`.
+    Each fused kernel does the same float operations in the same order as the
+    ops it replaces, so the results have the same bits. `patterns` picks some
+    (comma-separated), for tests.
+
+    Before:
+    ```mlir
+    %m = kiln.matmul %x, %w : (tensor<1x5632xf32>, tensor<2048x5632x!kiln.q4_0>) -> tensor<1x2048xf32>
+    %y = kiln.add %r, %m : tensor<1x2048xf32>
+    ```
+    After:
+    ```mlir
+    %y = kiln.residual_matmul %x, %w plus %r : (...) -> tensor<1x2048xf32>
+    ```
+  }];
+  let options = [
+    Option<"patterns", "patterns", "std::string", /*default=*/"\"residual,swiglu,qkv\"",
+           "Comma-separated patterns to apply">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def PackLayout : Pass<"kiln-pack-layout", "mlir::ModuleOp"> {
   let summary = "Places every weight in the data section of the pack";
   let description = [{

@@ -4,9 +4,15 @@
 
 using namespace mlir;
 
-void kiln::buildGraphPipeline(OpPassManager &pm, const QuantizeOptions &quantize) {
+void kiln::buildGraphPipeline(OpPassManager &pm, const QuantizeOptions &quantize,
+                              llvm::StringRef fuse) {
   pm.addPass(createCSEPass());
   pm.addPass(createQuantize(quantize));
+  if (!fuse.empty()) {
+    FuseOptions options;
+    options.patterns = fuse.str();
+    pm.addPass(createFuse(options));
+  }
 }
 
 void kiln::buildKernelPipeline(OpPassManager &pm, const KernelTarget &target,

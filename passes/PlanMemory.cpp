@@ -28,19 +28,42 @@ bool canWriteInPlace(Operation *op) {
   return isa<AddOp, MulOp, SiluOp, GeluOp, RopeOp>(op);
 }
 
-/// Scratch of a matmul: its input quantized per weight block. Zero for float weights.
-int64_t scratchBytes(MatmulOp op) {
-  Type element = op.getWeight().getType().getElementType();
+} // namespace
+
+/// The input of a matmul kernel quantized per weight block, zero for float
+/// weights: operand 0 against the weight that is operand 1.
+int64_t kiln::quantizedInputBytes(Operation *op) {
+  auto weight = cast<RankedTensorType>(op->getOperand(1).getType());
+  Type element = weight.getElementType();
   if (!isa<Q8_0Type, Q4_0Type, I8GroupType, I4GroupType>(element))
     return 0;
-  ArrayRef<int64_t> x = op.getInput().getType().getShape();
-  bool panels = op.getWeight().getDefiningOp()->hasAttr("layout");
+  ArrayRef<int64_t> x = cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
+  bool panels = op->getOperand(1).getDefiningOp()->hasAttr("layout");
   return activationScratchBytes(x[0], x[1], getBlockElements(element), panels);
 }
 
+int64_t kiln::scratchBytes(Operation *op) {
+  if (!isa<MatmulOp, ResidualMatmulOp, SwigluMatmulOp, QkvMatmulOp>(op))
+    return 0;
+  int64_t rows = cast<RankedTensorType>(op->getOperand(0).getType()).getDimSize(0);
+  int64_t floats = 0; // the fused kernels' float rows, after the quantized input
+  if (auto s = dyn_cast<SwigluMatmulOp>(op))
+    floats = rows * s.getUp().getType().getDimSize(0); // the up projection
+  if (auto q = dyn_cast<QkvMatmulOp>(op))
+    floats = 2 * rows * q.getWk().getType().getDimSize(0); // keys and values
+  int64_t quantized = quantizedInputBytes(op);
+  if (floats == 0)
+    return quantized;
+  return llvm::alignTo(quantized, 64) + 4 * floats;
+}
+
+namespace {
+
 /// Whether the result of `op` lives in the activation region of the arena.
+/// qkv_matmul's other results are the caches it writes.
 bool needsBuffer(Operation *op) {
-  return op->getNumResults() == 1 && isa<RankedTensorType>(op->getResult(0).getType()) &&
+  return (op->getNumResults() == 1 || isa<QkvMatmulOp>(op)) &&
+         isa<RankedTensorType>(op->getResult(0).getType()) &&
          !isa<WeightOp, KvCacheOp, KvWriteOp>(op);
 }
 
@@ -110,7 +133,8 @@ struct PlanMemoryPass : kiln::impl::PlanMemoryBase<PlanMemoryPass> {
         continue;
       for (Value operand : op.getOperands()) {
         Operation *def = operand.getDefiningOp();
-        if (def && needsBuffer(def) && operand.getType() == op.getResult(0).getType() &&
+        if (def && needsBuffer(def) && operand == def->getResult(0) &&
+            operand.getType() == op.getResult(0).getType() &&
             lastUse(operand) == step[&op]) {
           groups.unionSets(def, &op);
           break;
@@ -133,15 +157,15 @@ struct PlanMemoryPass : kiln::impl::PlanMemoryBase<PlanMemoryPass> {
       leaders.push_back(it->getData());
     }
 
-    // Matmuls on quantized weights quantize their input rows into scratch that
-    // lives only during the call.
+    // Matmul kernels quantize their input rows (and fused ones keep rows of
+    // floats) in scratch that lives only during the call.
     std::vector<Operation *> scratchUsers;
-    for (auto op : block.getOps<MatmulOp>()) {
-      int64_t bytes = scratchBytes(op);
+    for (Operation &op : block) {
+      int64_t bytes = scratchBytes(&op);
       if (bytes == 0)
         continue;
-      requests.push_back({bytes, step[op], step[op]});
-      scratchUsers.push_back(op);
+      requests.push_back({bytes, step[&op], step[&op]});
+      scratchUsers.push_back(&op);
     }
 
     MemoryPlan plan = planMemory(requests, alignment);

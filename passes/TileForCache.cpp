@@ -56,13 +56,18 @@ struct TileForCachePass : kiln::impl::TileForCacheBase<TileForCachePass> {
                                  << " exceeds the kernels' largest tile, " << kMaxTileRows;
       return signalPassFailure();
     }
-    getOperation().walk([&](MatmulOp op) {
-      auto panel = op.getWeight().getDefiningOp()->getAttrOfType<PanelAttr>("layout");
+    getOperation().walk([&](Operation *op) {
+      if (!isa<MatmulOp, ResidualMatmulOp, SwigluMatmulOp, QkvMatmulOp>(op))
+        return;
+      // Operand 0 is the input, operand 1 the (first) weight.
+      Value input = op->getOperand(0), weight = op->getOperand(1);
+      auto panel = weight.getDefiningOp()->getAttrOfType<PanelAttr>("layout");
       if (!panel)
         return;
-      Type element = op.getWeight().getType().getElementType();
+      Type element = cast<RankedTensorType>(weight.getType()).getElementType();
       bool integer = isa<Q8_0Type, Q4_0Type, I8GroupType, I4GroupType>(element);
-      int64_t k = op.getInput().getType().getDimSize(1);
+      auto inputType = cast<RankedTensorType>(input.getType());
+      int64_t k = inputType.getDimSize(1);
       int64_t group = getBlockElements(element);
       int64_t mr = pinned->mr;
       if (!mr)
@@ -71,7 +76,7 @@ struct TileForCachePass : kiln::impl::TileForCacheBase<TileForCachePass> {
       // activations once per panel, so a K block of both should stay in L2.
       // Bytes per column of K: the panel's weights (group scales included) and
       // every input row's activations (int8 once quantized, else f32).
-      int64_t rows = op.getInput().getType().getDimSize(0);
+      int64_t rows = inputType.getDimSize(0);
       int64_t bytesPerColumn = panel.getRows() * getBlockBytes(element) / group +
                                rows * (integer ? 1 : 4) + 1;
       int64_t kc = pinned->kc ? pinned->kc : l2 / 2 / bytesPerColumn;

@@ -74,62 +74,10 @@ public:
               arg(e.getTable()), arg(e.getTokens()), res();
               return success();
             })
-            .Case([&](MatmulOp m) {
-              ElementCode c = elementCode(m.getWeight());
-              int64_t n = dim(m.getResult(), 1), kk = dim(m.getInput(), 1);
-              if (auto panel = m.getWeight().getDefiningOp()->getAttrOfType<PanelAttr>("layout"))
-                return panelMatmul(m, panel, c, prefix, names, k);
-              k.name = formatv("{0}_matmul_{1}_n{2}_k{3}", prefix, c.name, n, kk);
-              std::string cols = shareRange(split, n, 1, "n0", "n1");
-              if (c.group == 1) {
-                k.params = "const float *x, const uint8_t *w, float *y, int32_t rows";
-                k.body = cols + formatv(R"c(  int32_t n, r;
-  for (n = n0; n < n1; ++n) {{
-    const uint8_t *row = w + (size_t)n * {1}u;
-    for (r = 0; r < rows; ++r)
-      y[(size_t)r * {0} + n] = dot_{2}(x + (size_t)r * {3}, row, {3});
-  }
-)c",
-                                 n, rowBytes(m.getWeight()), c.family, kk).str();
-                arg(m.getInput()), arg(m.getWeight()), res();
-                return success();
-              }
-              // A setup kernel quantizes the rows once into scratch (scales, then
-              // int8 values); every output is then an integer dot product per
-              // group, whichever share computes it.
-              int64_t groups = kk / c.group, stride = groups * 4 + kk;
-              KernelCall quantize;
-              quantize.name = formatv("{0}_quantize_act_k{1}_g{2}", prefix, kk, c.group);
-              quantize.params = "const float *x, void *scratch, int32_t rows";
-              quantize.body = formatv(R"c(  uint8_t *s = (uint8_t *)scratch;
-  int32_t r;
-  for (r = 0; r < rows; ++r) {{
-    uint8_t *sr = s + (size_t)r * {2}u;
-    quantize_act(x + (size_t)r * {0}, (float *)(void *)sr, (int8_t *)(void *)(sr + {3}), {0}, {1});
-  }
-)c",
-                                      kk, c.group, stride, groups * 4);
-              quantize.args = {names.operand(m.getInput()), names.scratch(m), "rows"};
-              k.params = "const float *x, const uint8_t *w, float *y, void *scratch, int32_t rows";
-              k.body = cols + formatv(R"c(  const uint8_t *q = (const uint8_t *)scratch;
-  int32_t n, r;
-  (void)x; /* read as quantized by the setup kernel */
-  for (n = n0; n < n1; ++n) {{
-    const uint8_t *row = w + (size_t)n * {1}u;
-    for (r = 0; r < rows; ++r) {{
-      const uint8_t *sr = q + (size_t)r * {5}u;
-      y[(size_t)r * {0} + n] = qdot_{2}((const int8_t *)(const void *)(sr + {6}),
-                                      (const float *)(const void *)sr, row, {3}, {4});
-    }
-  }
-)c",
-                               n, rowBytes(m.getWeight()), c.family, kk, c.group, stride,
-                               groups * 4).str();
-              k.setup.push_back(quantize);
-              arg(m.getInput()), arg(m.getWeight()), res(),
-                  k.args.push_back(names.scratch(m));
-              return success();
-            })
+            .Case([&](MatmulOp m) { return matmul(m, prefix, names, k); })
+            .Case([&](ResidualMatmulOp m) { return residualMatmul(m, prefix, names, k); })
+            .Case([&](SwigluMatmulOp m) { return swigluMatmul(m, prefix, names, k); })
+            .Case([&](QkvMatmulOp m) { return qkvMatmul(m, prefix, names, k); })
             .Case([&](RmsNormOp n) {
               int64_t d = dim(n.getInput(), 1);
               float eps = n.getEpsilon().convertToFloat();
@@ -193,7 +141,7 @@ public:
             });
     if (failed(ok))
       return failure();
-    if (!isa<RopeOp, KvWriteOp, AttentionOp>(op))
+    if (!isa<RopeOp, KvWriteOp, AttentionOp, QkvMatmulOp>(op))
       k.args.push_back("rows");
     if (split) {
       // A split kernel computes shares s0..s1-1 of split.getShares().
@@ -215,14 +163,12 @@ private:
                    split.getShares());
   }
 
-  /// `lo`, `hi`: the range of the call's shares over `count` items (output
-  /// columns, or panels of `perItem` columns), from a table of the split's
-  /// share boundaries; all of them when not split.
-  static std::string shareRange(SplitAttr split, int64_t count, int64_t perItem, StringRef lo,
-                                StringRef hi) {
+  /// `lo`, `hi`: the output columns of the call's shares, from a table of the
+  /// split's share boundaries; all `count` of them when not split.
+  static std::string shareRange(SplitAttr split, int64_t count, StringRef lo, StringRef hi) {
     if (!split)
       return formatv("  const int32_t {0} = 0, {1} = {2};\n", lo, hi, count);
-    int64_t shares = split.getShares(), grain = split.getGrain() / perItem;
+    int64_t shares = split.getShares(), grain = split.getGrain();
     int64_t units = (count + grain - 1) / grain;
     std::string bounds;
     for (int64_t s = 0; s <= shares; ++s)
@@ -249,92 +195,348 @@ private:
     return formatv("{0:x-8}", bits).str();
   }
 
-  /// A matmul over weights that pack-layout repacked into panels: one call of
-  /// the ISA's panel kernel with every dimension and the row tile constant.
-  LogicalResult panelMatmul(MatmulOp m, PanelAttr panel, const ElementCode &c,
-                            llvm::StringRef prefix, const OperandNames &names,
-                            KernelCall &k) const {
+  /// How a matmul kernel reads its weights: their format, and panels and tile
+  /// when pack-layout repacked them (null for the row layout).
+  struct WeightCode {
+    ElementCode element;
+    PanelAttr panel;
+    TileAttr tile;
+    int64_t k = 0;
+  };
+
+  /// Checks that the weights of a matmul kernel are in the layout this
+  /// target's kernels read.
+  FailureOr<WeightCode> weightCode(Operation *op, Value weight) const {
+    WeightCode code{elementCode(weight),
+                    weight.getDefiningOp()->getAttrOfType<PanelAttr>("layout"),
+                    op->getAttrOfType<TileAttr>("tile"), dim(weight, 1)};
     int64_t panelRows = variant.kernel.panelRows;
-    if (panel.getRows() != panelRows)
-      return m.emitOpError() << "reads weights in panels of " << panel.getRows()
-                             << " rows, but the " << variant.name << " target's kernels read "
-                             << (panelRows ? std::to_string(panelRows) + "-row panels"
-                                           : std::string("the row layout"));
-    auto tile = m->getAttrOfType<TileAttr>("tile");
-    if (!tile)
-      return m.emitOpError("has panel weights but no tile (run kiln-tile-for-cache)");
-    int64_t n = dim(m.getResult(), 1), kk = dim(m.getInput(), 1);
-    std::string family = "KILN_UK_" + llvm::StringRef(c.family).upper();
-    k.name = formatv("{0}_matmul_{1}_p{2}_n{3}_k{4}_t{5}x{6}", prefix, c.name, panel.getRows(), n,
-                     kk, tile.getMr(), tile.getKc());
-    auto split = m->getAttrOfType<SplitAttr>("split");
-    // Panels p0..p1-1 of the call's shares.
-    std::string panels = shareRange(split, (n + panelRows - 1) / panelRows, panelRows, "p0", "p1");
-    if (c.group == 1) {
-      k.params = "const float *x, const uint8_t *w, float *y, int32_t rows";
-      k.body = panels + formatv("  matmul_panel_float({0}, x, w, y, rows, {1}, {2}, {3}, {4}, p0, "
-                                "p1);\n",
-                                family, n, kk, tile.getMr(), tile.getKc())
-                            .str();
-      k.args = {names.operand(m.getInput()), names.operand(m.getWeight()), names.result(m)};
-      return success();
+    if (code.panel && code.panel.getRows() != panelRows)
+      return op->emitOpError() << "reads weights in panels of " << code.panel.getRows()
+                               << " rows, but the " << variant.name << " target's kernels read "
+                               << (panelRows ? std::to_string(panelRows) + "-row panels"
+                                             : std::string("the row layout"));
+    if (code.panel && !code.tile)
+      return op->emitOpError("has panel weights but no tile (run kiln-tile-for-cache)");
+    return code;
+  }
+
+  /// Kernel name suffix of a weight code: format, then panels and tile.
+  static std::string weightName(const WeightCode &w) {
+    if (!w.panel)
+      return w.element.name;
+    return formatv("{0}_p{1}", w.element.name, w.panel.getRows()).str();
+  }
+  static std::string tileName(const WeightCode &w) {
+    return w.panel ? formatv("_t{0}x{1}", w.tile.getMr(), w.tile.getKc()).str() : "";
+  }
+
+  /// The kernel the schedule runs before an int8 matmul kernel: the input rows
+  /// quantized once into scratch, as every output reads them.
+  static KernelCall quantizeSetup(const WeightCode &w, llvm::StringRef prefix, std::string input,
+                                  std::string scratch) {
+    KernelCall q;
+    int64_t k = w.k, g = w.element.group, groups = k / g;
+    q.params = "const float *x, void *scratch, int32_t rows";
+    q.args = {input, scratch, "rows"};
+    if (w.panel) {
+      q.name = formatv("{0}_panel_quantize_k{1}_g{2}", prefix, k, g);
+      q.body = formatv("  panel_quantize_rows(x, scratch, rows, {0}, {1});\n", k, g);
+      return q;
     }
-    // A setup kernel quantizes the activations once: every panel reads them.
-    KernelCall quantize;
-    quantize.name = formatv("{0}_panel_quantize_k{1}_g{2}", prefix, kk, c.group);
-    quantize.params = "const float *x, void *scratch, int32_t rows";
-    quantize.body = formatv("  panel_quantize_rows(x, scratch, rows, {0}, {1});\n", kk, c.group);
-    quantize.args = {names.operand(m.getInput()), names.scratch(m), "rows"};
-    k.params = "const float *x, const uint8_t *w, float *y, void *scratch, int32_t rows";
-    k.body = panels + "  (void)x; /* read as quantized by the setup kernel */\n" +
-             formatv("  matmul_panel_int({0}, w, y, scratch, rows, {1}, {2}, {3}, {4}, {5}, p0, "
-                     "p1);\n",
-                     family, n, kk, c.group, tile.getMr(), tile.getKc())
-                 .str();
-    k.setup.push_back(quantize);
-    k.args = {names.operand(m.getInput()), names.operand(m.getWeight()), names.result(m),
-              names.scratch(m)};
+    // Per row: the group scales, then the int8 values.
+    q.name = formatv("{0}_quantize_act_k{1}_g{2}", prefix, k, g);
+    q.body = formatv(R"c(  uint8_t *s = (uint8_t *)scratch;
+  int32_t r;
+  for (r = 0; r < rows; ++r) {{
+    uint8_t *sr = s + (size_t)r * {2}u;
+    quantize_act(x + (size_t)r * {0}, (float *)(void *)sr, (int8_t *)(void *)(sr + {3}), {0}, {1});
+  }
+)c",
+                     k, g, groups * 4 + k, groups * 4);
+    return q;
+  }
+
+  /// C statements for columns [lo, hi) of y (rows x n) = x times the transpose
+  /// of the n x K weight `w` (names of C variables; lo and hi expressions,
+  /// multiples of the panel height but for hi = n). Int8 weights read the
+  /// input quantized in `scratch`. Every output is computed the same way
+  /// whatever the range.
+  static std::string matmulColumns(const WeightCode &w, Value weight, llvm::StringRef wName,
+                                   llvm::StringRef y, int64_t n, llvm::StringRef lo,
+                                   llvm::StringRef hi) {
+    const ElementCode &c = w.element;
+    std::string family = "KILN_UK_" + llvm::StringRef(c.family).upper();
+    if (w.panel) {
+      int64_t nr = w.panel.getRows();
+      std::string panels = formatv("({0}) / {1}, (({2}) + {1} - 1) / {1}", lo, nr, hi);
+      if (c.group == 1)
+        return formatv("  matmul_panel_float({0}, x, {1}, {2}, rows, {3}, {4}, {5}, {6}, {7});\n",
+                       family, wName, y, n, w.k, w.tile.getMr(), w.tile.getKc(), panels);
+      return formatv("  matmul_panel_int({0}, {1}, {2}, scratch, rows, {3}, {4}, {5}, {6}, {7}, "
+                     "{8});\n",
+                     family, wName, y, n, w.k, c.group, w.tile.getMr(), w.tile.getKc(), panels);
+    }
+    std::string dot =
+        c.group == 1
+            ? formatv("dot_{0}(x + (size_t)r * {1}, row, {1})", c.family, w.k).str()
+            : formatv("qdot_{0}((const int8_t *)(const void *)(sr + {1}),\n"
+                      "                                  (const float *)(const void *)sr, row, "
+                      "{2}, {3})",
+                      c.family, w.k / c.group * 4, w.k, c.group)
+                  .str();
+    std::string quantRow =
+        c.group == 1 ? ""
+                     : formatv("      const uint8_t *sr = (const uint8_t *)scratch + (size_t)r * "
+                               "{0}u;\n",
+                               w.k / c.group * 4 + w.k)
+                           .str();
+    return formatv(R"c(  {{
+    int32_t j, r;
+    for (j = {0}; j < {1}; ++j) {{
+      const uint8_t *row = {2} + (size_t)j * {3}u;
+      for (r = 0; r < rows; ++r) {{
+{6}        {4}[(size_t)r * {5} + j] = {7};
+      }
+    }
+  }
+)c",
+                   lo, hi, wName, rowBytes(weight), y, n, quantRow, dot);
+  }
+
+  /// Parameters and arguments common to the matmul kernels: x, the weights,
+  /// the result, and scratch (int8 weights: also the setup kernel).
+  static void matmulSignature(KernelCall &k, const WeightCode &w, const OperandNames &names,
+                              Operation *op, llvm::StringRef prefix, ValueRange weights,
+                              llvm::StringRef extraParams, std::vector<std::string> extraArgs,
+                              bool scratch) {
+    k.params = "const float *x";
+    k.args = {names.operand(op->getOperand(0))};
+    for (size_t i = 0; i < weights.size(); ++i) {
+      k.params += formatv(", const uint8_t *w{0}", i).str();
+      k.args.push_back(names.operand(weights[i]));
+    }
+    k.params += extraParams;
+    k.args.insert(k.args.end(), extraArgs.begin(), extraArgs.end());
+    k.params += ", float *y";
+    k.args.push_back(names.result(op));
+    if (w.element.group > 1 || scratch) {
+      k.params += ", void *scratch";
+      k.args.push_back(names.scratch(op));
+    }
+    k.params += ", int32_t rows";
+    if (w.element.group > 1)
+      k.setup.push_back(quantizeSetup(w, prefix, names.operand(op->getOperand(0)),
+                                      names.scratch(op)));
+  }
+
+  /// Where a fused kernel's rows of floats start in its scratch: after the
+  /// input quantized for `w` (at run time's row count), 64-byte aligned, as
+  /// plan-memory sized it at the most rows.
+  static std::string floatsOffset(const WeightCode &w) {
+    if (w.element.group == 1)
+      return "0";
+    int64_t g = w.element.group;
+    int64_t stride = w.panel ? w.k / g * 8 + w.k : w.k / g * 4 + w.k;
+    return formatv("(((size_t)rows * {0}u + 63u) & ~(size_t)63u)", stride).str();
+  }
+
+  /// Ends a kernel body that reads x only through the quantized scratch.
+  static std::string unusedInput(const WeightCode &w) {
+    return w.element.group > 1 ? "  (void)x; /* read as quantized by the setup kernel */\n" : "";
+  }
+
+  LogicalResult matmul(MatmulOp m, llvm::StringRef prefix, const OperandNames &names,
+                       KernelCall &k) const {
+    FailureOr<WeightCode> w = weightCode(m, m.getWeight());
+    if (failed(w))
+      return failure();
+    int64_t n = dim(m.getResult(), 1);
+    k.name = formatv("{0}_matmul_{1}_n{2}_k{3}{4}", prefix, weightName(*w), n, w->k, tileName(*w));
+    matmulSignature(k, *w, names, m, prefix, m.getWeight(), "", {}, false);
+    k.body = shareRange(m->getAttrOfType<SplitAttr>("split"), n, "n0", "n1") + unusedInput(*w) +
+             matmulColumns(*w, m.getWeight(), "w0", "y", n, "n0", "n1");
     return success();
   }
 
-  LogicalResult rope(RopeOp r, llvm::StringRef prefix, const OperandNames &names,
-                     KernelCall &k) const {
-    int64_t width = dim(r.getInput(), 1), hd = r.getHeadDim(), rd = r.getRopeDim();
-    double base = r.getFreqBase().convertToFloat();
+  /// The matmul, then the residual added to each output of the range.
+  LogicalResult residualMatmul(ResidualMatmulOp m, llvm::StringRef prefix,
+                               const OperandNames &names, KernelCall &k) const {
+    FailureOr<WeightCode> w = weightCode(m, m.getWeight());
+    if (failed(w))
+      return failure();
+    int64_t n = dim(m.getResult(), 1);
+    k.name = formatv("{0}_residual_matmul_{1}_n{2}_k{3}{4}", prefix, weightName(*w), n, w->k,
+                     tileName(*w));
+    matmulSignature(k, *w, names, m, prefix, m.getWeight(), ", const float *res",
+                    {names.operand(m.getResidual())}, false);
+    k.body = shareRange(m->getAttrOfType<SplitAttr>("split"), n, "n0", "n1") + unusedInput(*w) +
+             matmulColumns(*w, m.getWeight(), "w0", "y", n, "n0", "n1") +
+             formatv(R"c(  {{
+    int32_t r, j;
+    for (r = 0; r < rows; ++r)
+      for (j = n0; j < n1; ++j)
+        y[(size_t)r * {0} + j] += res[(size_t)r * {0} + j];
+  }
+)c",
+                     n)
+                 .str();
+    return success();
+  }
+
+  /// Gate into y and up into scratch over the range, then y = silu(y) * up.
+  LogicalResult swigluMatmul(SwigluMatmulOp m, llvm::StringRef prefix, const OperandNames &names,
+                             KernelCall &k) const {
+    FailureOr<WeightCode> w = weightCode(m, m.getGate());
+    if (failed(w))
+      return failure();
+    int64_t n = dim(m.getResult(), 1);
+    k.name = formatv("{0}_swiglu_matmul_{1}_n{2}_k{3}{4}", prefix, weightName(*w), n, w->k,
+                     tileName(*w));
+    matmulSignature(k, *w, names, m, prefix, ValueRange{m.getGate(), m.getUp()}, "", {}, true);
+    k.body = shareRange(m->getAttrOfType<SplitAttr>("split"), n, "n0", "n1") + unusedInput(*w) +
+             "  float *up = (float *)(void *)((uint8_t *)scratch + " +
+             floatsOffset(*w) + ");\n" +
+             matmulColumns(*w, m.getGate(), "w0", "y", n, "n0", "n1") +
+             matmulColumns(*w, m.getUp(), "w1", "up", n, "n0", "n1") +
+             formatv(R"c(  {{
+    int32_t r, j;
+    for (r = 0; r < rows; ++r) {{
+      float *yr = y + (size_t)r * {0};
+      const float *ur = up + (size_t)r * {0};
+      silu(yr + n0, yr + n0, n1 - n0);
+      for (j = n0; j < n1; ++j)
+        yr[j] *= ur[j];
+    }
+  }
+)c",
+                     n)
+                 .str();
+    return success();
+  }
+
+  /// Over the columns of q, k and v side by side: each projection's part of
+  /// the range, q and k roped in place, k and v stored into the caches.
+  LogicalResult qkvMatmul(QkvMatmulOp m, llvm::StringRef prefix, const OperandNames &names,
+                          KernelCall &k) const {
+    FailureOr<WeightCode> w = weightCode(m, m.getWq());
+    if (failed(w))
+      return failure();
+    ElementCode cache = elementCode(m.getKeys());
+    int64_t nq = dim(m.getWq(), 0), nkv = dim(m.getWk(), 0), hd = m.getHeadDim();
+    if (cache.family == "i8" && cache.group != hd)
+      return m.emitOpError("expects one cache scale per head (group ") << hd << ")";
+    int64_t headBytes = cacheHeadBytes(cache, hd);
+    KernelCall rope = ropeRows(m.getHeadDim(), m.getRopeDim(), m.getFreqBase().convertToFloat(),
+                               prefix);
+    k.name = formatv("{0}_qkv_matmul_{1}_q{2}_kv{3}_k{4}{5}_{6}_c{7}", prefix, weightName(*w), nq,
+                     nkv, w->k, tileName(*w), rope.name.substr(prefix.size() + 11), cache.name);
+    matmulSignature(k, *w, names, m, prefix, ValueRange{m.getWq(), m.getWk(), m.getWv()},
+                    ", void *keys, void *values",
+                    {names.operand(m.getKeys()), names.operand(m.getValues())}, true);
+    k.params += ", int32_t pos";
+    k.args.push_back("rows");
+    k.args.push_back("pos");
+    // Columns lo..hi-1 of the projection at `start` that fall in the range.
+    auto clamp = [](int64_t start, int64_t width) {
+      return formatv("  lo = n0 - {0} < 0 ? 0 : n0 - {0} > {1} ? {1} : n0 - {0};\n"
+                     "  hi = n1 - {0} < 0 ? 0 : n1 - {0} > {1} ? {1} : n1 - {0};\n",
+                     start, width)
+          .str();
+    };
+    auto ropeCall = [&](llvm::StringRef t, int64_t width) {
+      return formatv("    {0}({1}, {1}, {2}, rows, pos, lo / {3}, hi / {3});\n", rope.name, t,
+                     width, hd)
+          .str();
+    };
+    auto store = [&](llvm::StringRef cacheName, llvm::StringRef t) {
+      return formatv(R"c(    {{
+      int32_t r, h;
+      for (r = 0; r < rows; ++r)
+        for (h = lo / {0}; h < hi / {0}; ++h)
+          kv_store_{1}({5} + (size_t)r * {2} + h * {0},
+                       (uint8_t *){6} + (size_t)(pos + r) * {3}u + h * {4}u, {0});
+    }
+)c",
+                     hd, cache.family, nkv, nkv / hd * headBytes, headBytes, t, cacheName)
+          .str();
+    };
+    k.body = shareRange(m->getAttrOfType<SplitAttr>("split"), nq + 2 * nkv, "n0", "n1") +
+             unusedInput(*w) +
+             "  float *kt = (float *)(void *)((uint8_t *)scratch + " + floatsOffset(*w) +
+             formatv("), *vt = kt + (size_t)rows * {0};\n  int32_t lo, hi;\n", nkv).str() +
+             clamp(0, nq) + "  if (lo < hi) {\n" +
+             matmulColumns(*w, m.getWq(), "w0", "y", nq, "lo", "hi") + ropeCall("y", nq) +
+             "  }\n" + clamp(nq, nkv) + "  if (lo < hi) {\n" +
+             matmulColumns(*w, m.getWk(), "w1", "kt", nkv, "lo", "hi") + ropeCall("kt", nkv) +
+             store("keys", "kt") + "  }\n" + clamp(nq + nkv, nkv) + "  if (lo < hi) {\n" +
+             matmulColumns(*w, m.getWv(), "w2", "vt", nkv, "lo", "hi") + store("values", "vt") +
+             "  }\n";
+    k.helpers.push_back(rope);
+    return success();
+  }
+
+  /// rope_rows(x, y, ld, rows, pos, h0, h1): heads h0..h1-1 of `rows` rows
+  /// (ld floats apart, row i at position pos + i), roped from x into y (x may
+  /// be y).
+  static KernelCall ropeRows(int64_t hd, int64_t rd, float base, llvm::StringRef prefix) {
     // theta_i = p * base^(-2i/rope_dim), as ggml computes it; the frequencies are
     // constants and the angle is formed in double so large positions keep precision.
     std::string freqs;
     for (int64_t i = 0; i < rd / 2; ++i)
-      freqs += formatv("{0}{1:e17}", i ? ", " : "", std::pow(base, -2.0 * i / rd)).str();
-    k.name = formatv("{0}_rope_w{1}_h{2}_r{3}_b{4}", prefix, width, hd, rd,
-                     hexFloat(float(base)));
-    k.params = "const float *x, float *y, int32_t rows, int32_t pos";
+      freqs += formatv("{0}{1:e17}", i ? ", " : "", std::pow(double(base), -2.0 * i / rd)).str();
+    KernelCall k;
+    k.name = formatv("{0}_rope_rows_h{1}_r{2}_b{3}", prefix, hd, rd, hexFloat(base));
+    k.params = "const float *x, float *y, int32_t ld, int32_t rows, int32_t pos, int32_t h0, "
+               "int32_t h1";
     std::string tail = rd < hd ? formatv(R"c(      for (i = {0}; i < {1}; ++i)
-        yh[i] = xh[i];
+        yh[i] = t[i];
 )c", rd, hd).str() : "";
     // The angles depend on the position only: one cos and sin per pair and row,
-    // shared by every head.
-    k.body = rowRange(r->getAttrOfType<SplitAttr>("split")) + formatv(R"c(  static const double freq[{0}] = {{{1}};
+    // shared by every head. Each head is copied into t first (y may be x), and
+    // t is volatile so the rotation stays scalar: GCC's vector code for
+    // x*c - y*s, x*s + y*c fuses the multiply and the add (vfmaddsub) even with
+    // -ffp-contract=off, which would give other bits where the kernel is
+    // inlined with constant heads than where it is called.
+    k.body = formatv(R"c(  static const double freq[{0}] = {{{1}};
   float c[{0}], s[{0}];
   int32_t r, h, i;
-  for (r = r0; r < r1; ++r) {{
+  for (r = 0; r < rows; ++r) {{
     double p = (double)(pos + r);
     for (i = 0; i < {0}; ++i) {{
       c[i] = (float)cos(p * freq[i]);
       s[i] = (float)sin(p * freq[i]);
     }
-    for (h = 0; h < {2}; ++h) {{
-      const float *xh = x + (size_t)r * {3} + h * {4};
-      float *yh = y + (size_t)r * {3} + h * {4};
+    for (h = h0; h < h1; ++h) {{
+      const float *xh = x + (size_t)r * (size_t)ld + h * {2};
+      float *yh = y + (size_t)r * (size_t)ld + h * {2};
+      volatile float t[{2}];
+      for (i = 0; i < {2}; ++i)
+        t[i] = xh[i];
       for (i = 0; i < {0}; ++i) {{
-        float x0 = xh[2 * i], x1 = xh[2 * i + 1];
+        float x0 = t[2 * i], x1 = t[2 * i + 1];
         yh[2 * i] = x0 * c[i] - x1 * s[i];
         yh[2 * i + 1] = x0 * s[i] + x1 * c[i];
       }
-{5}    }
+{3}    }
   }
 )c",
-                     rd / 2, freqs, width / hd, width, hd, tail).str();
+                     rd / 2, freqs, hd, tail);
+    return k;
+  }
+
+  LogicalResult rope(RopeOp r, llvm::StringRef prefix, const OperandNames &names,
+                     KernelCall &k) const {
+    int64_t width = dim(r.getInput(), 1), hd = r.getHeadDim();
+    KernelCall rows = ropeRows(hd, r.getRopeDim(), r.getFreqBase().convertToFloat(), prefix);
+    k.name = formatv("{0}_rope_w{1}_{2}", prefix, width, rows.name.substr(prefix.size() + 11));
+    k.params = "const float *x, float *y, int32_t rows, int32_t pos";
+    k.body = rowRange(r->getAttrOfType<SplitAttr>("split")) +
+             formatv("  {0}(x + (size_t)r0 * {1}, y + (size_t)r0 * {1}, {1}, r1 - r0, pos + r0, 0, "
+                     "{2});\n",
+                     rows.name, width, width / hd)
+                 .str();
+    k.helpers.push_back(rows);
     k.args = {names.operand(r.getInput()), names.result(r), "rows", "pos"};
     return success();
   }

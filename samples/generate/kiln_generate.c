@@ -198,6 +198,30 @@ static void print_profile(void) {
             total ? 100.0 * (double)model.site_time[best] / (double)total : 0.0,
             KILN_PROFILE_NAMES[best]);
   }
+  /* Totals by function and kind of kernel: the label's first word and the
+   * kernel name up to its first '_'. */
+  fprintf(stderr, "by kind:\n");
+  for (i = 0; i < KILN_PROFILE_SITES; ++i)
+    shown[i] = 0;
+  for (i = 0; i < KILN_PROFILE_SITES; ++i) {
+    const char *a = KILN_PROFILE_NAMES[i], *ka = strrchr(a, ' ') + 1;
+    uint64_t sum = 0;
+    int calls = 0;
+    if (shown[i])
+      continue;
+    for (k = i; k < KILN_PROFILE_SITES; ++k) {
+      const char *b = KILN_PROFILE_NAMES[k], *kb = strrchr(b, ' ') + 1;
+      if (strcspn(a, " ") == strcspn(b, " ") && !strncmp(a, b, strcspn(a, " ")) &&
+          strcspn(ka, "_") == strcspn(kb, "_") && !strncmp(ka, kb, strcspn(ka, "_"))) {
+        shown[k] = 1;
+        sum += model.site_time[k];
+        ++calls;
+      }
+    }
+    fprintf(stderr, "  %8.3f ms %5.1f%%  %.*s %.*s (%d calls)\n", (double)sum * 1e-6,
+            total ? 100.0 * (double)sum / (double)total : 0.0, (int)strcspn(a, " "), a,
+            (int)strcspn(ka, "_"), ka, calls);
+  }
 }
 #endif
 
