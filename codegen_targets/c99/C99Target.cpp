@@ -313,7 +313,8 @@ private:
     k.params = "const float *x";
     k.args = {names.operand(op->getOperand(0))};
     for (size_t i = 0; i < weights.size(); ++i) {
-      k.params += formatv(", const uint8_t *w{0}", i).str();
+      k.params += weights.size() == 1 ? std::string(", const uint8_t *w")
+                                      : formatv(", const uint8_t *w{0}", i).str();
       k.args.push_back(names.operand(weights[i]));
     }
     k.params += extraParams;
@@ -355,7 +356,7 @@ private:
     k.name = formatv("{0}_matmul_{1}_n{2}_k{3}{4}", prefix, weightName(*w), n, w->k, tileName(*w));
     matmulSignature(k, *w, names, m, prefix, m.getWeight(), "", {}, false);
     k.body = shareRange(m->getAttrOfType<SplitAttr>("split"), n, "n0", "n1") + unusedInput(*w) +
-             matmulColumns(*w, m.getWeight(), "w0", "y", n, "n0", "n1");
+             matmulColumns(*w, m.getWeight(), "w", "y", n, "n0", "n1");
     return success();
   }
 
@@ -371,7 +372,7 @@ private:
     matmulSignature(k, *w, names, m, prefix, m.getWeight(), ", const float *res",
                     {names.operand(m.getResidual())}, false);
     k.body = shareRange(m->getAttrOfType<SplitAttr>("split"), n, "n0", "n1") + unusedInput(*w) +
-             matmulColumns(*w, m.getWeight(), "w0", "y", n, "n0", "n1") +
+             matmulColumns(*w, m.getWeight(), "w", "y", n, "n0", "n1") +
              formatv(R"c(  {{
     int32_t r, j;
     for (r = 0; r < rows; ++r)

@@ -635,8 +635,9 @@ def threads(args):
     a prompt (prefill in chunks whose rows do not divide by N) and its greedy
     continuation are bit-identical for N = 1..4 and any pool size up to N, on
     model A and on random shapes with odd head counts where every kernel is
-    split (--min-split-work=1). The pooled builds also run clean under
-    ThreadSanitizer and under AddressSanitizer with UBSan."""
+    split (--min-split-work=1), and to model A's unfused schedule (--fuse=none).
+    The pooled builds also run clean under ThreadSanitizer and under
+    AddressSanitizer with UBSan."""
     res = Results()
     os.makedirs(args.work, exist_ok=True)
     odd = os.path.join(args.work, "odd.gguf")
@@ -669,6 +670,16 @@ def threads(args):
                 res.check(len(data) == len(base) and data == base,
                           f"{label}: --threads={n} -t {pool}: {len(data) // 4} logits "
                           "bit-identical to one thread")
+        if label.startswith("model-a"):
+            # kiln-fuse's kernels do the float operations of the ops they replace
+            # in the same order: the unfused schedule gives the same bits.
+            plain = os.path.join(args.work, f"{label}-unfused")
+            pname = compile_model(args, gguf, plain, "--fuse=none", *flags)
+            dump = os.path.join(plain, "logits.f32")
+            generate(build(plain, args.cc[0]), os.path.join(plain, pname + ".kpack"), tokens, 8,
+                     dump)
+            res.check(open(dump, "rb").read() == base,
+                      f"{label}: --fuse=none: logits bit-identical to the fused kernels")
         if label == "model-a-q4_0":
             sanitized_runs(res, args, out, name, tokens)
     return res.finish()
