@@ -63,7 +63,7 @@ static llvm::Expected<std::string> fitMemoryBudget(ModuleOp module, const gguf::
   std::vector<BudgetTensor> tensors;
   llvm::StringSet<> seen;
   probe->walk([&](Operation *op) {
-    if (isa<MatmulOp, ResidualMatmulOp, SwigluMatmulOp, QkvMatmulOp>(op)) {
+    if (isMatmulKernel(op)) {
       ArrayRef<int64_t> x = cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
       // Groups of 32, the smallest, with panel sums need the most scratch.
       scratch = std::max(

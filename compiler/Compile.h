@@ -26,7 +26,7 @@ struct CompileOptions {
   bool report = false;        // per-tensor formats, bytes and errors; memory plan
   int64_t memoryBudget = 0;   // bytes for weights + arena (KV included); 0: none
   std::string tile;           // "mr=M,kc=K": pins tile-for-cache's choice
-  std::string fuse = "residual,swiglu,qkv"; // kiln-fuse's patterns; empty: none
+  std::string fuse = "residual,swiglu,qkv,norm"; // kiln-fuse's patterns; empty: none
   int64_t threads = 1;        // workers the kernels' work is split for
   int64_t minSplitWork = -1;  // least work of a split kernel; -1: the target's
   ImportOptions import;

@@ -59,9 +59,9 @@ static cl::opt<std::string> tile(
     cl::init(""), cl::cat(category));
 static cl::opt<std::string> fuse(
     "fuse",
-    cl::desc("kiln-fuse's patterns, comma-separated: residual, swiglu, qkv (default: all); "
+    cl::desc("kiln-fuse's patterns, comma-separated: residual, swiglu, qkv, norm (default: all); "
              "'none' keeps one kernel per graph op"),
-    cl::init("residual,swiglu,qkv"), cl::cat(category));
+    cl::init("residual,swiglu,qkv,norm"), cl::cat(category));
 static cl::opt<std::string> target(
     "target",
     cl::desc("Code generation target: c99, x86-avx2, x86-avxvnni, x86-avx512, arm-neon, "

@@ -55,7 +55,8 @@ struct FuseSwiglu : OpRewritePattern<MulOp> {
           gate.getWeight().getType() != up.getWeight().getType())
         continue;
       rewriter.replaceOpWithNewOp<SwigluMatmulOp>(mul, mul.getType(), up.getInput(),
-                                                  gate.getWeight(), up.getWeight());
+                                                  gate.getWeight(), up.getWeight(), Value(),
+                                                  FloatAttr());
       rewriter.eraseOp(silu);
       rewriter.eraseOp(gate);
       rewriter.eraseOp(up);
@@ -96,8 +97,8 @@ struct FuseQkv : OpRewritePattern<AttentionOp> {
     auto fused = rewriter.create<QkvMatmulOp>(
         att.getLoc(), TypeRange{qRope.getType(), kWrite.getType(), vWrite.getType()},
         q.getInput(), q.getWeight(), k.getWeight(), v.getWeight(), kWrite.getCache(),
-        vWrite.getCache(), qRope.getPos(), qRope.getHeadDimAttr(), qRope.getRopeDimAttr(),
-        qRope.getFreqBaseAttr());
+        vWrite.getCache(), qRope.getPos(), Value(), qRope.getHeadDimAttr(),
+        qRope.getRopeDimAttr(), qRope.getFreqBaseAttr(), FloatAttr());
     rewriter.modifyOpInPlace(att, [&] {
       att.getQueryMutable().assign(fused.getQuery());
       att.getKeysMutable().assign(fused.getKeysOut());
@@ -107,6 +108,28 @@ struct FuseQkv : OpRewritePattern<AttentionOp> {
                             kRope.getOperation(), q.getOperation(), k.getOperation(),
                             v.getOperation()})
       rewriter.eraseOp(dead);
+    return success();
+  }
+};
+
+/// A fused matmul over int8 weights whose input is an rms_norm used only there
+/// normalizes the rows itself, straight into its quantized input.
+template <typename FusedOp>
+struct FuseNorm : OpRewritePattern<FusedOp> {
+  using OpRewritePattern<FusedOp>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(FusedOp op, PatternRewriter &rewriter) const override {
+    auto norm = op.getInput().template getDefiningOp<RmsNormOp>();
+    Type element = elementOf(op->getOperand(1));
+    if (op.getNorm() || !norm || !norm->hasOneUse() ||
+        !isa<Q8_0Type, Q4_0Type, I8GroupType, I4GroupType>(element))
+      return failure();
+    rewriter.modifyOpInPlace(op, [&] {
+      op.getInputMutable().assign(norm.getInput());
+      op.getNormMutable().assign(norm.getWeight());
+      op.setEpsilonAttr(norm.getEpsilonAttr());
+    });
+    rewriter.eraseOp(norm);
     return success();
   }
 };
@@ -126,9 +149,11 @@ struct FusePass : kiln::impl::FuseBase<FusePass> {
         set.add<FuseSwiglu>(&getContext());
       else if (name == "qkv")
         set.add<FuseQkv>(&getContext());
+      else if (name == "norm")
+        set.add<FuseNorm<SwigluMatmulOp>, FuseNorm<QkvMatmulOp>>(&getContext());
       else {
         getOperation().emitError() << "fuse: unknown pattern '" << name
-                                   << "' (residual, swiglu, qkv)";
+                                   << "' (residual, swiglu, qkv, norm)";
         return signalPassFailure();
       }
     }

@@ -1,7 +1,5 @@
 #include "passes/Passes.h"
 
-#include "llvm/ADT/TypeSwitch.h"
-
 #include <numeric>
 
 namespace kiln {
@@ -14,40 +12,6 @@ using namespace kiln;
 
 static int64_t dim(Value v, unsigned i) {
   return cast<RankedTensorType>(v.getType()).getDimSize(i);
-}
-
-bool kiln::isMatmulWeight(OpOperand &use) {
-  Operation *op = use.getOwner();
-  unsigned i = use.getOperandNumber();
-  if (isa<MatmulOp, ResidualMatmulOp>(op))
-    return i == 1;
-  if (isa<SwigluMatmulOp>(op))
-    return i == 1 || i == 2;
-  if (isa<QkvMatmulOp>(op))
-    return i >= 1 && i <= 3;
-  return false;
-}
-
-std::optional<KernelWork> kiln::kernelWork(Operation *op) {
-  return llvm::TypeSwitch<Operation *, std::optional<KernelWork>>(op)
-      .Case<MatmulOp, ResidualMatmulOp>([](Operation *m) {
-        return KernelWork{dim(m->getResult(0), 1) * dim(m->getOperand(0), 1)};
-      })
-      .Case([](SwigluMatmulOp m) {
-        return KernelWork{2 * dim(m.getResult(), 1) * dim(m.getInput(), 1)};
-      })
-      .Case([](QkvMatmulOp m) {
-        return KernelWork{(dim(m.getWq(), 0) + 2 * dim(m.getWk(), 0)) * dim(m.getInput(), 1)};
-      })
-      .Case([](AttentionOp a) {
-        // Scores, then the weighted sum of values: two passes over the context.
-        return KernelWork{2 * a.getNHead() * a.getHeadDim(), true,
-                          a.getWindow() ? int64_t(*a.getWindow()) : 0};
-      })
-      .Case<EmbedOp, RmsNormOp, RopeOp, AddOp, MulOp, SiluOp>(
-          [](Operation *o) { return KernelWork{dim(o->getResult(0), 1)}; })
-      .Case([](KvWriteOp w) { return KernelWork{dim(w.getRows(), 1)}; })
-      .Default([](Operation *) { return std::nullopt; });
 }
 
 namespace {

@@ -20,8 +20,12 @@ namespace kiln {
 /// kernels, the int32 sum of its values), then the int8 values.
 int64_t activationScratchBytes(int64_t rows, int64_t k, int64_t group, bool sums);
 
-/// Whether `use` reads a weight as the weight of a matmul kernel (matmul or a
-/// fused matmul: operand 0 is the input, the weights follow it).
+/// What the kernel-level passes know of the kernel ops (KernelOps.cpp).
+///
+/// Matmul kernels: kiln.matmul and the fused matmuls; operand 0 is the input,
+/// the weights follow it.
+bool isMatmulKernel(mlir::Operation *op);
+/// Whether `use` reads a weight as a weight of a matmul kernel.
 bool isMatmulWeight(mlir::OpOperand &use);
 
 /// Bytes of the input rows of matmul kernel `op` quantized for its weight
@@ -29,8 +33,11 @@ bool isMatmulWeight(mlir::OpOperand &use);
 int64_t quantizedInputBytes(mlir::Operation *op);
 /// Scratch of a matmul kernel: the quantized input, then for fused kernels
 /// (at a 64-byte aligned offset) the rows of floats they keep: the up
-/// projection of swiglu_matmul, the keys and values of qkv_matmul.
+/// projection of swiglu_matmul, the keys and values of qkv_matmul; then, for
+/// a kernel that normalizes its input, one normalized row.
 int64_t scratchBytes(mlir::Operation *op);
+/// The rms_norm weight a fused matmul applies to its input, or null.
+mlir::Value fusedNorm(mlir::Operation *op);
 
 /// The work of an op's kernel, as partition-work measures it: `perRow` per
 /// input row (multiply-adds, or elements for row-wise ops), times the context
@@ -49,7 +56,7 @@ mlir::Type parseWeightFormat(mlir::MLIRContext *context, llvm::StringRef format)
 /// Graph-level passes run between import and kernel-level lowering: the format
 /// policy, then kiln-fuse's `fuse` patterns (none when empty).
 void buildGraphPipeline(mlir::OpPassManager &pm, const QuantizeOptions &quantize = {},
-                        llvm::StringRef fuse = "residual,swiglu,qkv");
+                        llvm::StringRef fuse = "residual,swiglu,qkv,norm");
 
 /// What the kernel-level passes need to know of the target.
 struct KernelTarget {

@@ -48,7 +48,11 @@ def Fuse : Pass<"kiln-fuse", "mlir::ModuleOp"> {
     - `swiglu`: mul(silu(x * gate), x * up) becomes `kiln.swiglu_matmul`;
     - `qkv`: the query, key and value matmuls of one input with the rope of
       the queries and keys and the two cache writes, as the attention reads
-      them, become `kiln.qkv_matmul`.
+      them, become `kiln.qkv_matmul`;
+    - `norm`: the rms_norm feeding only a qkv or swiglu matmul over int8
+      weights moves into it (`normed by %g`): the kernel normalizes each row
+      straight into its quantized input, and the normalized rows never reach
+      the arena.
     Each fused kernel does the same float operations in the same order as the
     ops it replaces, so the results have the same bits. `patterns` picks some
     (comma-separated), for tests.
@@ -64,7 +68,7 @@ def Fuse : Pass<"kiln-fuse", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"patterns", "patterns", "std::string", /*default=*/"\"residual,swiglu,qkv\"",
+    Option<"patterns", "patterns", "std::string", /*default=*/"\"residual,swiglu,qkv,norm\"",
            "Comma-separated patterns to apply">,
   ];
   let dependentDialects = ["::kiln::KilnDialect"];

@@ -14,10 +14,6 @@ namespace kiln {
 using namespace mlir;
 using namespace kiln;
 
-int64_t kiln::activationScratchBytes(int64_t rows, int64_t k, int64_t group, bool sums) {
-  return rows * (k / group * (sums ? 8 : 4) + k);
-}
-
 namespace {
 
 int64_t tensorBytes(Type type) { return getStorageBytes(cast<RankedTensorType>(type)); }
@@ -27,37 +23,6 @@ int64_t tensorBytes(Type type) { return getStorageBytes(cast<RankedTensorType>(t
 bool canWriteInPlace(Operation *op) {
   return isa<AddOp, MulOp, SiluOp, GeluOp, RopeOp>(op);
 }
-
-} // namespace
-
-/// The input of a matmul kernel quantized per weight block, zero for float
-/// weights: operand 0 against the weight that is operand 1.
-int64_t kiln::quantizedInputBytes(Operation *op) {
-  auto weight = cast<RankedTensorType>(op->getOperand(1).getType());
-  Type element = weight.getElementType();
-  if (!isa<Q8_0Type, Q4_0Type, I8GroupType, I4GroupType>(element))
-    return 0;
-  ArrayRef<int64_t> x = cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
-  bool panels = op->getOperand(1).getDefiningOp()->hasAttr("layout");
-  return activationScratchBytes(x[0], x[1], getBlockElements(element), panels);
-}
-
-int64_t kiln::scratchBytes(Operation *op) {
-  if (!isa<MatmulOp, ResidualMatmulOp, SwigluMatmulOp, QkvMatmulOp>(op))
-    return 0;
-  int64_t rows = cast<RankedTensorType>(op->getOperand(0).getType()).getDimSize(0);
-  int64_t floats = 0; // the fused kernels' float rows, after the quantized input
-  if (auto s = dyn_cast<SwigluMatmulOp>(op))
-    floats = rows * s.getUp().getType().getDimSize(0); // the up projection
-  if (auto q = dyn_cast<QkvMatmulOp>(op))
-    floats = 2 * rows * q.getWk().getType().getDimSize(0); // keys and values
-  int64_t quantized = quantizedInputBytes(op);
-  if (floats == 0)
-    return quantized;
-  return llvm::alignTo(quantized, 64) + 4 * floats;
-}
-
-namespace {
 
 /// Whether the result of `op` lives in the activation region of the arena.
 /// qkv_matmul's other results are the caches it writes.

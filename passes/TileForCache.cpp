@@ -57,7 +57,7 @@ struct TileForCachePass : kiln::impl::TileForCacheBase<TileForCachePass> {
       return signalPassFailure();
     }
     getOperation().walk([&](Operation *op) {
-      if (!isa<MatmulOp, ResidualMatmulOp, SwigluMatmulOp, QkvMatmulOp>(op))
+      if (!isMatmulKernel(op))
         return;
       // Operand 0 is the input, operand 1 the (first) weight.
       Value input = op->getOperand(0), weight = op->getOperand(1);

@@ -326,9 +326,58 @@ private:
       k.args.push_back(names.scratch(op));
     }
     k.params += ", int32_t rows";
-    if (w.element.group > 1)
-      k.setup.push_back(quantizeSetup(w, prefix, names.operand(op->getOperand(0)),
-                                      names.scratch(op)));
+    if (w.element.group == 1)
+      return;
+    std::string input = names.operand(op->getOperand(0)), work = names.scratch(op);
+    Value norm = fusedNorm(op);
+    k.setup.push_back(norm ? normQuantizeSetup(w, op, prefix, input, names.operand(norm), work)
+                           : quantizeSetup(w, prefix, input, work));
+  }
+
+  /// Bytes per row of the quantized input of `w`'s kernels.
+  static int64_t quantizedStride(const WeightCode &w) {
+    int64_t g = w.element.group;
+    return w.panel ? w.k / g * 8 + w.k : w.k / g * 4 + w.k;
+  }
+
+  /// The setup kernel of a matmul kernel that normalizes its input: each row
+  /// through rms_norm_row into one row of floats at the end of scratch, then
+  /// quantized from there as quantizeSetup does.
+  static KernelCall normQuantizeSetup(const WeightCode &w, Operation *op, llvm::StringRef prefix,
+                                      std::string input, std::string norm, std::string scratch) {
+    int64_t k = w.k, g = w.element.group, stride = quantizedStride(w);
+    float eps = op->getAttrOfType<FloatAttr>("epsilon").getValue().convertToFloat();
+    // The rows of floats the fused kernel keeps come before the norm row.
+    int64_t floats = 0;
+    if (auto s = dyn_cast<SwigluMatmulOp>(op))
+      floats = dim(s.getUp(), 0);
+    if (auto q = dyn_cast<QkvMatmulOp>(op))
+      floats = 2 * dim(q.getWk(), 0);
+    KernelCall q;
+    q.name = formatv("{0}_norm_quantize_k{1}_g{2}{3}_f{4}_e{5}", prefix, k, g, w.panel ? "_p" : "",
+                     floats, hexFloat(eps));
+    q.params = "const float *x, const uint8_t *g, void *scratch, int32_t rows";
+    q.args = {input, norm, scratch, "rows"};
+    std::string quantize =
+        w.panel ? formatv("    float *d = (float *)(void *)(s + (size_t)r * {0}u);\n"
+                          "    int32_t *sum = (int32_t *)(void *)(d + {1});\n"
+                          "    quantize_act_sums(t, d, sum, (int8_t *)(void *)(sum + {1}), {2}, {3});\n",
+                          stride, k / g, k, g)
+                      .str()
+                : formatv("    uint8_t *sr = s + (size_t)r * {0}u;\n"
+                          "    quantize_act(t, (float *)(void *)sr, (int8_t *)(void *)(sr + {1}), {2}, "
+                          "{3});\n",
+                          stride, k / g * 4, k, g)
+                      .str();
+    q.body = formatv(R"c(  uint8_t *s = (uint8_t *)scratch;
+  float *t = (float *)(void *)(s + (((size_t)rows * {0}u + 63u) & ~(size_t)63u) + (size_t)rows * {1}u);
+  int32_t r;
+  for (r = 0; r < rows; ++r) {{
+    rms_norm_row(x + (size_t)r * {2}, (const float *)(const void *)g, t, {2}, {3});
+{4}  }
+)c",
+                     stride, floats * 4, k, floatLiteral(eps), quantize);
+    return q;
   }
 
   /// Where a fused kernel's rows of floats start in its scratch: after the
@@ -337,9 +386,7 @@ private:
   static std::string floatsOffset(const WeightCode &w) {
     if (w.element.group == 1)
       return "0";
-    int64_t g = w.element.group;
-    int64_t stride = w.panel ? w.k / g * 8 + w.k : w.k / g * 4 + w.k;
-    return formatv("(((size_t)rows * {0}u + 63u) & ~(size_t)63u)", stride).str();
+    return formatv("(((size_t)rows * {0}u + 63u) & ~(size_t)63u)", quantizedStride(w)).str();
   }
 
   /// Ends a kernel body that reads x only through the quantized scratch.

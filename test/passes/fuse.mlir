@@ -130,4 +130,32 @@ func.func @qkv_other_rope(%x: tensor<4x64xf32>, %pos: i32) -> tensor<4x64xf32> {
   return %a : tensor<4x64xf32>
 }
 
-// BAD: error: fuse: unknown pattern 'gelu' (residual, swiglu, qkv)
+// -----
+
+// norm: an rms_norm used only by a swiglu (or qkv) matmul over int8 weights
+// moves into it; over float weights it stays.
+// CHECK-LABEL: func.func @norm
+// CHECK-NOT: kiln.rms_norm
+// CHECK: kiln.swiglu_matmul %arg0, %{{.*}}, %{{.*}} normed by %[[G:.*]] {epsilon = 9.99999974E-6 : f32} : (tensor<4x64xf32>, tensor<96x64x!kiln.q8_0>, tensor<96x64x!kiln.q8_0>, tensor<64xf32>) -> tensor<4x96xf32>
+// CHECK: kiln.rms_norm %arg0
+// CHECK: kiln.swiglu_matmul %{{[0-9]+}}, %{{.*}}, %{{.*}} : (tensor<4x64xf32>, tensor<96x64xf16>, tensor<96x64xf16>) -> tensor<4x96xf32>
+func.func @norm(%x: tensor<4x64xf32>) -> (tensor<4x96xf32>, tensor<4x96xf32>) {
+  %g = kiln.weight "blk.0.ffn_norm.weight" : tensor<64xf32>
+  %n = kiln.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : tensor<4x64xf32>, tensor<64xf32>
+  %wg = kiln.weight "blk.0.ffn_gate.weight" : tensor<96x64x!kiln.q8_0>
+  %a = kiln.matmul %n, %wg : (tensor<4x64xf32>, tensor<96x64x!kiln.q8_0>) -> tensor<4x96xf32>
+  %s = kiln.silu %a : tensor<4x96xf32>
+  %wu = kiln.weight "blk.0.ffn_up.weight" : tensor<96x64x!kiln.q8_0>
+  %b = kiln.matmul %n, %wu : (tensor<4x64xf32>, tensor<96x64x!kiln.q8_0>) -> tensor<4x96xf32>
+  %h = kiln.mul %s, %b : tensor<4x96xf32>
+  %n2 = kiln.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : tensor<4x64xf32>, tensor<64xf32>
+  %fg = kiln.weight "blk.1.ffn_gate.weight" : tensor<96x64xf16>
+  %c = kiln.matmul %n2, %fg : (tensor<4x64xf32>, tensor<96x64xf16>) -> tensor<4x96xf32>
+  %t = kiln.silu %c : tensor<4x96xf32>
+  %fu = kiln.weight "blk.1.ffn_up.weight" : tensor<96x64xf16>
+  %d = kiln.matmul %n2, %fu : (tensor<4x64xf32>, tensor<96x64xf16>) -> tensor<4x96xf32>
+  %h2 = kiln.mul %t, %d : tensor<4x96xf32>
+  return %h, %h2 : tensor<4x96xf32>, tensor<4x96xf32>
+}
+
+// BAD: error: fuse: unknown pattern 'gelu' (residual, swiglu, qkv, norm)

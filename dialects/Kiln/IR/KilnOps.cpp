@@ -138,7 +138,30 @@ LogicalResult ResidualMatmulOp::verify() {
   return expectShape(*this, getResult(), {rowsOf(getInput()), rowsOf(getWeight())}, "result");
 }
 
+/// A fused kernel's optional rms_norm of its input: a weight of the input's
+/// width, a positive epsilon, and int8 weights (it writes the quantized input).
+static LogicalResult verifyFusedNorm(Operation *op, Value input, Value norm,
+                                     std::optional<float> epsilon, Value weight) {
+  if (!norm)
+    return epsilon ? op->emitOpError("has an epsilon but no norm") : success();
+  int64_t k = cast<RankedTensorType>(input.getType()).getDimSize(1);
+  if (failed(expectShape(op, norm, {k}, "norm weight")))
+    return failure();
+  if (!epsilon || !(*epsilon > 0.0f))
+    return op->emitOpError("expects a positive epsilon with its norm");
+  if (!isa<Q8_0Type, Q4_0Type, I8GroupType, I4GroupType>(
+          cast<RankedTensorType>(weight.getType()).getElementType()))
+    return op->emitOpError("normalizes its input only for int8 or int4 weights");
+  return success();
+}
+
+static std::optional<float> toFloat(std::optional<llvm::APFloat> v) {
+  return v ? std::optional<float>(v->convertToFloat()) : std::nullopt;
+}
+
 LogicalResult SwigluMatmulOp::verify() {
+  if (failed(verifyFusedNorm(*this, getInput(), getNorm(), toFloat(getEpsilon()), getGate())))
+    return failure();
   if (failed(verifyProduct(*this, getInput(), getGate())) ||
       failed(verifyProduct(*this, getInput(), getUp())) ||
       failed(verifySameFormat(*this, {getGate(), getUp()})))
@@ -149,6 +172,8 @@ LogicalResult SwigluMatmulOp::verify() {
 }
 
 LogicalResult QkvMatmulOp::verify() {
+  if (failed(verifyFusedNorm(*this, getInput(), getNorm(), toFloat(getEpsilon()), getWq())))
+    return failure();
   for (Value w : {getWq(), getWk(), getWv()})
     if (failed(verifyProduct(*this, getInput(), w)))
       return failure();

@@ -172,15 +172,18 @@ def Kiln_SwigluMatmulOp : Kiln_Op<"swiglu_matmul", [Pure]> {
     The gate and up matmuls of a feed-forward block and the SiLU and product
     that joined them, as one kernel over both weights (one format, one
     quantization of x): each output is silu(g) * u of the same g and u.
+    With `normed by %g` (int8 weights) the input is rms_norm(x, g, epsilon),
+    computed row by row straight into the quantized input.
     ```mlir
     %h = kiln.swiglu_matmul %x, %gate, %up : (tensor<1x2048xf32>, tensor<5632x2048x!kiln.q4_0>, tensor<5632x2048x!kiln.q4_0>) -> tensor<1x5632xf32>
     ```
   }];
   let arguments = (ins Kiln_F32Tensor:$input, Kiln_WeightTensor:$gate,
-                       Kiln_WeightTensor:$up);
+                       Kiln_WeightTensor:$up, Optional<Kiln_F32Tensor>:$norm,
+                       OptionalAttr<F32Attr>:$epsilon);
   let results = (outs Kiln_F32Tensor:$result);
   let assemblyFormat = [{
-    $input `,` $gate `,` $up attr-dict `:` functional-type(operands, results)
+    $input `,` $gate `,` $up (`normed` `by` $norm^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -200,13 +203,14 @@ def Kiln_QkvMatmulOp : Kiln_Op<"qkv_matmul", [Pure]> {
   }];
   let arguments = (ins Kiln_F32Tensor:$input, Kiln_WeightTensor:$wq, Kiln_WeightTensor:$wk,
                        Kiln_WeightTensor:$wv, Kiln_CacheTensor:$keys,
-                       Kiln_CacheTensor:$values, I32:$pos, I32Attr:$head_dim,
-                       I32Attr:$rope_dim, F32Attr:$freq_base);
+                       Kiln_CacheTensor:$values, I32:$pos, Optional<Kiln_F32Tensor>:$norm,
+                       I32Attr:$head_dim, I32Attr:$rope_dim, F32Attr:$freq_base,
+                       OptionalAttr<F32Attr>:$epsilon);
   let results = (outs Kiln_F32Tensor:$query, Kiln_CacheTensor:$keys_out,
                       Kiln_CacheTensor:$values_out);
   let assemblyFormat = [{
-    $input `,` $wq `,` $wk `,` $wv `into` $keys `,` $values `at` $pos attr-dict `:`
-      functional-type(operands, results)
+    $input `,` $wq `,` $wk `,` $wv `into` $keys `,` $values `at` $pos (`normed` `by` $norm^)?
+      attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
