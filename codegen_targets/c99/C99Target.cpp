@@ -606,9 +606,10 @@ private:
                "int32_t pos";
     std::string start = window ? formatv("p - {0} + 1 > 0 ? p - {0} + 1 : 0", window).str()
                                : std::string("0");
-    // The work is (row, query head) pairs u0..u1-1, all of them unless split.
-    // The query heads of a row that share a KV head attend over its cache rows
-    // with one call of the library's attend.
+    // The work is (query head, row) pairs u0..u1-1, head-major, all of them
+    // unless split: a share holds whole heads where it can, so shares get
+    // equal work however long each row's causal context is, and one head's
+    // rows read its KV head's cache rows one after another.
     auto split = a->getAttrOfType<SplitAttr>("split");
     std::string units =
         split ? formatv("  const int32_t u0 = (int32_t)((int64_t)rows * {0} * s0 / {1}),\n"
@@ -617,16 +618,14 @@ private:
                     .str()
               : formatv("  const int32_t u0 = 0, u1 = rows * {0};\n", nh).str();
     k.body = units + formatv(R"c(  const uint8_t *kc = (const uint8_t *)keys, *vc = (const uint8_t *)values;
-  int32_t u, nq;
-  for (u = u0; u < u1; u += nq) {{
-    int32_t r = u / {0}, h = u % {0}, g = h / {5};
-    int32_t p = pos + r, t0 = {6}, end = (g + 1) * {5} < u1 - r * {0} ? (g + 1) * {5} : u1 - r * {0};
-    nq = end - h;
-    attend({9}, q + (size_t)r * {3} + h * {2}, nq, kc + g * {8}u, vc + g * {8}u, {4}u, t0, p,
-           {2}, {7}, y + (size_t)r * {3} + h * {2});
+  int32_t u;
+  for (u = u0; u < u1; ++u) {{
+    int32_t h = u / rows, r = u % rows, g = h / {4}, p = pos + r, t0 = {5};
+    attend({8}, q + (size_t)r * {2} + h * {1}, 1, kc + g * {7}u, vc + g * {7}u, {3}u, t0, p,
+           {1}, {6}, y + (size_t)r * {2} + h * {1});
   }
 )c",
-                     nh, nkv, hd, nh * hd, nkv * headBytes, nh / nkv, start,
+                     nh, hd, nh * hd, nkv * headBytes, nh / nkv, start,
                      floatLiteral(1.0 / std::sqrt(double(hd))), headBytes,
                      "KILN_UK_" + llvm::StringRef(c.family).upper()).str();
     k.args = {names.operand(a.getQuery()), names.operand(a.getKeys()),

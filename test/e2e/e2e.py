@@ -316,10 +316,17 @@ def app(args):
     p = refs["prompts"][0]
     r = run([os.path.join(bp, "kiln-generate"), "--pack", os.path.join(out, name + ".kpack"),
              "-p", p["text"], "-n", "32", "--ignore-eos"])
-    lines = r.stderr.split("profile:")[1].splitlines() if "profile:" in r.stderr else []
+    profile = r.stderr.split("profile:")[1] if "profile:" in r.stderr else ""
+    lines = profile.split("by kind:")[0].splitlines()
+    kinds = profile.split("by kind:")[1].splitlines()[1:] if "by kind:" in profile else []
     res.check(r.stdout == p["full_text"] + "\n" and len(lines) == 13 and
               all(" ms " in line and "%" in line for line in lines[1:]),
               "KILN_PROFILE build: same text, per-kernel times: " + " | ".join(lines[:3]))
+    # Every call is in one kind's total, per function and kind of kernel.
+    calls = sum(int(k.split("(")[-1].split()[0]) for k in kinds if "calls)" in k)
+    sites = int(run(["grep", "-c", "KILN_TIMED([0-9]", os.path.join(out, name + ".c")]).stdout)
+    res.check(kinds and calls == sites and any("decode attention" in k for k in kinds),
+              f"KILN_PROFILE build: time by kind covers all {sites} calls: " + " | ".join(kinds[:3]))
     # Perplexity, protocol of ../shared/models/README.md: 32 chunks of 256.
     r = run(gen + ["--perplexity", os.path.join(MODEL_A, "val.txt"), "--ctx", "256",
                    "--chunks", "32"])
