@@ -10,9 +10,12 @@ out=${KILN_OUT_DIR:-$root/out/tiny-llama-A}
 bash "$root/scripts/build.sh"
 
 model="$root/test/data/tiny-llama-A/tiny-llama-A-f32.gguf"
-echo "== kiln-compile $model -o $out --target=host"
+# One share of each large kernel per core (at most the runtime pool's 64).
+threads=$(nproc)
+[ "$threads" -le 64 ] || threads=64
+echo "== kiln-compile $model -o $out --target=host --threads=$threads"
 start=$(date +%s%N)
-"$build/bin/kiln-compile" "$model" -o "$out" --target=host
+"$build/bin/kiln-compile" "$model" -o "$out" --target=host --threads="$threads"
 echo "compiled in $(( ($(date +%s%N) - start) / 1000000 )) ms:"
 ls -l "$out" | grep -v '^total'
 
@@ -25,4 +28,4 @@ cd "$out"
 if [ $# -eq 0 ]; then
   set -- -p "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a" -n 48
 fi
-./build/kiln-generate --pack tiny_llama_A.kpack "$@"
+./build/kiln-generate --pack tiny_llama_A.kpack -t "$threads" "$@"
