@@ -231,6 +231,30 @@ static inline void exp_block(const float *x, float m, float *e, int32_t n) {
     e[i] = expf(x[i] - m);
 }
 
+#define KILN_UK_HAS_RMS_NORM_ROW 1
+/* As the portable rms_norm_row: the sum of squares in double lanes, then the
+ * scaling 4 floats at a time (each element rounded as the portable one). */
+static inline void rms_norm_row(const float *x, const float *g, float *y, int32_t d, float eps) {
+  float64x2_t s0 = vdupq_n_f64(0.0), s1 = s0;
+  double ss;
+  float scale;
+  int32_t i;
+  for (i = 0; i + 4 <= d; i += 4) {
+    float32x4_t v = vld1q_f32(x + i);
+    float64x2_t lo = vcvt_f64_f32(vget_low_f32(v)), hi = vcvt_high_f64_f32(v);
+    s0 = vfmaq_f64(s0, lo, lo);
+    s1 = vfmaq_f64(s1, hi, hi);
+  }
+  ss = vaddvq_f64(vaddq_f64(s0, s1));
+  for (; i < d; ++i)
+    ss += (double)x[i] * (double)x[i];
+  scale = (float)(1.0 / sqrt(ss / d + (double)eps));
+  for (i = 0; i + 4 <= d; i += 4)
+    vst1q_f32(y + i, vmulq_f32(vmulq_f32(vld1q_f32(x + i), vdupq_n_f32(scale)), vld1q_f32(g + i)));
+  for (; i < d; ++i)
+    y[i] = x[i] * scale * g[i];
+}
+
 #define KILN_UK_HAS_SILU 1
 static inline float32x4_t silu4(float32x4_t v) {
   return vdivq_f32(v, vaddq_f32(vdupq_n_f32(1.0f), expq_f32(vnegq_f32(v))));

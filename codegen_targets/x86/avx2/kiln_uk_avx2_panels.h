@@ -227,6 +227,34 @@ static inline void exp_block(const float *x, float m, float *e, int32_t n) {
     e[i] = expf(x[i] - m);
 }
 
+#define KILN_UK_HAS_RMS_NORM_ROW 1
+/* As the portable rms_norm_row: the sum of squares in double lanes, then the
+ * scaling 8 floats at a time (each element rounded as the portable one). */
+static inline void rms_norm_row(const float *x, const float *g, float *y, int32_t d, float eps) {
+  __m256d s0 = _mm256_setzero_pd(), s1 = s0;
+  double lanes[4], ss;
+  float scale;
+  int32_t i;
+  for (i = 0; i + 8 <= d; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+    __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+    s0 = _mm256_fmadd_pd(lo, lo, s0);
+    s1 = _mm256_fmadd_pd(hi, hi, s1);
+  }
+  _mm256_storeu_pd(lanes, _mm256_add_pd(s0, s1));
+  ss = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  for (; i < d; ++i)
+    ss += (double)x[i] * (double)x[i];
+  scale = (float)(1.0 / sqrt(ss / d + (double)eps));
+  for (i = 0; i + 8 <= d; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i),
+                                                        _mm256_set1_ps(scale)),
+                                          _mm256_loadu_ps(g + i)));
+  for (; i < d; ++i)
+    y[i] = x[i] * scale * g[i];
+}
+
 #define KILN_UK_HAS_SILU 1
 static inline __m256 silu8(__m256 v) {
   __m256 d = _mm256_add_ps(_mm256_set1_ps(1.0f), exp256_ps(_mm256_sub_ps(_mm256_setzero_ps(), v)));
