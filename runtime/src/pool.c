@@ -3,6 +3,8 @@
 
 #include "kiln/kiln_pool.h"
 
+#include <sched.h>
+
 /* Polls before sleeping: about the gap between two kernels of a schedule, so
  * workers stay awake through a decode step and sleep between steps. */
 #define KILN_POOL_SPINS 20000
@@ -11,7 +13,14 @@
 #define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_SEQ_CST)
 #define ADD(x, v) __atomic_add_fetch(&(x), (v), __ATOMIC_SEQ_CST)
 
-static void relax(void) {
+/* One round of polling. Every 64th gives the CPU away: a worker that shares
+ * its CPU with the caller (before the scheduler spreads them) must not hold
+ * up the caller's work while it waits. */
+static void relax(int32_t round) {
+  if ((round & 63) == 63) {
+    sched_yield();
+    return;
+  }
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #elif defined(__aarch64__)
@@ -37,7 +46,7 @@ static uint32_t wait_job(kiln_pool *p, uint32_t seen) {
     g = LOAD(p->generation);
     if (g != seen)
       return g;
-    relax();
+    relax(i);
   }
   pthread_mutex_lock(&p->lock);
   ADD(p->sleepers, 1);
@@ -91,6 +100,10 @@ kiln_status kiln_pool_start(kiln_pool *p, int32_t threads) {
       kiln_pool_stop(p);
       return KILN_ERR_IO;
     }
+  /* Returns once every worker runs (and spins for the first job), so the
+   * first kernel does not wait for a thread to be scheduled. */
+  while (LOAD(p->started) < threads - 1)
+    sched_yield();
   return KILN_OK;
 }
 
@@ -114,7 +127,7 @@ void kiln_pool_parallel_for(void *pool, kiln_task_fn fn, void *ctx, int32_t shar
   }
   run_range(p, 0);
   for (i = 0; i < KILN_POOL_SPINS && LOAD(p->pending) > 0; ++i)
-    relax();
+    relax(i);
   if (LOAD(p->pending) > 0) {
     pthread_mutex_lock(&p->lock);
     STORE(p->waiting, 1);
