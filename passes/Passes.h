@@ -65,8 +65,10 @@ struct KernelTarget {
   int64_t vectorBytes = 16;
   int64_t registers = 16;
   // Least work (multiply-adds, or elements of row-wise ops) that the workers
-  // finish sooner than one core, hand-off included.
-  int64_t minSplitWork = 65536;
+  // finish sooner than one core, hand-off included: about a million int8
+  // multiply-adds, several microseconds of one core, so that a tiny model's
+  // decode stays on the caller.
+  int64_t minSplitWork = 1 << 20;
 };
 
 /// From graph level to kernel level: weights placed in the pack (in panels

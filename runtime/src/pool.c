@@ -13,11 +13,12 @@
 #define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_SEQ_CST)
 #define ADD(x, v) __atomic_add_fetch(&(x), (v), __ATOMIC_SEQ_CST)
 
-/* One round of polling. Every 64th gives the CPU away: a worker that shares
- * its CPU with the caller (before the scheduler spreads them) must not hold
- * up the caller's work while it waits. */
+/* One round of polling. After the first 1024 (the gap between two kernels of
+ * a schedule), every 64th gives the CPU away: a worker that shares its CPU
+ * with the caller (before the scheduler spreads them) must not hold up the
+ * caller's work while it waits. */
 static void relax(int32_t round) {
-  if ((round & 63) == 63) {
+  if (round >= 1024 && (round & 63) == 63) {
     sched_yield();
     return;
   }
@@ -100,10 +101,6 @@ kiln_status kiln_pool_start(kiln_pool *p, int32_t threads) {
       kiln_pool_stop(p);
       return KILN_ERR_IO;
     }
-  /* Returns once every worker runs (and spins for the first job), so the
-   * first kernel does not wait for a thread to be scheduled. */
-  while (LOAD(p->started) < threads - 1)
-    sched_yield();
   return KILN_OK;
 }
 
