@@ -112,16 +112,17 @@ public:
   /// `run_<fn>(m, tokens, rows, pos, head_rows)`: the output head (final norm
   /// and logits matmul) runs on the last head_rows rows only (none when 0), so
   /// a prefill computes no logits that nobody reads.
-  LogicalResult emit(func::FuncOp fn, llvm::raw_ostream &os, int64_t &logitsOffset) {
+  LogicalResult emit(func::FuncOp fn, llvm::raw_ostream &out, int64_t &logitsOffset) {
     ScheduleNames names;
     llvm::SmallPtrSet<Operation *, 2> head = outputHead(fn);
-    os << formatv("static void run_{0}({1}_model *m, const int32_t *tokens, int32_t rows,\n"
-                  "    int32_t pos, int32_t head_rows) {{\n"
-                  "  const uint8_t *w = m->weights;\n  uint8_t *a = m->arena;\n",
-                  fn.getSymName(), info.name);
-    if (info.threads > 1)
-      os << "  run_args ctx;\n  ctx.w = w;\n  ctx.a = a;\n  ctx.tokens = tokens;\n"
-            "  ctx.rows = rows;\n  ctx.pos = pos;\n  ctx.head_rows = head_rows;\n";
+    out << formatv("static void run_{0}({1}_model *m, const int32_t *tokens, int32_t rows,\n"
+                   "    int32_t pos, int32_t head_rows) {{\n"
+                   "  const uint8_t *w = m->weights;\n  uint8_t *a = m->arena;\n",
+                   fn.getSymName(), info.name);
+    // The calls, then (when some kernel is split) what the shares read first.
+    std::string calls;
+    llvm::raw_string_ostream os(calls);
+    bool anySplit = false;
     os << "  prefetch_layer(m, 0);\n";
     int64_t lastLayer = -1;
     for (Operation &op : fn.getBody().front()) {
@@ -168,6 +169,7 @@ public:
         siteFunctions += formatv("static void {0}(void *ctx, int32_t s0, int32_t s1) {{\n"
                                  "  KILN_SITE_SCOPE(ctx);\n  {1};\n}\n\n",
                                  site, invoke.substr(0, invoke.size() - 1) + ", s0, s1)");
+        anySplit = true;
         invoke = formatv("run_shares(m, {0}, &ctx, {1} >= {2})", site,
                          workExpression(&op, inHead ? "head_rows" : "rows"),
                          split.getThreshold());
@@ -182,7 +184,10 @@ public:
       for (const KernelCall &helper : call->helpers)
         kernels.try_emplace(helper.name, helper);
     }
-    os << "}\n\n";
+    if (anySplit)
+      out << "  run_args ctx;\n  ctx.w = w;\n  ctx.a = a;\n  ctx.tokens = tokens;\n"
+             "  ctx.rows = rows;\n  ctx.pos = pos;\n  ctx.head_rows = head_rows;\n";
+    out << calls << "}\n\n";
     return success();
   }
 
