@@ -70,11 +70,7 @@ int64_t kiln::scratchBytes(Operation *op) {
   if (!isMatmulKernel(op))
     return 0;
   int64_t rows = cast<RankedTensorType>(op->getOperand(0).getType()).getDimSize(0);
-  int64_t floats = 0; // the fused kernels' float rows, after the quantized input
-  if (auto s = dyn_cast<SwigluMatmulOp>(op))
-    floats = rows * s.getUp().getType().getDimSize(0); // the up projection
-  if (auto q = dyn_cast<QkvMatmulOp>(op))
-    floats = 2 * rows * q.getWk().getType().getDimSize(0); // keys and values
+  int64_t floats = rows * fusedRowFloats(op);
   // A kernel that normalizes its input keeps one normalized row after them.
   Value norm = fusedNorm(op);
   int64_t normRow = norm ? cast<RankedTensorType>(norm.getType()).getDimSize(0) : 0;
@@ -82,6 +78,14 @@ int64_t kiln::scratchBytes(Operation *op) {
   if (floats == 0 && normRow == 0)
     return quantized;
   return llvm::alignTo(quantized, 64) + 4 * (floats + normRow);
+}
+
+int64_t kiln::fusedRowFloats(Operation *op) {
+  if (auto s = dyn_cast<SwigluMatmulOp>(op))
+    return s.getUp().getType().getDimSize(0); // the up projection
+  if (auto q = dyn_cast<QkvMatmulOp>(op))
+    return 2 * q.getWk().getType().getDimSize(0); // keys and values
+  return 0;
 }
 
 Value kiln::fusedNorm(Operation *op) {

@@ -36,6 +36,9 @@ int64_t quantizedInputBytes(mlir::Operation *op);
 /// projection of swiglu_matmul, the keys and values of qkv_matmul; then, for
 /// a kernel that normalizes its input, one normalized row.
 int64_t scratchBytes(mlir::Operation *op);
+/// Floats per input row a fused matmul keeps in scratch after the quantized
+/// input (0 for the others).
+int64_t fusedRowFloats(mlir::Operation *op);
 /// The rms_norm weight a fused matmul applies to its input, or null.
 mlir::Value fusedNorm(mlir::Operation *op);
 

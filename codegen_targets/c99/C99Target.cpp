@@ -253,7 +253,7 @@ private:
     quantize_act(x + (size_t)r * {0}, (float *)(void *)sr, (int8_t *)(void *)(sr + {3}), {0}, {1});
   }
 )c",
-                     k, g, groups * 4 + k, groups * 4);
+                     k, g, quantizedStride(w), groups * 4);
     return q;
   }
 
@@ -289,7 +289,7 @@ private:
         c.group == 1 ? ""
                      : formatv("      const uint8_t *sr = (const uint8_t *)scratch + (size_t)r * "
                                "{0}u;\n",
-                               w.k / c.group * 4 + w.k)
+                               quantizedStride(w))
                            .str();
     return formatv(R"c(  {{
     int32_t j, r;
@@ -336,8 +336,7 @@ private:
 
   /// Bytes per row of the quantized input of `w`'s kernels.
   static int64_t quantizedStride(const WeightCode &w) {
-    int64_t g = w.element.group;
-    return w.panel ? w.k / g * 8 + w.k : w.k / g * 4 + w.k;
+    return activationScratchBytes(1, w.k, w.element.group, bool(w.panel));
   }
 
   /// The setup kernel of a matmul kernel that normalizes its input: each row
@@ -348,11 +347,7 @@ private:
     int64_t k = w.k, g = w.element.group, stride = quantizedStride(w);
     float eps = op->getAttrOfType<FloatAttr>("epsilon").getValue().convertToFloat();
     // The rows of floats the fused kernel keeps come before the norm row.
-    int64_t floats = 0;
-    if (auto s = dyn_cast<SwigluMatmulOp>(op))
-      floats = dim(s.getUp(), 0);
-    if (auto q = dyn_cast<QkvMatmulOp>(op))
-      floats = 2 * dim(q.getWk(), 0);
+    int64_t floats = fusedRowFloats(op);
     KernelCall q;
     q.name = formatv("{0}_norm_quantize_k{1}_g{2}{3}_f{4}_e{5}", prefix, k, g, w.panel ? "_p" : "",
                      floats, hexFloat(eps));

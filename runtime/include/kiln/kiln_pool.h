@@ -33,9 +33,8 @@ typedef struct kiln_pool {
 } kiln_pool;
 
 /* Starts threads - 1 workers (threads in 1..KILN_POOL_MAX_THREADS; 1 starts
- * none) and returns once they all run. KILN_ERR_ARGUMENT for a bad count,
- * KILN_ERR_IO if the system refuses a thread (those started are stopped
- * again). */
+ * none). KILN_ERR_ARGUMENT for a bad count, KILN_ERR_IO if the system
+ * refuses a thread (those started are stopped again). */
 kiln_status kiln_pool_start(kiln_pool *p, int32_t threads);
 
 /* kiln_workers.parallel_for: thread t of the pool (0 is the caller) runs
