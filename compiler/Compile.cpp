@@ -65,9 +65,10 @@ static llvm::Expected<std::string> fitMemoryBudget(ModuleOp module, const gguf::
   probe->walk([&](Operation *op) {
     if (isMatmulKernel(op)) {
       ArrayRef<int64_t> x = cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
-      // Groups of 32, the smallest, with panel sums need the most scratch.
+      // Groups of 32, the smallest, with a sum per 16 (the GGUF block formats)
+      // need the most scratch.
       scratch = std::max(
-          scratch, int64_t(llvm::alignTo(activationScratchBytes(x[0], x[1], 32, true), 64)));
+          scratch, int64_t(llvm::alignTo(activationScratchBytes(x[0], x[1], 32, 16), 64)));
     }
     auto w = dyn_cast<WeightOp>(op);
     if (!w || !seen.insert(w.getName()).second)

@@ -122,7 +122,7 @@ struct FuseNorm : OpRewritePattern<FusedOp> {
     auto norm = op.getInput().template getDefiningOp<RmsNormOp>();
     Type element = elementOf(op->getOperand(1));
     if (op.getNorm() || !norm || !norm->hasOneUse() ||
-        !isa<Q8_0Type, Q4_0Type, I8GroupType, I4GroupType>(element))
+        !isQuantizedType(element))
       return failure();
     rewriter.modifyOpInPlace(op, [&] {
       op.getInputMutable().assign(norm.getInput());

@@ -50,8 +50,18 @@ std::optional<KernelWork> kiln::kernelWork(Operation *op) {
       .Default([](Operation *) { return std::nullopt; });
 }
 
-int64_t kiln::activationScratchBytes(int64_t rows, int64_t k, int64_t group, bool sums) {
-  return rows * (k / group * (sums ? 8 : 4) + k);
+int64_t kiln::activationGroup(Type element) {
+  return isGgmlBlockType(element) ? 32 : getBlockElements(element);
+}
+
+int64_t kiln::activationScratchBytes(int64_t rows, int64_t k, int64_t group, int64_t sumGroup) {
+  return rows * (k / group * 4 + (sumGroup ? k / sumGroup * 4 : 0) + k);
+}
+
+int64_t kiln::activationSumGroup(Type element, bool panels) {
+  if (isGgmlBlockType(element))
+    return 16;
+  return panels ? getBlockElements(element) : 0;
 }
 
 /// The input of a matmul kernel quantized per weight block, zero for float
@@ -59,11 +69,12 @@ int64_t kiln::activationScratchBytes(int64_t rows, int64_t k, int64_t group, boo
 int64_t kiln::quantizedInputBytes(Operation *op) {
   auto weight = cast<RankedTensorType>(op->getOperand(1).getType());
   Type element = weight.getElementType();
-  if (!isa<Q8_0Type, Q4_0Type, I8GroupType, I4GroupType>(element))
+  if (!isQuantizedType(element))
     return 0;
   ArrayRef<int64_t> x = cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
   bool panels = op->getOperand(1).getDefiningOp()->hasAttr("layout");
-  return activationScratchBytes(x[0], x[1], getBlockElements(element), panels);
+  return activationScratchBytes(x[0], x[1], activationGroup(element),
+                                activationSumGroup(element, panels));
 }
 
 int64_t kiln::scratchBytes(Operation *op) {

@@ -25,13 +25,17 @@ int64_t layerOf(StringRef name) {
   return layer;
 }
 
-/// Names of the 2-D weights that only matmul kernels read, as weights. The
-/// weights of one fused kernel share a layout, so one that must keep rows keeps
-/// its partners in rows too.
+/// Names of the 2-D weights that only matmul kernels read, as weights, in a
+/// format the panel kernels have (f32, f16 and the int8/int4 families; the
+/// other GGUF block formats and bf16 keep the file's rows). The weights of one
+/// fused kernel share a layout, so one that must keep rows keeps its partners
+/// in rows too.
 llvm::StringSet<> matmulOnlyWeights(ModuleOp module) {
   llvm::StringSet<> candidates, excluded;
   module.walk([&](WeightOp op) {
-    bool onlyMatmul = op.getType().getRank() == 2;
+    Type element = op.getType().getElementType();
+    bool onlyMatmul = op.getType().getRank() == 2 && !isGgmlBlockType(element) &&
+                      !element.isBF16();
     for (OpOperand &use : op->getUses())
       onlyMatmul &= isMatmulWeight(use);
     (onlyMatmul ? candidates : excluded).insert(op.getName());

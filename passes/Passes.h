@@ -15,10 +15,19 @@ namespace kiln {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
+/// The group its matmul kernels quantize the input in for a quantized weight
+/// format: the format's group, or 32 (the sub-block the scales of the other
+/// GGUF block formats refine) for those.
+int64_t activationGroup(mlir::Type element);
+
 /// Bytes a matmul over a quantized weight needs to hold `rows` input rows of `k`
-/// values quantized per group of `group`: per group an f32 scale (and, for panel
-/// kernels, the int32 sum of its values), then the int8 values.
-int64_t activationScratchBytes(int64_t rows, int64_t k, int64_t group, bool sums);
+/// values quantized per group of `group`: per group an f32 scale, an int32 sum
+/// per `sumGroup` values unless that is 0 (panel kernels: per group; the GGUF
+/// block formats: per 16), then the int8 values.
+int64_t activationScratchBytes(int64_t rows, int64_t k, int64_t group, int64_t sumGroup);
+
+/// The `sumGroup` of activationScratchBytes for a weight format and layout.
+int64_t activationSumGroup(mlir::Type element, bool panels);
 
 /// What the kernel-level passes know of the kernel ops (KernelOps.cpp).
 ///

@@ -16,6 +16,16 @@ Type kiln::parseWeightFormat(MLIRContext *ctx, StringRef format) {
   if (format == "f16") return Float16Type::get(ctx);
   if (format == "q8_0") return Q8_0Type::get(ctx);
   if (format == "q4_0") return Q4_0Type::get(ctx);
+  if (format == "bf16") return BFloat16Type::get(ctx);
+  if (format == "q4_1") return Q4_1Type::get(ctx);
+  if (format == "q5_0") return Q5_0Type::get(ctx);
+  if (format == "q5_1") return Q5_1Type::get(ctx);
+  if (format == "iq4_nl") return IQ4_NLType::get(ctx);
+  if (format == "q2_k") return Q2_KType::get(ctx);
+  if (format == "q3_k") return Q3_KType::get(ctx);
+  if (format == "q4_k") return Q4_KType::get(ctx);
+  if (format == "q5_k") return Q5_KType::get(ctx);
+  if (format == "q6_k") return Q6_KType::get(ctx);
   unsigned group;
   bool int8 = format.consume_front("i8g");
   if ((int8 || format.consume_front("i4g")) && !format.getAsInteger(10, group) &&
@@ -27,7 +37,7 @@ Type kiln::parseWeightFormat(MLIRContext *ctx, StringRef format) {
 namespace {
 
 bool isQuantized(Type element) {
-  return isa<Q8_0Type, Q4_0Type, I8GroupType, I4GroupType>(element);
+  return isQuantizedType(element);
 }
 
 struct Rule {
@@ -41,8 +51,9 @@ struct QuantizePass : kiln::impl::QuantizeBase<QuantizePass> {
   LogicalResult initialize(MLIRContext *ctx) override {
     if (!weights.empty() && !(defaultFormat = parseWeightFormat(ctx, weights)))
       return emitError(UnknownLoc::get(ctx)) << "unknown weight format '" << weights
-                                             << "' (f32, f16, q8_0, q4_0, i8g<G>, i4g<G> "
-                                                "with G in 32, 64, 128, 256)";
+                                             << "' (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, "
+                                                "iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, i8g<G>, "
+                                                "i4g<G> with G in 32, 64, 128, 256)";
     llvm::SmallVector<StringRef> items;
     StringRef(overrides).split(items, ',', -1, /*KeepEmpty=*/false);
     for (StringRef item : items) {

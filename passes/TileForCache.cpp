@@ -65,7 +65,7 @@ struct TileForCachePass : kiln::impl::TileForCacheBase<TileForCachePass> {
       if (!panel)
         return;
       Type element = cast<RankedTensorType>(weight.getType()).getElementType();
-      bool integer = isa<Q8_0Type, Q4_0Type, I8GroupType, I4GroupType>(element);
+      bool integer = isQuantizedType(element);
       auto inputType = cast<RankedTensorType>(input.getType());
       int64_t k = inputType.getDimSize(1);
       int64_t group = getBlockElements(element);

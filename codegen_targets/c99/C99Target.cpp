@@ -9,6 +9,7 @@
 #include "llvm/TargetParser/Host.h"
 
 #include <cmath>
+#include <cstring>
 
 using namespace mlir;
 using namespace kiln;
@@ -17,17 +18,28 @@ using llvm::formatv;
 namespace {
 
 /// How a kernel reads a weight or cache format: the helper family and, for the
-/// integer families, the group size. Q8_0 and Q4_0 share the group-wise layouts
-/// (an f16 scale, then the values), with groups of 32.
+/// integer families, the group its input is quantized in. Q8_0 and Q4_0 share
+/// the group-wise layouts (an f16 scale, then the values), with groups of 32.
+/// The other GGUF block formats have helpers of their own name (qdot_q4_k,
+/// row_q4_k, ...) that read the input quantized per 32 with each group's sum.
 struct ElementCode {
-  std::string family; // f32, f16, i8, i4
+  std::string family; // f32, f16, bf16, i8, i4, or a GGUF block format
   int64_t group = 1;
   std::string name;   // for kernel names
+  bool blocks = false;
 };
 
 ElementCode elementCode(Type element) {
   if (isa<Q8_0Type>(element)) return {"i8", 32, "q8_0"};
   if (isa<Q4_0Type>(element)) return {"i4", 32, "q4_0"};
+  if (isGgmlBlockType(element)) {
+    std::string name;
+    llvm::raw_string_ostream os(name);
+    element.print(os); // "!kiln.q4_k"
+    name = llvm::StringRef(name).drop_front(std::strlen("!kiln.")).str();
+    return {name, activationGroup(element), name, true};
+  }
+  if (element.isBF16()) return {"bf16", 1, "bf16"};
   if (auto g = dyn_cast<I8GroupType>(element))
     return {"i8", g.getGroupSize(), formatv("i8g{0}", g.getGroupSize())};
   if (auto g = dyn_cast<I4GroupType>(element))
@@ -63,7 +75,8 @@ public:
             .Case([&](EmbedOp e) {
               ElementCode c = elementCode(e.getTable());
               int64_t d = dim(e.getResult(), 1);
-              std::string group = c.group > 1 ? formatv(", {0}", c.group).str() : "";
+              std::string group =
+                  c.group > 1 && !c.blocks ? formatv(", {0}", c.group).str() : "";
               k.name = formatv("{0}_embed_{1}_d{2}", prefix, c.name, d);
               k.params = "const uint8_t *table, const int32_t *tokens, float *y, int32_t rows";
               k.body = rowRange(split) + formatv(R"c(  int32_t r;
@@ -244,6 +257,16 @@ private:
       q.body = formatv("  panel_quantize_rows(x, scratch, rows, {0}, {1});\n", k, g);
       return q;
     }
+    if (w.element.blocks) {
+      q.name = formatv("{0}_blocks_quantize_k{1}", prefix, k);
+      q.body = formatv(R"c(  uint8_t *s = (uint8_t *)scratch;
+  int32_t r;
+  for (r = 0; r < rows; ++r)
+    blocks_quantize_row(x + (size_t)r * {0}, s + (size_t)r * {1}u, {0});
+)c",
+                       k, quantizedStride(w));
+      return q;
+    }
     // Per row: the group scales, then the int8 values.
     q.name = formatv("{0}_quantize_act_k{1}_g{2}", prefix, k, g);
     q.body = formatv(R"c(  uint8_t *s = (uint8_t *)scratch;
@@ -267,6 +290,9 @@ private:
                                    llvm::StringRef hi) {
     const ElementCode &c = w.element;
     std::string family = "KILN_UK_" + llvm::StringRef(c.family).upper();
+    if (c.blocks)
+      return formatv("  matmul_blocks({0}, {1}, {2}, scratch, rows, {3}, {4}, {5}, {6});\n", family,
+                     wName, y, n, w.k, lo, hi);
     if (w.panel) {
       int64_t nr = w.panel.getRows();
       std::string panels = formatv("({0}) / {1}, (({2}) + {1} - 1) / {1}", lo, nr, hi);
@@ -336,7 +362,8 @@ private:
 
   /// Bytes per row of the quantized input of `w`'s kernels.
   static int64_t quantizedStride(const WeightCode &w) {
-    return activationScratchBytes(1, w.k, w.element.group, bool(w.panel));
+    return activationScratchBytes(1, w.k, w.element.group,
+                                  w.panel ? w.element.group : w.element.blocks ? 16 : 0);
   }
 
   /// The setup kernel of a matmul kernel that normalizes its input: each row
@@ -349,12 +376,14 @@ private:
     // The rows of floats the fused kernel keeps come before the norm row.
     int64_t floats = fusedRowFloats(op);
     KernelCall q;
-    q.name = formatv("{0}_norm_quantize_k{1}_g{2}{3}_f{4}_e{5}", prefix, k, g, w.panel ? "_p" : "",
-                     floats, hexFloat(eps));
+    q.name = formatv("{0}_norm_quantize_k{1}_g{2}{3}_f{4}_e{5}", prefix, k, g,
+                     w.element.blocks ? "_b" : w.panel ? "_p" : "", floats, hexFloat(eps));
     q.params = "const float *x, const uint8_t *g, void *scratch, int32_t rows";
     q.args = {input, norm, scratch, "rows"};
     std::string quantize =
-        w.panel ? formatv("    float *d = (float *)(void *)(s + (size_t)r * {0}u);\n"
+        w.element.blocks
+            ? formatv("    blocks_quantize_row(t, s + (size_t)r * {0}u, {1});\n", stride, k).str()
+        : w.panel ? formatv("    float *d = (float *)(void *)(s + (size_t)r * {0}u);\n"
                           "    int32_t *sum = (int32_t *)(void *)(d + {1});\n"
                           "    quantize_act_sums(t, d, sum, (int8_t *)(void *)(sum + {1}), {2}, {3});\n",
                           stride, k / g, k, g)

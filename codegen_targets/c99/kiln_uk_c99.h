@@ -297,4 +297,6 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
 }
 #endif
 
+#include "codegen_targets/c99/kiln_uk_blocks.h"
+
 #endif /* KILN_UK_C99_H */

@@ -177,6 +177,10 @@ std::string kiln::gguf::tensorTypeName(uint32_t type) {
       "Q8_0", "Q8_1", "Q2_K", "Q3_K", "Q4_K",   "Q5_K",   "Q6_K", "Q8_K"};
   if (type < std::size(names))
     return names[type];
+  if (type == uint32_t(TensorType::IQ4_NL))
+    return "IQ4_NL";
+  if (type == uint32_t(TensorType::BF16))
+    return "BF16";
   return "type " + std::to_string(type);
 }
 
@@ -187,6 +191,16 @@ bool kiln::gguf::blockLayout(uint32_t type, uint64_t &blockElements,
   case TensorType::F16: blockElements = 1; blockBytes = 2; return true;
   case TensorType::Q4_0: blockElements = 32; blockBytes = 18; return true;
   case TensorType::Q8_0: blockElements = 32; blockBytes = 34; return true;
+  case TensorType::Q4_1: blockElements = 32; blockBytes = 20; return true;
+  case TensorType::Q5_0: blockElements = 32; blockBytes = 22; return true;
+  case TensorType::Q5_1: blockElements = 32; blockBytes = 24; return true;
+  case TensorType::IQ4_NL: blockElements = 32; blockBytes = 18; return true;
+  case TensorType::Q2_K: blockElements = 256; blockBytes = 84; return true;
+  case TensorType::Q3_K: blockElements = 256; blockBytes = 110; return true;
+  case TensorType::Q4_K: blockElements = 256; blockBytes = 144; return true;
+  case TensorType::Q5_K: blockElements = 256; blockBytes = 176; return true;
+  case TensorType::Q6_K: blockElements = 256; blockBytes = 210; return true;
+  case TensorType::BF16: blockElements = 1; blockBytes = 2; return true;
   }
   return false;
 }
@@ -219,7 +233,8 @@ static Error readTensorInfo(Cursor &c, TensorInfo &t, unsigned index) {
   uint64_t blockElements, blockBytes;
   if (!blockLayout(t.type, blockElements, blockBytes))
     return fail(llvm::formatv("{0}: unsupported tensor type {1} (supported: F32, F16, "
-                              "Q8_0, Q4_0)",
+                              "BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, "
+                              "Q4_K, Q5_K, Q6_K)",
                               what, tensorTypeName(t.type)));
   if (t.ne[0] % blockElements != 0)
     return fail(llvm::formatv("{0}: row of {1} elements is not a whole number of {2} "

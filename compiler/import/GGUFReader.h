@@ -19,7 +19,10 @@ enum class ValueType : uint32_t {
 };
 
 /// Tensor types, as numbered by ggml. Only the ones Kiln reads are named.
-enum class TensorType : uint32_t { F32 = 0, F16 = 1, Q4_0 = 2, Q8_0 = 8 };
+enum class TensorType : uint32_t {
+  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8,
+  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, IQ4_NL = 20, BF16 = 30,
+};
 
 /// One metadata value. Integers and floats keep their file type so a reader can
 /// insist on it; arrays hold their elements.

@@ -261,6 +261,16 @@ private:
     case gguf::TensorType::F16: return b.getF16Type();
     case gguf::TensorType::Q8_0: return Q8_0Type::get(b.getContext());
     case gguf::TensorType::Q4_0: return Q4_0Type::get(b.getContext());
+    case gguf::TensorType::BF16: return b.getBF16Type();
+    case gguf::TensorType::Q4_1: return Q4_1Type::get(b.getContext());
+    case gguf::TensorType::Q5_0: return Q5_0Type::get(b.getContext());
+    case gguf::TensorType::Q5_1: return Q5_1Type::get(b.getContext());
+    case gguf::TensorType::IQ4_NL: return IQ4_NLType::get(b.getContext());
+    case gguf::TensorType::Q2_K: return Q2_KType::get(b.getContext());
+    case gguf::TensorType::Q3_K: return Q3_KType::get(b.getContext());
+    case gguf::TensorType::Q4_K: return Q4_KType::get(b.getContext());
+    case gguf::TensorType::Q5_K: return Q5_KType::get(b.getContext());
+    case gguf::TensorType::Q6_K: return Q6_KType::get(b.getContext());
     default: return b.getF32Type();
     }
   }

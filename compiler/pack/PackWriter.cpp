@@ -8,6 +8,7 @@
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -60,26 +61,40 @@ struct Segment {
   int64_t panelRows = 0; // 0: the row layout
 };
 
-pack::Format formatOf(Type element, uint32_t &groupSize) {
-  groupSize = getBlockElements(element);
-  if (isa<Q8_0Type>(element)) return pack::Format_Q8_0;
-  if (isa<Q4_0Type>(element)) return pack::Format_Q4_0;
-  if (isa<I8GroupType>(element)) return pack::Format_I8G;
-  if (isa<I4GroupType>(element)) return pack::Format_I4G;
-  if (element.isF16()) return pack::Format_F16;
-  return pack::Format_F32;
+quant::FormatSpec specOf(Type element) {
+  unsigned group = unsigned(getBlockElements(element));
+  using quant::Format;
+  Format f = llvm::TypeSwitch<Type, Format>(element)
+                 .Case([](Q8_0Type) { return Format::Q8_0; })
+                 .Case([](Q4_0Type) { return Format::Q4_0; })
+                 .Case([](I8GroupType) { return Format::I8G; })
+                 .Case([](I4GroupType) { return Format::I4G; })
+                 .Case([](Q4_1Type) { return Format::Q4_1; })
+                 .Case([](Q5_0Type) { return Format::Q5_0; })
+                 .Case([](Q5_1Type) { return Format::Q5_1; })
+                 .Case([](IQ4_NLType) { return Format::IQ4_NL; })
+                 .Case([](Q2_KType) { return Format::Q2_K; })
+                 .Case([](Q3_KType) { return Format::Q3_K; })
+                 .Case([](Q4_KType) { return Format::Q4_K; })
+                 .Case([](Q5_KType) { return Format::Q5_K; })
+                 .Case([](Q6_KType) { return Format::Q6_K; })
+                 .Case([](Float16Type) { return Format::F16; })
+                 .Case([](BFloat16Type) { return Format::BF16; })
+                 .Default([](Type) { return Format::F32; });
+  return {f, group};
 }
 
-quant::FormatSpec specOf(Type element) {
-  uint32_t group;
-  switch (formatOf(element, group)) {
-  case pack::Format_F16: return {quant::Format::F16, 1};
-  case pack::Format_Q8_0: return {quant::Format::Q8_0, 32};
-  case pack::Format_Q4_0: return {quant::Format::Q4_0, 32};
-  case pack::Format_I8G: return {quant::Format::I8G, group};
-  case pack::Format_I4G: return {quant::Format::I4G, group};
-  default: return {quant::Format::F32, 1};
-  }
+// The pack's format enum numbers the formats as quant::Format does.
+static_assert(int(pack::Format_I4G) == int(quant::Format::I4G) &&
+                  int(pack::Format_BF16) == int(quant::Format::BF16) &&
+                  int(pack::Format_Q6_K) == int(quant::Format::Q6_K) &&
+                  pack::Format_MAX == pack::Format_Q6_K,
+              "pack::Format and quant::Format disagree");
+
+pack::Format formatOf(Type element, uint32_t &groupSize) {
+  quant::FormatSpec spec = specOf(element);
+  groupSize = spec.group;
+  return static_cast<pack::Format>(spec.format);
 }
 
 bool sameFormat(quant::FormatSpec a, quant::FormatSpec b) {
@@ -160,6 +175,16 @@ quant::FormatSpec kiln::formatOfGgmlType(uint32_t ggmlType) {
   case gguf::TensorType::F16: return {quant::Format::F16, 1};
   case gguf::TensorType::Q8_0: return {quant::Format::Q8_0, 32};
   case gguf::TensorType::Q4_0: return {quant::Format::Q4_0, 32};
+  case gguf::TensorType::BF16: return {quant::Format::BF16, 1};
+  case gguf::TensorType::Q4_1: return {quant::Format::Q4_1, 32};
+  case gguf::TensorType::Q5_0: return {quant::Format::Q5_0, 32};
+  case gguf::TensorType::Q5_1: return {quant::Format::Q5_1, 32};
+  case gguf::TensorType::IQ4_NL: return {quant::Format::IQ4_NL, 32};
+  case gguf::TensorType::Q2_K: return {quant::Format::Q2_K, 256};
+  case gguf::TensorType::Q3_K: return {quant::Format::Q3_K, 256};
+  case gguf::TensorType::Q4_K: return {quant::Format::Q4_K, 256};
+  case gguf::TensorType::Q5_K: return {quant::Format::Q5_K, 256};
+  case gguf::TensorType::Q6_K: return {quant::Format::Q6_K, 256};
   default: return {quant::Format::F32, 1};
   }
 }

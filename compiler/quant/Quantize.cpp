@@ -1,5 +1,7 @@
 #include "compiler/quant/Quantize.h"
 
+#include "compiler/quant/GgmlBlocks.h"
+
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -193,6 +195,28 @@ void dequantizeInt4(const uint8_t *in, unsigned g, float *y) {
   }
 }
 
+// The ggml block formats GgmlBlocks.cpp encodes: name, block elements, bytes.
+struct BlockFormat {
+  const char *name;
+  Format format;
+  unsigned elements;
+  size_t bytes;
+};
+constexpr BlockFormat kBlockFormats[] = {
+    {"bf16", Format::BF16, 1, 2},       {"q4_1", Format::Q4_1, 32, 20},
+    {"q5_0", Format::Q5_0, 32, 22},     {"q5_1", Format::Q5_1, 32, 24},
+    {"iq4_nl", Format::IQ4_NL, 32, 18}, {"q2_k", Format::Q2_K, 256, 84},
+    {"q3_k", Format::Q3_K, 256, 110},   {"q4_k", Format::Q4_K, 256, 144},
+    {"q5_k", Format::Q5_K, 256, 176},   {"q6_k", Format::Q6_K, 256, 210},
+};
+
+const BlockFormat *blockFormat(Format f) {
+  for (const BlockFormat &b : kBlockFormats)
+    if (b.format == f)
+      return &b;
+  return nullptr;
+}
+
 bool isGroupSize(unsigned g) { return g == 32 || g == 64 || g == 128 || g == 256; }
 
 char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
@@ -275,6 +299,12 @@ bool parseFormat(std::string_view text, FormatSpec &out) {
       return true;
     }
   }
+  for (const BlockFormat &b : kBlockFormats) {
+    if (equalsLower(text, b.name)) {
+      out = FormatSpec{b.format, b.elements};
+      return true;
+    }
+  }
   if (text.size() < 4 || lower(text[0]) != 'i' || lower(text[2]) != 'g')
     return false;
   Format format;
@@ -300,6 +330,8 @@ bool parseFormat(std::string_view text, FormatSpec &out) {
 }
 
 std::string formatName(const FormatSpec &spec) {
+  if (const BlockFormat *b = blockFormat(spec.format))
+    return b->name;
   switch (spec.format) {
   case Format::F32:
     return "f32";
@@ -313,11 +345,14 @@ std::string formatName(const FormatSpec &spec) {
     return "i8g" + std::to_string(spec.group);
   case Format::I4G:
     return "i4g" + std::to_string(spec.group);
+  default:
+    return "?";
   }
-  return "?";
 }
 
 size_t blockBytes(const FormatSpec &spec) {
+  if (const BlockFormat *b = blockFormat(spec.format))
+    return b->bytes;
   switch (spec.format) {
   case Format::F32:
     return 4;
@@ -331,13 +366,16 @@ size_t blockBytes(const FormatSpec &spec) {
     return 2 + size_t(spec.group);
   case Format::I4G:
     return 2 + size_t(spec.group) / 2;
+  default:
+    return 0;
   }
-  return 0;
 }
 
-// Q8_0/Q4_0 always use 32 whatever spec.group says, so a default-initialized
-// group cannot change their layout.
-static size_t elementsPerBlock(const FormatSpec &spec) {
+// The ggml formats have a fixed block whatever spec.group says, so a
+// default-initialized group cannot change their layout.
+size_t blockElements(const FormatSpec &spec) {
+  if (const BlockFormat *b = blockFormat(spec.format))
+    return b->elements;
   switch (spec.format) {
   case Format::F32:
   case Format::F16:
@@ -348,18 +386,19 @@ static size_t elementsPerBlock(const FormatSpec &spec) {
   case Format::I8G:
   case Format::I4G:
     return spec.group;
+  default:
+    return 1;
   }
-  return 1;
 }
 
 size_t rowBytes(const FormatSpec &spec, size_t n) {
-  const size_t per = elementsPerBlock(spec);
+  const size_t per = blockElements(spec);
   assert(per != 0 && n % per == 0 && "row length is not a whole number of groups");
   return n / per * blockBytes(spec);
 }
 
 void quantize(const FormatSpec &spec, const float *x, size_t n, uint8_t *out) {
-  const size_t per = elementsPerBlock(spec);
+  const size_t per = blockElements(spec);
   assert(per != 0 && n % per == 0 && "row length is not a whole number of groups");
   const size_t stride = blockBytes(spec);
   switch (spec.format) {
@@ -387,11 +426,15 @@ void quantize(const FormatSpec &spec, const float *x, size_t n, uint8_t *out) {
     for (size_t b = 0; b < n / per; ++b)
       quantizeI4G(x + b * per, spec.group, out + b * stride);
     return;
+  default:
+    for (size_t b = 0; b < n / per; ++b)
+      ggml::encodeBlock(spec.format, x + b * per, out + b * stride);
+    return;
   }
 }
 
 void dequantize(const FormatSpec &spec, const uint8_t *in, size_t n, float *y) {
-  const size_t per = elementsPerBlock(spec);
+  const size_t per = blockElements(spec);
   assert(per != 0 && n % per == 0 && "row length is not a whole number of groups");
   const size_t stride = blockBytes(spec);
   switch (spec.format) {
@@ -413,12 +456,16 @@ void dequantize(const FormatSpec &spec, const uint8_t *in, size_t n, float *y) {
     for (size_t b = 0; b < n / per; ++b)
       dequantizeInt4(in + b * stride, static_cast<unsigned>(per), y + b * per);
     return;
+  default:
+    for (size_t b = 0; b < n / per; ++b)
+      ggml::decodeBlock(spec.format, in + b * stride, y + b * per);
+    return;
   }
 }
 
 double relativeRmsError(const FormatSpec &spec, const float *x, size_t n) {
   // Work in chunks so whole tensors need no tensor-sized scratch; 4096 is a
-  // multiple of every group size.
+  // multiple of every block size.
   const size_t chunk = 4096;
   std::vector<uint8_t> packed(rowBytes(spec, n < chunk ? n : chunk));
   std::vector<float> back(n < chunk ? n : chunk);

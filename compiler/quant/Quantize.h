@@ -19,6 +19,9 @@
 //   i4g<G>   (2 + G/2)-byte groups of G elements:
 //              f16 d, then uint8 qs[G/2] with qs[j] = q[j] | q[j + G/2] << 4,
 //              q in [0, 15];                      x[j] ~ (q[j] - 8) * d
+//   bf16, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k
+//            ggml's block layouts, byte for byte; GgmlBlocks.h describes them
+//            and how they decode.
 //
 // q8_0 and q4_0 reproduce ggml's quantize_row_q8_0_ref / quantize_row_q4_0_ref
 // bit for bit (every operation in binary32, no fused multiply-add), so a tensor
@@ -48,28 +51,36 @@
 
 namespace kiln::quant {
 
-enum class Format { F32, F16, Q8_0, Q4_0, I8G, I4G };
+enum class Format {
+  F32, F16, Q8_0, Q4_0, I8G, I4G,
+  BF16, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+};
 
 struct FormatSpec {
   Format format;
-  // Elements per scale: 32 for Q8_0/Q4_0, G (32, 64, 128 or 256) for I8G/I4G,
-  // 1 for F32/F16.
+  // Elements per block: 32 for Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/IQ4_NL, 256 for the
+  // k-quants, G (32, 64, 128 or 256) for I8G/I4G, 1 for F32/F16/BF16.
   unsigned group = 0;
 };
 
-/// Parses "f32", "f16", "q8_0", "q4_0", "i8g<G>" or "i4g<G>" with G one of 32,
-/// 64, 128, 256 (ASCII case-insensitive). Returns false and leaves `out`
+/// Parses a format name: "f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0",
+/// "q5_1", "iq4_nl", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", or "i8g<G>" /
+/// "i4g<G>" with G one of 32, 64, 128, 256 (ASCII case-insensitive). Returns false and leaves `out`
 /// untouched on anything else.
 bool parseFormat(std::string_view text, FormatSpec &out);
 
 /// The lowercase name parseFormat accepts, e.g. "q8_0", "i4g128".
 std::string formatName(const FormatSpec &spec);
 
-/// Bytes per block of spec.group elements: f32 4, f16 2, q8_0 34, q4_0 18,
+/// Bytes per block: f32 4, f16 2, bf16 2, q8_0 34, q4_0 18, q4_1 20, q5_0 22,
+/// q5_1 24, iq4_nl 18, q2_k 84, q3_k 110, q4_k 144, q5_k 176, q6_k 210,
 /// i8g 2 + G, i4g 2 + G/2.
 size_t blockBytes(const FormatSpec &spec);
 
-/// Bytes of n elements; n must be a multiple of spec.group.
+/// Elements per block (the row length must be a multiple of it).
+size_t blockElements(const FormatSpec &spec);
+
+/// Bytes of n elements; n must be a multiple of blockElements(spec).
 size_t rowBytes(const FormatSpec &spec, size_t n);
 
 /// Encodes n floats (n a multiple of spec.group) into rowBytes(spec, n) bytes

@@ -474,6 +474,81 @@ def quant(args):
     return res.finish()
 
 
+LLAMACPP_A = os.path.join(ROOT, "test", "data", "llamacpp-A")
+
+# Kiln's own writers of the GGUF block formats on model A: the bound on the
+# perplexity change against f32 in the same run (llama.cpp's default Q4_0 of
+# these weights: +0.29%, Q4_K_M +0.26%, Q6_K +0.03%).
+BLOCK_WRITERS = [("bf16", 0.0005), ("q6_k", 0.001), ("q5_k", 0.003), ("q5_0", 0.003),
+                 ("q5_1", 0.003), ("q4_k", 0.01), ("q4_1", 0.01), ("iq4_nl", 0.01),
+                 ("q3_k", 0.04), ("q2_k", 0.25)]
+
+
+def perplexity(gen, val, chunks):
+    r = run(gen + ["--perplexity", val, "--ctx", "256", "--chunks", str(chunks)])
+    return float(r.stdout.split("perplexity:")[1].split()[0])
+
+
+def block_formats(args):
+    """Model A in the GGUF block formats: the files llama.cpp's quantizer wrote
+    (their perplexity change against f32 within a margin of llama.cpp's own on
+    the same file), Kiln's writers of each format, and mixed files gguf_tool
+    writes with llama-quantize's default rules."""
+    res = Results()
+    val = os.path.join(MODEL_A, "val.txt")
+    f32 = os.path.join(MODEL_A, "tiny-llama-A-f32.gguf")
+
+    def measure(label, gguf, *flags):
+        out = os.path.join(args.work, label)
+        name = compile_model(args, gguf, out, *flags)
+        b = build(out, args.cc[0])
+        gen = [os.path.join(b, "kiln-generate"), "--pack", os.path.join(out, name + ".kpack")]
+        ppl = perplexity(gen, val, args.chunks)
+        tps = float(run(gen + ["-p", "It was", "-n", "64", "--ignore-eos"]).stderr
+                    .split("decode:")[1].split()[0])
+        return ppl, tps, os.path.getsize(os.path.join(out, name + ".kpack"))
+
+    base, base_tps, base_pack = measure("f32", f32)
+    rows = [("f32", base, base_tps, base_pack)]
+    # llama.cpp's files, against llama.cpp's change on them plus a margin for
+    # the protocols' differences (chunking, BOS) and int8 activations.
+    refs = {}
+    for line in open(os.path.join(LLAMACPP_A, "refs.tsv")):
+        if not line.startswith("#"):
+            f, ppl, delta = line.split("\t")
+            refs[f] = float(delta.strip().rstrip("%")) / 100
+    for f in sorted(os.listdir(LLAMACPP_A)):
+        if not f.endswith(".gguf"):
+            continue
+        ppl, tps, size = measure(f[:-5], os.path.join(LLAMACPP_A, f))
+        delta = ppl / base - 1
+        rows.append((f, ppl, tps, size))
+        res.check(delta <= refs[f] + 0.002,
+                  f"{f}: perplexity {ppl:.4f}, {100 * delta:+.3f}% vs f32 (llama.cpp "
+                  f"{100 * refs[f]:+.3f}%) within +0.2%")
+    for fmt, bound in BLOCK_WRITERS:
+        ppl, tps, size = measure(f"kiln-{fmt}", f32, f"--quant={fmt}")
+        delta = ppl / base - 1
+        rows.append((f"--quant={fmt}", ppl, tps, size))
+        res.check(delta <= bound, f"--quant={fmt}: perplexity {ppl:.4f}, {100 * delta:+.3f}% "
+                  f"vs f32 <= +{100 * bound:.2f}%")
+    # Mixed files as llama-quantize's default rules write them (gguf_tool's
+    # encoders, not Kiln's): they compile and keep their types.
+    for mix, bound in (("q4_k_m", 0.01), ("q5_k_m", 0.003)):
+        gguf = os.path.join(args.work, f"model-a-{mix}.gguf")
+        run([sys.executable, os.path.join(ROOT, "test", "tools", "gguf_tool.py"), "convert",
+             f32, gguf, "--mix", mix])
+        ppl, tps, size = measure(f"mix-{mix}", gguf)
+        delta = ppl / base - 1
+        rows.append((f"gguf_tool --mix {mix}", ppl, tps, size))
+        res.check(delta <= bound, f"{mix} mix: perplexity {ppl:.4f}, {100 * delta:+.3f}% vs "
+                  f"f32 <= +{100 * bound:.2f}%")
+    print(f"{'model A':28} {'pack bytes':>11} {'ppl':>9} {'vs f32':>8} {'decode t/s':>10}")
+    for label, ppl, tps, size in rows:
+        print(f"{label:28} {size:>11} {ppl:>9.4f} {100 * (ppl / base - 1):>+7.3f}% {tps:>10.0f}")
+    return res.finish()
+
+
 # Texts for the GPT-2 vocabulary: words the merges cover, punctuation and
 # contractions (their own pre-split words), digit runs, whitespace runs whose last
 # space joins the next word, and multi-byte UTF-8 (letters to the pre-splitter).
@@ -740,6 +815,8 @@ def main():
     sub.add_parser("app")
     sub.add_parser("baremetal")
     sub.add_parser("quant")
+    bf = sub.add_parser("block-formats")
+    bf.add_argument("--chunks", type=int, default=16)
     sub.add_parser("sanitize")
     sub.add_parser("threads")
     c = sub.add_parser("cross")
@@ -755,7 +832,7 @@ def main():
         print(f"skipped: this CPU lacks {', '.join(missing)} for --target={args.target}")
         return 77  # ctest's SKIP_RETURN_CODE: reported as skipped, not passed
     return {"model-a": model_a, "random": random_model, "bad-packs": bad_packs, "app": app,
-            "baremetal": baremetal, "quant": quant, "gpt2-vocab": gpt2_vocab,
+            "baremetal": baremetal, "quant": quant, "block-formats": block_formats, "gpt2-vocab": gpt2_vocab,
             "cross": cross, "sanitize": sanitize, "threads": threads}[args.cmd](args)
 
 

@@ -4,7 +4,11 @@
 Command line:
   gguf_tool.py model OUT [--n-embd 64 --n-layer 2 ... --type q8_0]   random-weight llama model
                [--vocab-model llama|gpt2]                             SentencePiece- or GPT-2-style vocab
-  gguf_tool.py convert IN OUT --type f16|q8_0|q4_0                    re-encode 2-D tensors
+  gguf_tool.py convert IN OUT --type TYPE                             re-encode 2-D tensors
+                                                                      (f32 f16 bf16 q8_0 q4_0 q4_1
+                                                                      q5_0 q5_1 q2_k q3_k q4_k q5_k
+                                                                      q6_k iq4_nl)
+  gguf_tool.py convert IN OUT --mix q4_k_m|q5_k_m|q6_k|q4_0|...       llama-quantize's types
   gguf_tool.py copy IN OUT                                            read and write back
   gguf_tool.py bad OUT --case NAME [--from MODEL] | bad --list        malformed files
   gguf_tool.py dump IN                                                print metadata and tensors
@@ -16,11 +20,14 @@ As a module (add test/tools to sys.path, then `import gguf_tool`):
   tensors:  [{"name", "ne", "type", "offset", "data"}]; ne is ggml order (ne[0] innermost),
             offset is relative to the data section, data is the raw tensor bytes.
   quantize(values, ggml_type) -> bytes, dequantize(data, ggml_type) -> [float]
+            for every type in TYPE_BY_NAME; decoders are binary32-exact as ggml's
+  mix_types(mix, metadata, tensors) -> {name: ggml type} (llama-quantize presets)
 Keeping every value typed makes read-then-write byte-identical for files laid out the
 usual way (tensors in order, each padded to the alignment).
 """
 
 import argparse
+import bisect
 import random
 import math
 import struct
@@ -61,8 +68,17 @@ _SCALAR_FORMATS = {
 GGML_F32 = 0
 GGML_F16 = 1
 GGML_Q4_0 = 2
+GGML_Q4_1 = 3
+GGML_Q5_0 = 6
+GGML_Q5_1 = 7
 GGML_Q8_0 = 8
+GGML_Q2_K = 10
+GGML_Q3_K = 11
 GGML_Q4_K = 12
+GGML_Q5_K = 13
+GGML_Q6_K = 14
+GGML_IQ4_NL = 20
+GGML_BF16 = 30
 
 # ggml type id -> (name, values per block, bytes per block). Only sizes matter for the
 # types this tool cannot decode; they let files using them be read and dumped.
@@ -81,6 +97,7 @@ GGML_TYPES = {
     13: ("Q5_K", 256, 176),
     14: ("Q6_K", 256, 210),
     15: ("Q8_K", 256, 292),
+    20: ("IQ4_NL", 32, 18),
     24: ("I8", 1, 1),
     25: ("I16", 1, 2),
     26: ("I32", 1, 4),
@@ -89,10 +106,20 @@ GGML_TYPES = {
     30: ("BF16", 1, 2),
 }
 
-TYPE_BY_NAME = {"f32": GGML_F32, "f16": GGML_F16, "q4_0": GGML_Q4_0, "q8_0": GGML_Q8_0}
+TYPE_BY_NAME = {
+    "f32": GGML_F32, "f16": GGML_F16, "bf16": GGML_BF16, "q8_0": GGML_Q8_0,
+    "q4_0": GGML_Q4_0, "q4_1": GGML_Q4_1, "q5_0": GGML_Q5_0, "q5_1": GGML_Q5_1,
+    "q2_k": GGML_Q2_K, "q3_k": GGML_Q3_K, "q4_k": GGML_Q4_K, "q5_k": GGML_Q5_K,
+    "q6_k": GGML_Q6_K, "iq4_nl": GGML_IQ4_NL,
+}
 
-# general.file_type ("LLAMA_FTYPE") for a model whose matrices use the given ggml type.
-FILE_TYPE_FOR = {GGML_F32: 0, GGML_F16: 1, GGML_Q4_0: 2, GGML_Q8_0: 7}
+# general.file_type (llama.h's llama_ftype) for a model whose matrices use the given
+# ggml type; a K-quant maps to its _M mix (Q3_K_M, Q4_K_M, Q5_K_M) as hub files do.
+FILE_TYPE_FOR = {
+    GGML_F32: 0, GGML_F16: 1, GGML_Q4_0: 2, GGML_Q4_1: 3, GGML_Q8_0: 7, GGML_Q5_0: 8,
+    GGML_Q5_1: 9, GGML_Q2_K: 10, GGML_Q3_K: 12, GGML_Q4_K: 15, GGML_Q5_K: 17,
+    GGML_Q6_K: 18, GGML_IQ4_NL: 25, GGML_BF16: 32,
+}
 
 GGML_MAX_DIMS = 4
 
@@ -180,24 +207,615 @@ def _quantize_q4_0(values):
     return bytes(out)
 
 
+# ---------------------------------------------------------------------------
+# Further ggml block formats: Q4_1, Q5_0, Q5_1, the K-quants, IQ4_NL, BF16.
+#
+# Decoders compute each value as ggml's dequantize_row_* does, in binary32; the
+# docstring of each gives the operation order a bit-exact implementation must
+# follow. Every product in them is exact in binary32 (an f16 has 11 significant
+# bits, the integer factors at most 7 + 5 more, and nothing reaches the subnormal
+# or overflow range), so only the final add or subtract of the affine formats
+# rounds, and contracting `a*q - m` into an FMA gives the same bits. Here the
+# arithmetic runs in double and each result is rounded to binary32 once: for one
+# +, -, * of binary32 operands that equals the binary32 operation.
+#
+# Encoders are simple searches of their own (they build test models; they need not
+# reproduce llama.cpp's bytes): each sub-block gets a least-squares scale (and
+# offset) over a few candidate grids, the K-quants then quantize those against the
+# super-block d/dmin, and every code is finally re-chosen against the scale the
+# decoder will actually use.
+
+_F16 = struct.Struct("<e")
+F16_MAX = 65504.0
+
+# IQ4_NL's non-uniform 4-bit grid (ggml's kvalues_iq4nl).
+IQ4NL_VALUES = (-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113)
+# Midpoints between neighbouring grid values, for a nearest-value bisection.
+_IQ4NL_MIDS = [(a + b) / 2 for a, b in zip(IQ4NL_VALUES, IQ4NL_VALUES[1:])]
+
+
+def _f16(x):
+    # An encoder's scale, rounded to f16; beyond f16's range it saturates so the
+    # block stays finite.
+    try:
+        return _F16.unpack(_F16.pack(x))[0]
+    except OverflowError:
+        return math.copysign(F16_MAX, x)
+
+
+def _f32s(values):
+    # f32() over a list in one struct round trip (decoders call this per sub-block).
+    try:
+        return list(struct.unpack("<%df" % len(values), struct.pack("<%df" % len(values), *values)))
+    except OverflowError:
+        return [f32(v) for v in values]
+
+
+def _blocks(values, size):
+    if len(values) % size:
+        raise GGUFError("%d values is not a whole number of %d-value blocks" % (len(values), size))
+    return _f32s(values)
+
+
+def _nearest(x):
+    # C roundf for the encoders' code choice (ties away from zero).
+    return int(x + 0.5) if x >= 0 else -int(0.5 - x)
+
+
+# Candidate grids tried per sub-block: offsets (in code steps) added to the code
+# range before it is stretched over the data. A few either side of the plain
+# min..max mapping is enough once the least-squares refit adjusts the scale.
+_AFFINE_STEPS = (-1.0, -0.7, -0.45, -0.25, -0.1, 0.0, 0.15, 0.35, 0.6, 0.9)
+_SYMMETRIC_STEPS = (-0.6, -0.3, -0.1, 0.0, 0.15, 0.35, 0.6, 1.0)
+
+
+def _fit_affine(xs, nmax, nonpositive_offset):
+    """(a, b) such that x ~ a*q + b with q in 0..nmax, minimizing the squared error
+    over a few candidate grids. With nonpositive_offset, b <= 0 (the K-quants store
+    -b as an unsigned "min")."""
+    lo = min(xs)
+    hi = max(xs)
+    if nonpositive_offset and lo > 0:
+        lo = 0.0
+    if hi <= lo:
+        return 0.0, lo  # constant: every code 0, the offset carries the value
+    n = len(xs)
+    sx = sum(xs)
+    sxx = sum([x * x for x in xs])
+    shifted = [x - lo for x in xs]
+    span = hi - lo
+    best = None
+
+    def refit(qs):
+        # Least-squares a and b for fixed codes; returns (err, a, b) or None.
+        sq = sum(qs)
+        sqq = sum([q * q for q in qs])
+        sxq = sum([x * q for x, q in zip(xs, qs)])
+        det = n * sqq - sq * sq
+        if det <= 0:
+            return None
+        a = (n * sxq - sq * sx) / det
+        b = (sqq * sx - sq * sxq) / det
+        if nonpositive_offset and b > 0:
+            b = 0.0
+            a = sxq / sqq
+        if a <= 0:
+            return None
+        err = sxx - 2 * a * sxq - 2 * b * sx + a * a * sqq + 2 * a * b * sq + n * b * b
+        return err, a, b
+
+    for step in _AFFINE_STEPS:
+        iscale = (nmax + step) / span
+        qs = [min(nmax, int(v * iscale + 0.5)) for v in shifted]
+        fit = refit(qs)
+        if fit and (best is None or fit[0] < best[0]):
+            best = fit
+    if best is None:
+        return span / nmax, lo
+    # One more round: codes re-chosen for the best fit, then refit again.
+    _, a, b = best
+    inv = 1.0 / a
+    qs = [max(0, min(nmax, int((x - b) * inv + 0.5))) for x in xs]
+    fit = refit(qs)
+    if fit and fit[0] < best[0]:
+        best = fit
+    return best[1], best[2]
+
+
+def _fit_symmetric(xs, nneg, npos):
+    """s such that x ~ s*q with q in -nneg..npos, minimizing the squared error over
+    a few grids that put the largest-magnitude value near -nneg or near +npos."""
+    peak = 0.0
+    for x in xs:
+        if abs(x) > abs(peak):
+            peak = x
+    if peak == 0:
+        return 0.0
+    top = nneg + npos
+    off = nneg + 0.5
+    best_score, best_s = -1.0, peak / -nneg
+    candidates = [-(nneg + t) / peak for t in _SYMMETRIC_STEPS]
+    candidates += [(npos + t) / peak for t in _SYMMETRIC_STEPS[:4]]
+    for iscale in candidates:
+        # int() truncates toward zero, and anything below zero clamps to 0 anyway.
+        qs = [min(top, max(0, int(x * iscale + off))) - nneg for x in xs]
+        sqq = sum([q * q for q in qs])
+        if not sqq:
+            continue
+        sxq = sum([x * q for x, q in zip(xs, qs)])
+        score = sxq * sxq / sqq  # the squared error is sum(x^2) - score
+        if score > best_score:
+            best_score, best_s = score, sxq / sqq
+    return best_s
+
+
+def _codes_affine(xs, dl, ml, nmax):
+    # Codes for y = dl*q - ml, nearest to x.
+    if not dl:
+        return [0] * len(xs)
+    inv = 1.0 / dl
+    return [max(0, min(nmax, int((x + ml) * inv + 0.5))) for x in xs]
+
+
+def _codes_symmetric(xs, dl, nneg, npos):
+    # Codes q + nneg for y = dl*q, q in -nneg..npos nearest to x.
+    if not dl:
+        return [nneg] * len(xs)
+    inv = 1.0 / dl
+    top = nneg + npos
+    off = nneg + 0.5
+    return [min(top, max(0, int(x * inv + off))) for x in xs]
+
+
+# -- Q4_1, Q5_0, Q5_1, IQ4_NL: 32-value blocks with f16 fields ------------------
+
+def _quantize_q4_1(values):
+    xs = _blocks(values, 32)
+    out = bytearray()
+    for i in range(0, len(xs), 32):
+        chunk = xs[i:i + 32]
+        a, b = _fit_affine(chunk, 15, False)
+        d, m = _f16(a), _f16(b)
+        q = _codes_affine(chunk, d, -m, 15)
+        out += struct.pack("<ee", d, m)
+        out += bytes([q[j] | (q[j + 16] << 4) for j in range(16)])
+    return bytes(out)
+
+
+def _dequantize_q4_1(data):
+    """Q4_1, 20 bytes: f16 d, f16 m, qs[16]; q[j] = qs[j] & 15, q[j+16] = qs[j] >> 4.
+    y = (float)q * d + m: the product is exact, the add rounds to binary32."""
+    out = []
+    for d, m, qs in struct.iter_unpack("<ee16s", data):
+        lut = _f32s([q * d + m for q in range(16)])
+        out.extend([lut[b & 15] for b in qs])
+        out.extend([lut[b >> 4] for b in qs])
+    return out
+
+
+def _pack_q5(q):
+    # (qh as uint32 LE, qs[16]) for 32 five-bit codes.
+    qh = 0
+    for j in range(32):
+        qh |= (q[j] >> 4) << j
+    return struct.pack("<I", qh) + bytes([(q[j] & 15) | ((q[j + 16] & 15) << 4) for j in range(16)])
+
+
+def _quantize_q5_0(values):
+    xs = _blocks(values, 32)
+    out = bytearray()
+    for i in range(0, len(xs), 32):
+        chunk = xs[i:i + 32]
+        d = _f16(_fit_symmetric(chunk, 16, 15))
+        out += struct.pack("<e", d) + _pack_q5(_codes_symmetric(chunk, d, 16, 15))
+    return bytes(out)
+
+
+def _dequantize_q5_0(data):
+    """Q5_0, 22 bytes: f16 d, qh[4] (uint32 LE; bit j is bit 4 of q[j]), qs[16] (low
+    nibbles as Q4_0). y = (float)(q - 16) * d, exact."""
+    out = []
+    for d, qh, qs in struct.iter_unpack("<eI16s", data):
+        lut = _f32s([(q - 16) * d for q in range(32)])
+        out.extend([lut[(b & 15) | (((qh >> j) & 1) << 4)] for j, b in enumerate(qs)])
+        out.extend([lut[(b >> 4) | (((qh >> (j + 16)) & 1) << 4)] for j, b in enumerate(qs)])
+    return out
+
+
+def _quantize_q5_1(values):
+    xs = _blocks(values, 32)
+    out = bytearray()
+    for i in range(0, len(xs), 32):
+        chunk = xs[i:i + 32]
+        a, b = _fit_affine(chunk, 31, False)
+        d, m = _f16(a), _f16(b)
+        out += struct.pack("<ee", d, m) + _pack_q5(_codes_affine(chunk, d, -m, 31))
+    return bytes(out)
+
+
+def _dequantize_q5_1(data):
+    """Q5_1, 24 bytes: f16 d, f16 m, qh[4], qs[16] (as Q5_0).
+    y = (float)q * d + m: the product is exact, the add rounds to binary32."""
+    out = []
+    for d, m, qh, qs in struct.iter_unpack("<eeI16s", data):
+        lut = _f32s([q * d + m for q in range(32)])
+        out.extend([lut[(b & 15) | (((qh >> j) & 1) << 4)] for j, b in enumerate(qs)])
+        out.extend([lut[(b >> 4) | (((qh >> (j + 16)) & 1) << 4)] for j, b in enumerate(qs)])
+    return out
+
+
+def _quantize_iq4_nl(values):
+    xs = _blocks(values, 32)
+    mids = _IQ4NL_MIDS
+    grid = IQ4NL_VALUES
+    out = bytearray()
+    for i in range(0, len(xs), 32):
+        chunk = xs[i:i + 32]
+        peak = 0.0
+        for x in chunk:
+            if abs(x) > abs(peak):
+                peak = x
+        d = 0.0
+        if peak:
+            # Grids mapping the peak near -127 (the grid's long end) or near +113;
+            # for each, nearest grid values and the least-squares d.
+            best = -1.0
+            for target in (-127, -124, -121, -118, -115, -112, -109, 113, 110, 107):
+                iscale = target / peak
+                ks = [grid[bisect.bisect_left(mids, x * iscale)] for x in chunk]
+                skk = sum([k * k for k in ks])
+                sxk = sum([x * k for x, k in zip(chunk, ks)])
+                if sxk * sxk / skk > best:
+                    best, d = sxk * sxk / skk, sxk / skk
+        d = _f16(d)
+        if d:
+            inv = 1.0 / d
+            q = [bisect.bisect_left(mids, x * inv) for x in chunk]
+        else:
+            q = [8] * 32  # grid value 1: y = 0 * 1 = 0
+        out += struct.pack("<e", d) + bytes([q[j] | (q[j + 16] << 4) for j in range(16)])
+    return bytes(out)
+
+
+def _dequantize_iq4_nl(data):
+    """IQ4_NL, 18 bytes: f16 d, qs[16] (nibbles as Q4_0).
+    y = d * (float)IQ4NL_VALUES[q], exact."""
+    out = []
+    for d, qs in struct.iter_unpack("<e16s", data):
+        lut = _f32s([d * k for k in IQ4NL_VALUES])
+        out.extend([lut[b & 15] for b in qs])
+        out.extend([lut[b >> 4] for b in qs])
+    return out
+
+
+# -- K-quants: 256-value super-blocks ---------------------------------------------
+
+def _superblock_scales(scales, levels):
+    # Quantize non-negative sub-block scales to 0..levels against one f16 step.
+    d = _f16(max(scales) / levels)
+    if not d:
+        return 0.0, [0] * len(scales)
+    return d, [min(levels, _nearest(s / d)) for s in scales]
+
+
+def _superblock_signed(scales, lo, hi):
+    # Quantize signed sub-block scales to lo..hi: the largest magnitude maps to lo.
+    peak = 0.0
+    for s in scales:
+        if abs(s) > abs(peak):
+            peak = s
+    d = _f16(peak / lo)
+    if not d:
+        return 0.0, [0] * len(scales)
+    return d, [max(lo, min(hi, _nearest(s / d))) for s in scales]
+
+
+def _quantize_q2_k(values):
+    xs = _blocks(values, 256)
+    out = bytearray()
+    for i in range(0, len(xs), 256):
+        block = xs[i:i + 256]
+        subs = [block[s * 16:(s + 1) * 16] for s in range(16)]
+        fits = [_fit_affine(sub, 3, True) for sub in subs]
+        d, sc = _superblock_scales([a for a, _ in fits], 15)
+        dmin, mn = _superblock_scales([-b for _, b in fits], 15)
+        qs = bytearray(64)
+        for s in range(16):
+            q = _codes_affine(subs[s], f32(d * sc[s]), f32(dmin * mn[s]), 3)
+            # Element e = 128h + 32j + l sits in qs[32h + l] at bits 2j.
+            base = s * 16
+            for l, code in enumerate(q):
+                e = base + l
+                qs[(e >> 7) * 32 + (e & 31)] |= code << (2 * ((e >> 5) & 3))
+        out += bytes([sc[s] | (mn[s] << 4) for s in range(16)]) + qs
+        out += struct.pack("<ee", d, dmin)
+    return bytes(out)
+
+
+def _dequantize_q2_k(data):
+    """Q2_K, 84 bytes: scales[16], qs[64], f16 d, f16 dmin. Element e (0..255) is
+    in sub-block e // 16 with sc = scales[e // 16], and its 2-bit code is
+    (qs[32*(e // 128) + e % 32] >> (2 * ((e // 32) % 4))) & 3.
+    dl = d * (float)(sc & 15); ml = dmin * (float)(sc >> 4); y = dl * (float)q - ml
+    (each rounded to binary32; only the subtraction is inexact)."""
+    out = []
+    for scales, qs, d, dmin in struct.iter_unpack("<16s64see", data):
+        for s in range(16):
+            sc = scales[s]
+            dl = f32(d * (sc & 15))
+            ml = f32(dmin * (sc >> 4))
+            lut = _f32s([dl * q - ml for q in range(4)])
+            shift = 2 * ((s >> 1) & 3)
+            start = (s >> 3) * 32 + (s & 1) * 16
+            out.extend([lut[(b >> shift) & 3] for b in qs[start:start + 16]])
+    return out
+
+
+def _q3_k_scales(raw):
+    # The 16 six-bit scales (0..63, before the -32) of a Q3_K block: the low nibble
+    # of scale j is nibble j // 8 of raw[j % 8], its top two bits are bits
+    # 2 * (j // 4) of raw[8 + j % 4] (what ggml's kmask1/kmask2 shuffle unpacks).
+    return [((raw[j & 7] >> (4 * (j >> 3))) & 15)
+            | (((raw[8 + (j & 3)] >> (2 * (j >> 2))) & 3) << 4)
+            for j in range(16)]
+
+
+def _quantize_q3_k(values):
+    xs = _blocks(values, 256)
+    out = bytearray()
+    for i in range(0, len(xs), 256):
+        block = xs[i:i + 256]
+        subs = [block[s * 16:(s + 1) * 16] for s in range(16)]
+        d, sc = _superblock_signed([_fit_symmetric(sub, 4, 3) for sub in subs], -32, 31)
+        hmask = bytearray(32)
+        qs = bytearray(64)
+        for s in range(16):
+            u = _codes_symmetric(subs[s], f32(d * sc[s]), 4, 3)  # q + 4, 0..7
+            base = s * 16
+            for l, code in enumerate(u):
+                e = base + l
+                qs[(e >> 7) * 32 + (e & 31)] |= (code & 3) << (2 * ((e >> 5) & 3))
+                hmask[e & 31] |= (code >> 2) << (e >> 5)
+        raw = bytearray(12)
+        for j in range(16):
+            v = sc[j] + 32
+            raw[j & 7] |= (v & 15) << (4 * (j >> 3))
+            raw[8 + (j & 3)] |= (v >> 4) << (2 * (j >> 2))
+        out += hmask + qs + raw + struct.pack("<e", d)
+    return bytes(out)
+
+
+def _dequantize_q3_k(data):
+    """Q3_K, 110 bytes: hmask[32], qs[64], scales[12], f16 d. Element e (0..255):
+    sub-block e // 16, scale sc = _q3_k_scales(scales)[e // 16] (0..63); low code
+    lo = (qs[32*(e // 128) + e % 32] >> (2 * ((e // 32) % 4))) & 3; high bit
+    h = (hmask[e % 32] >> (e // 32)) & 1.
+    dl = d * (float)(sc - 32); y = dl * (float)(lo - (h ? 0 : 4)), both exact."""
+    out = []
+    for hmask, qs, raw, d in struct.iter_unpack("<32s64s12se", data):
+        scales = _q3_k_scales(raw)
+        for s in range(16):
+            dl = f32(d * (scales[s] - 32))
+            lut = _f32s([dl * (u - 4) for u in range(8)])  # u = lo + 4*h
+            jj = (s >> 1) & 3
+            shift = 2 * jj
+            bit = (s >> 3) * 4 + jj
+            start = (s & 1) * 16
+            qstart = (s >> 3) * 32 + start
+            out.extend([lut[((qs[qstart + l] >> shift) & 3)
+                            | (((hmask[start + l] >> bit) & 1) << 2)]
+                        for l in range(16)])
+    return out
+
+
+def _scale_min_k4(j, raw):
+    # Six-bit scale and min of sub-block j from Q4_K/Q5_K's 12 packed bytes
+    # (ggml's get_scale_min_k4).
+    if j < 4:
+        return raw[j] & 63, raw[j + 4] & 63
+    return ((raw[j + 4] & 15) | ((raw[j - 4] >> 6) << 4),
+            (raw[j + 4] >> 4) | ((raw[j] >> 6) << 4))
+
+
+def _pack_scale_min_k4(sc, mn):
+    raw = bytearray(12)
+    for j in range(4):
+        raw[j] = sc[j] | ((sc[j + 4] >> 4) << 6)
+        raw[j + 4] = mn[j] | ((mn[j + 4] >> 4) << 6)
+        raw[j + 8] = (sc[j + 4] & 15) | ((mn[j + 4] & 15) << 4)
+    return bytes(raw)
+
+
+def _quantize_k_affine(values, nmax):
+    # Q4_K (nmax 15) and Q5_K (nmax 31): eight 32-value sub-blocks.
+    xs = _blocks(values, 256)
+    out = bytearray()
+    for i in range(0, len(xs), 256):
+        block = xs[i:i + 256]
+        subs = [block[s * 32:(s + 1) * 32] for s in range(8)]
+        fits = [_fit_affine(sub, nmax, True) for sub in subs]
+        d, sc = _superblock_scales([a for a, _ in fits], 63)
+        dmin, mn = _superblock_scales([-b for _, b in fits], 63)
+        codes = [_codes_affine(subs[s], f32(d * sc[s]), f32(dmin * mn[s]), nmax) for s in range(8)]
+        out += struct.pack("<ee", d, dmin) + _pack_scale_min_k4(sc, mn)
+        if nmax == 31:
+            # qh[l] bit s holds bit 4 of sub-block s's code l.
+            qh = bytearray(32)
+            for s in range(8):
+                for l, code in enumerate(codes[s]):
+                    qh[l] |= (code >> 4) << s
+            out += qh
+        for c in range(4):
+            lo, hi = codes[2 * c], codes[2 * c + 1]
+            out += bytes([(lo[l] & 15) | ((hi[l] & 15) << 4) for l in range(32)])
+    return bytes(out)
+
+
+def _dequantize_q4_k(data):
+    """Q4_K, 144 bytes: f16 d, f16 dmin, scales[12], qs[128]. Sub-block s (0..7) holds
+    elements 32s..32s+31; (sc, m) = _scale_min_k4(s, scales); its code l is
+    qs[32*(s // 2) + l] & 15 for even s, >> 4 for odd s.
+    d1 = d * (float)sc; m1 = dmin * (float)m; y = d1 * (float)q - m1
+    (each rounded to binary32; only the subtraction is inexact)."""
+    out = []
+    for d, dmin, raw, qs in struct.iter_unpack("<ee12s128s", data):
+        for s in range(8):
+            sc, m = _scale_min_k4(s, raw)
+            d1 = f32(d * sc)
+            m1 = f32(dmin * m)
+            lut = _f32s([d1 * q - m1 for q in range(16)])
+            chunk = qs[32 * (s >> 1):32 * (s >> 1) + 32]
+            if s & 1:
+                out.extend([lut[b >> 4] for b in chunk])
+            else:
+                out.extend([lut[b & 15] for b in chunk])
+    return out
+
+
+def _dequantize_q5_k(data):
+    """Q5_K, 176 bytes: f16 d, f16 dmin, scales[12], qh[32], qs[128]. As Q4_K, with
+    bit 4 of sub-block s's code l in (qh[l] >> s) & 1 (ggml's u1/u2 masks, shifted by
+    2 per 64-value chunk).
+    d1 = d * (float)sc; m1 = dmin * (float)m; y = d1 * (float)q - m1
+    (each rounded to binary32; only the subtraction is inexact)."""
+    out = []
+    for d, dmin, raw, qh, qs in struct.iter_unpack("<ee12s32s128s", data):
+        for s in range(8):
+            sc, m = _scale_min_k4(s, raw)
+            d1 = f32(d * sc)
+            m1 = f32(dmin * m)
+            lut = _f32s([d1 * q - m1 for q in range(32)])
+            chunk = qs[32 * (s >> 1):32 * (s >> 1) + 32]
+            shift = 4 * (s & 1)
+            out.extend([lut[((b >> shift) & 15) | (((h >> s) & 1) << 4)]
+                        for b, h in zip(chunk, qh)])
+    return out
+
+
+def _quantize_q6_k(values):
+    xs = _blocks(values, 256)
+    out = bytearray()
+    for i in range(0, len(xs), 256):
+        block = xs[i:i + 256]
+        subs = [block[s * 16:(s + 1) * 16] for s in range(16)]
+        d, sc = _superblock_signed([_fit_symmetric(sub, 32, 31) for sub in subs], -128, 127)
+        ql = bytearray(128)
+        qh = bytearray(64)
+        for s in range(16):
+            u = _codes_symmetric(subs[s], f32(d * sc[s]), 32, 31)  # q + 32, 0..63
+            base = s * 16
+            for l, code in enumerate(u):
+                # Element e = 128h + 32g + l: low nibble in ql[64h + 32(g & 1) + l]
+                # (high half of the byte for g >= 2), top bits in qh[32h + l] at 2g.
+                e = base + l
+                h, g, ll = e >> 7, (e >> 5) & 3, e & 31
+                ql[64 * h + 32 * (g & 1) + ll] |= (code & 15) << (4 * (g >> 1))
+                qh[32 * h + ll] |= (code >> 4) << (2 * g)
+        out += ql + qh + struct.pack("<16b", *sc) + struct.pack("<e", d)
+    return bytes(out)
+
+
+def _dequantize_q6_k(data):
+    """Q6_K, 210 bytes: ql[128], qh[64], int8 scales[16], f16 d. Element
+    e = 128h + 32g + l (h 0..1, g 0..3, l 0..31): low nibble of
+    ql[64h + 32(g & 1) + l] (g < 2) or its high nibble (g >= 2), bits 4-5 from
+    (qh[32h + l] >> 2g) & 3; sub-block e // 16 gives sc = scales[e // 16].
+    y = (d * (float)sc) * (float)(q - 32), both products exact."""
+    out = []
+    for ql, qh, raw, d in struct.iter_unpack("<128s64s16se", data):
+        scales = struct.unpack("<16b", raw)
+        for s in range(16):
+            ds = f32(d * scales[s])
+            h, g, half = s >> 3, (s >> 1) & 3, (s & 1) * 16
+            lstart = 64 * h + 32 * (g & 1) + half
+            hstart = 32 * h + half
+            lshift = 4 * (g >> 1)
+            hshift = 2 * g
+            out.extend(_f32s([ds * ((((ql[lstart + l] >> lshift) & 15)
+                                     | (((qh[hstart + l] >> hshift) & 3) << 4)) - 32)
+                              for l in range(16)]))
+    return out
+
+
+# -- BF16 ---------------------------------------------------------------------------
+
+def _quantize_bf16(values):
+    """The top half of each binary32, rounded to nearest even; NaN stays a (quiet) NaN."""
+    try:
+        words = struct.unpack("<%dI" % len(values), struct.pack("<%df" % len(values), *values))
+    except OverflowError:
+        words = struct.unpack("<%dI" % len(values),
+                              struct.pack("<%df" % len(values), *[f32(v) for v in values]))
+    out = []
+    for w in words:
+        if (w & 0x7FFFFFFF) > 0x7F800000:
+            out.append((w >> 16) | 0x40)  # keep sign and top payload, force quiet
+        else:
+            out.append((w + 0x7FFF + ((w >> 16) & 1)) >> 16)
+    return struct.pack("<%dH" % len(out), *out)
+
+
+def _dequantize_bf16(data):
+    """BF16: y = the binary32 whose top 16 bits are the stored ones (exact)."""
+    data = bytes(data)
+    wide = bytearray(2 * len(data))
+    wide[2::4] = data[0::2]
+    wide[3::4] = data[1::2]
+    return list(struct.unpack("<%df" % (len(data) // 2), wide))
+
+
+_ENCODERS = {
+    GGML_Q8_0: _quantize_q8_0,
+    GGML_Q4_0: _quantize_q4_0,
+    GGML_Q4_1: _quantize_q4_1,
+    GGML_Q5_0: _quantize_q5_0,
+    GGML_Q5_1: _quantize_q5_1,
+    GGML_Q2_K: _quantize_q2_k,
+    GGML_Q3_K: _quantize_q3_k,
+    GGML_Q4_K: lambda values: _quantize_k_affine(values, 15),
+    GGML_Q5_K: lambda values: _quantize_k_affine(values, 31),
+    GGML_Q6_K: _quantize_q6_k,
+    GGML_IQ4_NL: _quantize_iq4_nl,
+    GGML_BF16: _quantize_bf16,
+}
+
+_DECODERS = {
+    GGML_Q4_1: _dequantize_q4_1,
+    GGML_Q5_0: _dequantize_q5_0,
+    GGML_Q5_1: _dequantize_q5_1,
+    GGML_Q2_K: _dequantize_q2_k,
+    GGML_Q3_K: _dequantize_q3_k,
+    GGML_Q4_K: _dequantize_q4_k,
+    GGML_Q5_K: _dequantize_q5_k,
+    GGML_Q6_K: _dequantize_q6_k,
+    GGML_IQ4_NL: _dequantize_iq4_nl,
+    GGML_BF16: _dequantize_bf16,
+}
+
+
 def quantize(values, ggml_type):
-    """Encode a flat list of floats (ne[0] innermost) as F32, F16, Q8_0 or Q4_0 bytes."""
+    """Encode a flat list of floats (ne[0] innermost) as bytes of ggml_type (any type
+    in TYPE_BY_NAME)."""
     n = len(values)
     if ggml_type == GGML_F32:
         return struct.pack("<%df" % n, *values)
     if ggml_type == GGML_F16:
         return struct.pack("<%de" % n, *values)
-    if ggml_type in (GGML_Q8_0, GGML_Q4_0):
-        if n % 32:
-            raise GGUFError("%d values is not a whole number of 32-value blocks" % n)
-        if ggml_type == GGML_Q8_0:
-            return _quantize_q8_0(values)
-        return _quantize_q4_0(values)
-    raise GGUFError("cannot encode ggml type %s" % type_name(ggml_type))
+    if ggml_type not in _ENCODERS:
+        raise GGUFError("cannot encode ggml type %s" % type_name(ggml_type))
+    block = GGML_TYPES[ggml_type][1]
+    if n % block:
+        raise GGUFError("%d values is not a whole number of %d-value blocks" % (n, block))
+    return _ENCODERS[ggml_type](values)
 
 
 def dequantize(data, ggml_type):
-    """Decode F32, F16, Q8_0 or Q4_0 bytes to a flat list of floats."""
+    """Decode bytes of ggml_type (any type in TYPE_BY_NAME) to a flat list of floats."""
+    if ggml_type in GGML_TYPES and ggml_type != GGML_F32:
+        size = GGML_TYPES[ggml_type][2]
+        if len(data) % size:
+            raise GGUFError("%d bytes is not a whole number of %d-byte %s blocks"
+                            % (len(data), size, type_name(ggml_type)))
     if ggml_type == GGML_F32:
         return list(struct.unpack("<%df" % (len(data) // 4), data))
     if ggml_type == GGML_F16:
@@ -216,6 +834,8 @@ def dequantize(data, ggml_type):
             out.extend(((b & 0x0F) - 8) * d for b in packed)
             out.extend(((b >> 4) - 8) * d for b in packed)
         return out
+    if ggml_type in _DECODERS:
+        return _DECODERS[ggml_type](data)
     raise GGUFError("cannot decode ggml type %s" % type_name(ggml_type))
 
 
@@ -672,17 +1292,138 @@ def set_file_type(metadata, ggml_type):
     metadata["general.file_type"] = (GGUF_U32, FILE_TYPE_FOR[ggml_type])
 
 
+# Types convert can read back (quantize() encodes all of them too).
+DECODABLE = (GGML_F32, GGML_F16, GGML_BF16, GGML_Q8_0, GGML_Q4_0, GGML_Q4_1, GGML_Q5_0,
+             GGML_Q5_1, GGML_Q2_K, GGML_Q3_K, GGML_Q4_K, GGML_Q5_K, GGML_Q6_K, GGML_IQ4_NL)
+
+
 def convert_tensors(tensors, ggml_type):
     """Re-encode every 2-D tensor of a decodable type to ggml_type; 1-D ones stay."""
-    decodable = (GGML_F32, GGML_F16, GGML_Q8_0, GGML_Q4_0)
+    return convert_tensors_to(tensors, {t["name"]: ggml_type for t in tensors})
+
+
+def convert_tensors_to(tensors, types):
+    """Re-encode each 2-D tensor named in `types` to its type there; 1-D ones stay."""
     result = []
     for t in tensors:
         t = dict(t)
-        if len(t["ne"]) == 2 and t["type"] in decodable and t["type"] != ggml_type:
+        ggml_type = types.get(t["name"])
+        if (ggml_type is not None and len(t["ne"]) == 2 and t["type"] in DECODABLE
+                and t["type"] != ggml_type):
             tensor_nbytes(ggml_type, t["ne"])  # raises if ne[0] does not fit the blocks
             t["data"] = quantize(tensor_values(t), ggml_type)
             t["type"] = ggml_type
         result.append(t)
+    return result
+
+
+# llama-quantize presets: name -> (default ggml type, general.file_type).
+MIXES = {
+    "q8_0": (GGML_Q8_0, 7),
+    "q4_0": (GGML_Q4_0, 2),
+    "q4_1": (GGML_Q4_1, 3),
+    "q5_0": (GGML_Q5_0, 8),
+    "q5_1": (GGML_Q5_1, 9),
+    "iq4_nl": (GGML_IQ4_NL, 25),
+    "q6_k": (GGML_Q6_K, 18),
+    "q4_k_m": (GGML_Q4_K, 15),
+    "q5_k_m": (GGML_Q5_K, 17),
+}
+
+# What llama.cpp falls back to when ne[0] is not a whole number of the chosen type's
+# blocks (then F16 if that does not fit either).
+_FALLBACK = {GGML_Q2_K: GGML_IQ4_NL, GGML_Q3_K: GGML_IQ4_NL, GGML_Q4_K: GGML_Q5_0,
+             GGML_Q5_K: GGML_Q5_1, GGML_Q6_K: GGML_Q8_0}
+
+
+def _use_more_bits(i, n):
+    # The layers llama.cpp's _M mixes give more bits: the first and last eighth
+    # and every third layer between.
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+def _layer_of(name):
+    # "blk.N." -> N; -1 for tensors outside the layers.
+    if name.startswith("blk."):
+        head = name[4:].split(".", 1)[0]
+        if head.isdigit():
+            return int(head)
+    return -1
+
+
+def mix_types(mix, metadata, tensors):
+    """{tensor name: ggml type} as llama-quantize's default (non --pure, no imatrix)
+    rules pick them for `mix`, for the tensors it would quantize.
+
+    Follows llama.cpp's llama_tensor_get_type for these presets:
+      * output.weight (token_embd.weight when the model has no output.weight, i.e.
+        tied) -> Q8_0 when its ne[0] is not a multiple of the base type's block, else
+        Q6_K unless the base is Q8_0;
+      * q4_k_m, q5_k_m: attn_v.weight and ffn_down -> Q6_K on the use_more_bits
+        layers (i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2); attn_qkv.weight ->
+        Q5_K (q4_k_m) or Q6_K (q5_k_m);
+      * iq4_nl: attn_v.weight -> Q5_K when n_head / n_head_kv >= 4, ffn_down -> Q5_K
+        on layers i < n/8;
+      * everything else at the base type; then a type whose block does not divide
+        ne[0] falls back as llama.cpp does (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0,
+        and F16 if that does not fit either); a legacy base type that does not fit
+        is an error there and here.
+    Simplified: the layer index is read from the "blk.N." name (llama.cpp counts
+    attn_v/ffn_down tensors in its layer-then-name order, the same for llama files);
+    the Falcon, 70B, n_expert == 8 and MoE special cases and the output/embedding
+    type overrides are not modelled. Tensors quantized: 2-D, name ending in
+    "weight", not a norm.
+    """
+    if mix not in MIXES:
+        raise GGUFError("unknown mix %r (%s)" % (mix, ", ".join(sorted(MIXES))))
+    base = MIXES[mix][0]
+    arch = metadata.get("general.architecture", (GGUF_STRING, "llama"))[1]
+    names = [t["name"] for t in tensors]
+    n_layer = metadata.get(arch + ".block_count", (GGUF_U32, None))[1]
+    if n_layer is None:
+        n_layer = max([_layer_of(n) for n in names] + [-1]) + 1
+    n_attention_wv = sum(1 for n in names if "attn_v.weight" in n or "attn_qkv.weight" in n)
+    n_head = metadata.get(arch + ".attention.head_count", (GGUF_U32, 1))[1]
+    n_head_kv = metadata.get(arch + ".attention.head_count_kv", (GGUF_U32, n_head))[1] or n_head
+    n_gqa = n_head // n_head_kv if n_head_kv else 1
+    has_output = "output.weight" in names
+    result = {}
+    for t in tensors:
+        name, ne = t["name"], t["ne"]
+        if len(ne) != 2 or not name.endswith("weight") or "_norm.weight" in name:
+            continue
+        layer = _layer_of(name)
+        new = base
+        if name == "output.weight" or (not has_output and name == "token_embd.weight"):
+            if ne[0] % GGML_TYPES[base][1]:
+                new = GGML_Q8_0
+            elif base != GGML_Q8_0:
+                new = GGML_Q6_K
+        elif name == "token_embd.weight":
+            pass
+        elif "attn_v.weight" in name:
+            if mix == "iq4_nl" and n_gqa >= 4:
+                new = GGML_Q5_K
+            elif mix in ("q4_k_m", "q5_k_m") and _use_more_bits(layer, n_attention_wv):
+                new = GGML_Q6_K
+        elif "ffn_down" in name:
+            if mix in ("q4_k_m", "q5_k_m") and _use_more_bits(layer, n_layer):
+                new = GGML_Q6_K
+            elif mix == "iq4_nl" and layer < n_layer // 8:
+                new = GGML_Q5_K
+        elif "attn_qkv.weight" in name:
+            if mix == "q4_k_m":
+                new = GGML_Q5_K
+            elif mix == "q5_k_m":
+                new = GGML_Q6_K
+        if ne[0] % GGML_TYPES[new][1]:
+            if new not in _FALLBACK:
+                raise GGUFError("%s: ne[0]=%d is not a multiple of the %s block size %d"
+                                % (name, ne[0], type_name(new), GGML_TYPES[new][1]))
+            new = _FALLBACK[new]
+            if ne[0] % GGML_TYPES[new][1]:
+                new = GGML_F16
+        result[name] = new
     return result
 
 
@@ -703,7 +1444,7 @@ BAD_CASES = {
     "unknown-arch": 'general.architecture is "mamba"',
     "missing-tensor": "blk.0.ffn_up.weight is absent",
     "misshaped-tensor": "blk.0.attn_k.weight has one extra row (ne[1] + 1)",
-    "unsupported-type": "blk.0.attn_q.weight has ggml type 12 (Q4_K)",
+    "unsupported-type": "blk.0.attn_q.weight has ggml type 15 (Q8_K, an activation-only format)",
     "bad-value-type": "a metadata value has type 99",
     "huge-string": "a metadata key claims a length of 2^62",
     "huge-array": "an array claims 2^60 elements",
@@ -765,10 +1506,10 @@ def make_bad(case, metadata, tensors, version=3):
         t["data"] = t["data"] + t["data"][:row_bytes]
     elif case == "unsupported-type":
         t = tensors[_tensor_index(tensors, "blk.0.attn_q.weight")]
-        _, block, size = GGML_TYPES[GGML_Q4_K]
+        _, block, size = GGML_TYPES[15]
         nbytes = (n_elements(t["ne"]) + block - 1) // block * size
-        t["type"] = GGML_Q4_K
-        t["data"] = random.Random(GGML_Q4_K).randbytes(nbytes)
+        t["type"] = 15
+        t["data"] = random.Random(15).randbytes(nbytes)
     elif case == "bad-alignment" and "general.alignment" not in metadata:
         metadata["general.alignment"] = (GGUF_U32, alignment)
 
@@ -897,9 +1638,13 @@ def _cmd_model(args):
 
 def _cmd_convert(args):
     version, metadata, tensors = read_gguf(args.input)
-    ggml_type = TYPE_BY_NAME[args.type]
-    tensors = convert_tensors(tensors, ggml_type)
-    set_file_type(metadata, ggml_type)
+    if args.mix:
+        tensors = convert_tensors_to(tensors, mix_types(args.mix, metadata, tensors))
+        metadata["general.file_type"] = (GGUF_U32, MIXES[args.mix][1])
+    else:
+        ggml_type = TYPE_BY_NAME[args.type]
+        tensors = convert_tensors(tensors, ggml_type)
+        set_file_type(metadata, ggml_type)
     write_gguf(args.out, metadata, tensors, version)
 
 
@@ -961,7 +1706,10 @@ def main(argv=None):
     p = sub.add_parser("convert", help="re-encode the 2-D tensors of a model")
     p.add_argument("input")
     p.add_argument("out")
-    p.add_argument("--type", choices=types, required=True)
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument("--type", choices=types, help="every 2-D tensor in this type")
+    how.add_argument("--mix", choices=sorted(MIXES),
+                     help="types per tensor as llama-quantize's preset of this name picks them")
     p.set_defaults(func=_cmd_convert)
 
     p = sub.add_parser("copy", help="read a model and write it back unchanged")

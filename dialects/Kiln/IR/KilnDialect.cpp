@@ -51,9 +51,20 @@ LogicalResult I4GroupType::verify(function_ref<InFlightDiagnostic()> emitError,
   return verifyGroupSize(emitError, groupSize);
 }
 
+#define KILN_GGML_BLOCK_TYPES                                                            \
+  Q4_1Type, Q5_0Type, Q5_1Type, IQ4_NLType, Q2_KType, Q3_KType, Q4_KType, Q5_KType, Q6_KType
+
+bool kiln::isGgmlBlockType(Type elementType) { return isa<KILN_GGML_BLOCK_TYPES>(elementType); }
+
+bool kiln::isQuantizedType(Type elementType) {
+  return isa<Q8_0Type, Q4_0Type, I8GroupType, I4GroupType>(elementType) ||
+         isGgmlBlockType(elementType);
+}
+
 int64_t kiln::getBlockElements(Type elementType) {
   return llvm::TypeSwitch<Type, int64_t>(elementType)
       .Case<Q8_0Type, Q4_0Type>([](auto) { return 32; })
+      .Case<KILN_GGML_BLOCK_TYPES>([](auto t) { return decltype(t)::kBlockElements; })
       .Case<I8GroupType, I4GroupType>([](auto t) { return t.getGroupSize(); })
       .Default([](Type) { return 1; });
 }
@@ -63,9 +74,10 @@ int64_t kiln::getBlockBytes(Type elementType) {
   return llvm::TypeSwitch<Type, int64_t>(elementType)
       .Case<Q8_0Type>([](auto) { return 34; })
       .Case<Q4_0Type>([](auto) { return 18; })
+      .Case<KILN_GGML_BLOCK_TYPES>([](auto t) { return decltype(t)::kBlockBytes; })
       .Case<I8GroupType>([](auto t) { return 2 + t.getGroupSize(); })
       .Case<I4GroupType>([](auto t) { return 2 + t.getGroupSize() / 2; })
-      .Case<Float16Type>([](auto) { return 2; })
+      .Case<Float16Type, BFloat16Type>([](auto) { return 2; })
       .Default([](Type t) { return (t.getIntOrFloatBitWidth() + 7) / 8; });
 }
 

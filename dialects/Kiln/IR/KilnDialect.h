@@ -15,6 +15,13 @@
 
 namespace kiln {
 
+/// True for the GGUF block formats beyond q8_0 / q4_0 (q4_1 ... q6_k, iq4_nl).
+bool isGgmlBlockType(mlir::Type elementType);
+
+/// True for every block-quantized element type: matmuls over it read their
+/// input quantized to int8.
+bool isQuantizedType(mlir::Type elementType);
+
 /// Number of logical elements that share one scale: 1 for f32/f16, the block or
 /// group size for quantized element types.
 int64_t getBlockElements(mlir::Type elementType);

@@ -149,8 +149,7 @@ static LogicalResult verifyFusedNorm(Operation *op, Value input, Value norm,
     return failure();
   if (!epsilon || !(*epsilon > 0.0f))
     return op->emitOpError("expects a positive epsilon with its norm");
-  if (!isa<Q8_0Type, Q4_0Type, I8GroupType, I4GroupType>(
-          cast<RankedTensorType>(weight.getType()).getElementType()))
+  if (!isQuantizedType(cast<RankedTensorType>(weight.getType()).getElementType()))
     return op->emitOpError("normalizes its input only for int8 or int4 weights");
   return success();
 }

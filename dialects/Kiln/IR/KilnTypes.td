@@ -34,9 +34,39 @@ class Kiln_GroupType<string name, string typeMnemonic, int bitWidth>
 def Kiln_I8GroupType : Kiln_GroupType<"I8Group", "i8g", 8>;
 def Kiln_I4GroupType : Kiln_GroupType<"I4Group", "i4g", 4>;
 
+// The other GGUF block formats, kept in the file's layout (GgmlBlocks.h in
+// compiler/quant describes each). Kernels read them in the row layout.
+class Kiln_GgmlBlockType<string name, string typeMnemonic, int elements, int bytes,
+                         string what>
+    : Kiln_Type<name, typeMnemonic> {
+  let summary = "GGUF " # name # ": " # what # " (" # bytes # " bytes per " # elements #
+                " elements)";
+  let extraClassDeclaration = [{
+    static constexpr int64_t kBlockElements = }] # elements # [{;
+    static constexpr int64_t kBlockBytes = }] # bytes # [{;
+  }];
+}
+
+def Kiln_Q4_1Type : Kiln_GgmlBlockType<"Q4_1", "q4_1", 32, 20, "4-bit, f16 scale and min">;
+def Kiln_Q5_0Type : Kiln_GgmlBlockType<"Q5_0", "q5_0", 32, 22, "5-bit, f16 scale">;
+def Kiln_Q5_1Type : Kiln_GgmlBlockType<"Q5_1", "q5_1", 32, 24, "5-bit, f16 scale and min">;
+def Kiln_IQ4_NLType : Kiln_GgmlBlockType<"IQ4_NL", "iq4_nl", 32, 18,
+                                         "4-bit indices into a fixed non-linear table">;
+def Kiln_Q2_KType : Kiln_GgmlBlockType<"Q2_K", "q2_k", 256, 84,
+                                       "2-bit, 4-bit scales and mins per 16">;
+def Kiln_Q3_KType : Kiln_GgmlBlockType<"Q3_K", "q3_k", 256, 110, "3-bit, 6-bit scales per 16">;
+def Kiln_Q4_KType : Kiln_GgmlBlockType<"Q4_K", "q4_k", 256, 144,
+                                       "4-bit, 6-bit scales and mins per 32">;
+def Kiln_Q5_KType : Kiln_GgmlBlockType<"Q5_K", "q5_k", 256, 176,
+                                       "5-bit, 6-bit scales and mins per 32">;
+def Kiln_Q6_KType : Kiln_GgmlBlockType<"Q6_K", "q6_k", 256, 210, "6-bit, int8 scales per 16">;
+
+def Kiln_GgmlBlockElement : AnyTypeOf<[Kiln_Q4_1Type, Kiln_Q5_0Type, Kiln_Q5_1Type,
+                                       Kiln_IQ4_NLType, Kiln_Q2_KType, Kiln_Q3_KType,
+                                       Kiln_Q4_KType, Kiln_Q5_KType, Kiln_Q6_KType]>;
 def Kiln_QuantElement : AnyTypeOf<[Kiln_Q8_0Type, Kiln_Q4_0Type, Kiln_I8GroupType,
-                                   Kiln_I4GroupType]>;
-def Kiln_WeightElement : AnyTypeOf<[F32, F16, Kiln_QuantElement]>;
+                                   Kiln_I4GroupType, Kiln_GgmlBlockElement]>;
+def Kiln_WeightElement : AnyTypeOf<[F32, F16, BF16, Kiln_QuantElement]>;
 
 def Kiln_WeightTensor : RankedTensorOf<[Kiln_WeightElement]>;
 def Kiln_F32Tensor : RankedTensorOf<[F32]>;

@@ -115,7 +115,8 @@ void testNamesAndSizes() {
   check(parseFormat("Q8_0", s) && s.format == Format::Q8_0 && s.group == 32,
         "parse is case-insensitive");
   const char *bad[] = {"",     "q8",     "q8_1",  "i8g",   "i8g16", "i8g032",
-                       "i4g512", "i2g32", "i8g32x", "f32 ", "i8g-32", "bf16"};
+                       "i4g512", "i2g32", "i8g32x", "f32 ", "i8g-32", "q4_2",
+                       "q8_k", "iq4_xs", "q6_k0", "bf"};
   for (const char *name : bad) {
     FormatSpec t{Format::F16, 7};
     check(!parseFormat(name, t) && t.format == Format::F16 && t.group == 7,
@@ -699,6 +700,92 @@ void testRelativeError() {
 }
 
 // ---------------------------------------------------------------------------
+// The other ggml block formats (bit-exact decoding is cross-checked against an
+// independent Python decoder by block_formats_check.py)
+
+void putHalf(std::vector<uint8_t> &b, size_t at, float v) {
+  uint16_t h = f32ToF16(v);
+  b[at] = static_cast<uint8_t>(h & 0xFF);
+  b[at + 1] = static_cast<uint8_t>(h >> 8);
+}
+
+void testGgmlBlockFormats() {
+  struct {
+    const char *name;
+    size_t elements, bytes;
+  } sizes[] = {{"bf16", 1, 2},     {"q4_1", 32, 20},  {"q5_0", 32, 22},  {"q5_1", 32, 24},
+               {"iq4_nl", 32, 18}, {"q2_k", 256, 84}, {"q3_k", 256, 110}, {"q4_k", 256, 144},
+               {"q5_k", 256, 176}, {"q6_k", 256, 210}};
+  for (const auto &e : sizes) {
+    FormatSpec t = spec(e.name);
+    check(formatName(t) == e.name, std::string("parse/name round trip ") + e.name);
+    check(blockElements(t) == e.elements && blockBytes(t) == e.bytes,
+          std::string("block of ") + e.name);
+    check(rowBytes(t, 1024) == 1024 / e.elements * e.bytes, std::string("rowBytes of ") + e.name);
+  }
+
+  // Hand-made blocks. q4_k: d = 0.5, dmin = 0.25, sub-block 0 scale 3 min 2,
+  // sub-block 5 scale 33 (needs the high bits) min 17; codes 7 and 9.
+  {
+    std::vector<uint8_t> b(144, 0);
+    putHalf(b, 0, 0.5f), putHalf(b, 2, 0.25f);
+    b[4] = 3, b[8] = 2;                                   // sc0, m0
+    b[4 + 9] = (33 & 15) | ((17 & 15) << 4);              // low nibbles of sc5, m5
+    b[4 + 1] |= (33 >> 4) << 6, b[4 + 5] |= (17 >> 4) << 6; // their top bits
+    b[16 + 0] = 7;                      // element 0: low nibble of qs[0]
+    b[16 + 32 + 1] = 9 << 4;            // element 64 + 32 + 1: sub-block 3
+    b[16 + 64 + 2] = 9 << 4;            // element 128 + 32 + 2: sub-block 5
+    std::vector<float> y(256);
+    dequantize(spec("q4_k"), b.data(), 256, y.data());
+    check(y[0] == 0.5f * 3 * 7 - 0.25f * 2, "q4_k element 0");
+    check(y[1] == -0.25f * 2, "q4_k code 0 gives -dmin * m");
+    check(y[162] == 0.5f * 33 * 9 - 0.25f * 17, "q4_k sub-block 5 with 6-bit scale and min");
+  }
+  // q6_k: d = 0.125, scale of sub-block 9 = -5, element 9 * 16 + 3 = 147 is
+  // in half 1, i = 0, l = 19: low nibble of ql[64 + 19], bits 0-1 of qh[32 + 19].
+  {
+    std::vector<uint8_t> b(210, 0);
+    putHalf(b, 208, 0.125f);
+    b[192 + 9] = static_cast<uint8_t>(-5);
+    b[64 + 19] = 0x0B, b[128 + 32 + 19] = 0x2; // code 0x2B = 43
+    std::vector<float> y(256);
+    dequantize(spec("q6_k"), b.data(), 256, y.data());
+    check(y[147] == 0.125f * -5 * (43 - 32), "q6_k element 147");
+    check(y[146] == 0.125f * -5 * -32, "q6_k code 0 gives -32 steps");
+  }
+
+  // Round trips of N(0,1) rows: the usual ordering and magnitudes, and exact
+  // zeros for all-zero rows.
+  Rng rng{11};
+  const size_t n = 256 * 64;
+  std::vector<float> x(n), zeros(n, 0.0f), back(n);
+  for (float &v : x)
+    v = static_cast<float>(rng.gauss());
+  auto err = [&](const char *name) { return relativeRmsError(spec(name), x.data(), n); };
+  std::printf("  relative RMS error on %zu N(0,1) values:\n", n);
+  for (const auto &e : sizes)
+    std::printf("    %-7s %.6g\n", e.name, err(e.name));
+  check(err("q2_k") > err("q3_k") && err("q3_k") > err("q4_k") && err("q4_k") > err("q5_k") &&
+            err("q5_k") > err("q6_k") && err("q6_k") > err("q8_0"),
+        "k-quant error falls with the bits");
+  check(err("q4_1") < err("q4_0") && err("iq4_nl") < err("q4_0") && err("q5_0") < err("q4_1") &&
+            err("q5_1") < err("q4_1"),
+        "q4_1, iq4_nl below q4_0; five bits below four");
+  check(err("bf16") < 4e-3 && err("q6_k") < 0.02 && err("q4_k") < 0.1 && err("q2_k") < 0.4,
+        "k-quant errors in the expected range");
+  for (const auto &e : sizes) {
+    FormatSpec t = spec(e.name);
+    std::vector<uint8_t> p(rowBytes(t, n));
+    quantize(t, zeros.data(), n, p.data());
+    dequantize(t, p.data(), n, back.data());
+    bool zero = true;
+    for (float v : back)
+      zero = zero && v == 0.0f;
+    check(zero, std::string(e.name) + " keeps an all-zero row zero");
+  }
+}
+
+// ---------------------------------------------------------------------------
 // --encode / --decode for the Python cross-check
 
 bool readFile(const char *path, std::vector<uint8_t> &out) {
@@ -779,6 +866,7 @@ int main(int argc, char **argv) {
   testNonFinite();
   testRoundTrip();
   testRelativeError();
+  testGgmlBlockFormats();
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

@@ -165,3 +165,11 @@ func.func @add_shape_mismatch(%a: tensor<2x8xf32>, %b: tensor<2x4xf32>) {
   %c = "kiln.add"(%a, %b) : (tensor<2x8xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
   return
 }
+
+// -----
+
+func.func @k_quant_row_not_whole_super_blocks() {
+  // expected-error @+1 {{innermost dimension must be a multiple of the block size 256 of '!kiln.q4_k'}}
+  %w = kiln.weight "w" : tensor<4x128x!kiln.q4_k>
+  return
+}

@@ -1,0 +1,510 @@
+#include "compiler/quant/GgmlBlocks.h"
+
+#include <cmath>
+#include <cstring>
+
+#ifdef __FAST_MATH__
+#error "GgmlBlocks.cpp must be built without -ffast-math to stay bit-exact with ggml"
+#endif
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+namespace kiln::quant::ggml {
+
+const int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                 1,    13,   25,  38,  53,  69,  89,  113};
+
+namespace {
+
+// a * b rounded to binary32 before the caller adds to it (see Quantize.cpp).
+float mul(float a, float b) {
+  float p = a * b;
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && defined(__SSE__)
+  __asm__("" : "+x"(p));
+#elif defined(__GNUC__) && defined(__aarch64__)
+  __asm__("" : "+w"(p));
+#else
+  volatile float v = p;
+  p = v;
+#endif
+  return p;
+}
+
+float half(const uint8_t *p) { return f16ToF32(static_cast<uint16_t>(p[0] | (p[1] << 8))); }
+
+// Stores f16(v) and returns the value the decoder will read.
+float storeHalf(uint8_t *p, float v) {
+  uint16_t h = f32ToF16(v);
+  p[0] = static_cast<uint8_t>(h & 0xFF);
+  p[1] = static_cast<uint8_t>(h >> 8);
+  return f16ToF32(h);
+}
+
+// round(v) clamped to [lo, hi]; NaN gives the code nearest zero.
+int code(float v, int lo, int hi) {
+  if (std::isnan(v))
+    return lo > 0 ? lo : (hi < 0 ? hi : 0);
+  float r = std::roundf(v);
+  if (r <= static_cast<float>(lo))
+    return lo;
+  if (r >= static_cast<float>(hi))
+    return hi;
+  return static_cast<int>(r);
+}
+
+// The q4_k / q5_k packing of eight 6-bit scales and eight 6-bit mins.
+void scaleMinK4(int j, const uint8_t *q, int &sc, int &m) {
+  if (j < 4) {
+    sc = q[j] & 63;
+    m = q[j + 4] & 63;
+  } else {
+    sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+void packScaleMinK4(const int *sc, const int *m, uint8_t *q) {
+  for (int j = 0; j < 4; ++j) {
+    q[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+    q[j + 4] = static_cast<uint8_t>(m[j] | ((m[j + 4] >> 4) << 6));
+    q[j + 8] = static_cast<uint8_t>((sc[j + 4] & 15) | ((m[j + 4] & 15) << 4));
+  }
+}
+
+// The q3_k packing of sixteen 6-bit values: value s = 4 * group + i sits in
+// a nibble of byte i (groups 0, 2) or 4 + i (groups 1, 3), low nibble for
+// groups 0 and 1, and its top two bits in bits 2 * group of byte 8 + i.
+void unpackQ3Scales(const uint8_t *p, int *v) {
+  for (int s = 0; s < 16; ++s) {
+    int group = s / 4, i = s % 4;
+    uint8_t byte = p[(group & 1) ? 4 + i : i];
+    int low = group < 2 ? byte & 15 : byte >> 4;
+    v[s] = low | (((p[8 + i] >> (2 * group)) & 3) << 4);
+  }
+}
+
+void packQ3Scales(const int *v, uint8_t *p) {
+  std::memset(p, 0, 12);
+  for (int s = 0; s < 16; ++s) {
+    int group = s / 4, i = s % 4;
+    uint8_t &byte = p[(group & 1) ? 4 + i : i];
+    byte = static_cast<uint8_t>(byte | ((v[s] & 15) << (group < 2 ? 0 : 4)));
+    p[8 + i] = static_cast<uint8_t>(p[8 + i] | ((v[s] >> 4) << (2 * group)));
+  }
+}
+
+// --- decoders -------------------------------------------------------------
+
+void decodeQ4_1(const uint8_t *in, float *y) {
+  const float d = half(in), m = half(in + 2);
+  for (int j = 0; j < 16; ++j) {
+    y[j] = mul(static_cast<float>(in[4 + j] & 15), d) + m;
+    y[j + 16] = mul(static_cast<float>(in[4 + j] >> 4), d) + m;
+  }
+}
+
+uint32_t load32(const uint8_t *p) {
+  return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+}
+
+// The five-bit codes of q5_0 / q5_1 from qh and qs.
+void q5Codes(const uint8_t *qh4, const uint8_t *qs, int *q) {
+  const uint32_t qh = load32(qh4);
+  for (int j = 0; j < 16; ++j) {
+    q[j] = (qs[j] & 15) | static_cast<int>(((qh >> j) << 4) & 0x10);
+    q[j + 16] = (qs[j] >> 4) | static_cast<int>((qh >> (j + 12)) & 0x10);
+  }
+}
+
+void decodeQ5_0(const uint8_t *in, float *y) {
+  const float d = half(in);
+  int q[32];
+  q5Codes(in + 2, in + 6, q);
+  for (int j = 0; j < 32; ++j)
+    y[j] = static_cast<float>(q[j] - 16) * d;
+}
+
+void decodeQ5_1(const uint8_t *in, float *y) {
+  const float d = half(in), m = half(in + 2);
+  int q[32];
+  q5Codes(in + 4, in + 8, q);
+  for (int j = 0; j < 32; ++j)
+    y[j] = mul(static_cast<float>(q[j]), d) + m;
+}
+
+void decodeIq4nl(const uint8_t *in, float *y) {
+  const float d = half(in);
+  for (int j = 0; j < 16; ++j) {
+    y[j] = d * static_cast<float>(kIq4nlValues[in[2 + j] & 15]);
+    y[j + 16] = d * static_cast<float>(kIq4nlValues[in[2 + j] >> 4]);
+  }
+}
+
+void decodeQ2_K(const uint8_t *in, float *y) {
+  const uint8_t *scales = in, *qs = in + 16;
+  const float d = half(in + 80), dmin = half(in + 82);
+  for (int e = 0; e < 256; ++e) {
+    const int h = e / 128, j = e % 128 / 32, l = e % 32, sc = scales[e / 16];
+    const float dl = d * static_cast<float>(sc & 15), ml = dmin * static_cast<float>(sc >> 4);
+    y[e] = mul(dl, static_cast<float>((qs[32 * h + l] >> (2 * j)) & 3)) - ml;
+  }
+}
+
+void decodeQ3_K(const uint8_t *in, float *y) {
+  const uint8_t *hmask = in, *qs = in + 32;
+  const float d = half(in + 108);
+  int sc[16];
+  unpackQ3Scales(in + 96, sc);
+  for (int e = 0; e < 256; ++e) {
+    const int h = e / 128, j = e % 128 / 32, l = e % 32;
+    const int q = ((qs[32 * h + l] >> (2 * j)) & 3) - ((hmask[l] >> (4 * h + j)) & 1 ? 0 : 4);
+    y[e] = (d * static_cast<float>(sc[e / 16] - 32)) * static_cast<float>(q);
+  }
+}
+
+// q4_k and q5_k: `qh` null for q4_k.
+void decodeQ45_K(const uint8_t *in, const uint8_t *qh, const uint8_t *qs, float *y) {
+  const float d = half(in), dmin = half(in + 2);
+  for (int c = 0; c < 4; ++c) {
+    for (int part = 0; part < 2; ++part) {
+      int sc, m;
+      scaleMinK4(2 * c + part, in + 4, sc, m);
+      const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
+      for (int l = 0; l < 32; ++l) {
+        int q = part ? qs[32 * c + l] >> 4 : qs[32 * c + l] & 15;
+        if (qh && ((qh[l] >> (2 * c + part)) & 1))
+          q += 16;
+        y[64 * c + 32 * part + l] = mul(d1, static_cast<float>(q)) - m1;
+      }
+    }
+  }
+}
+
+void decodeQ6_K(const uint8_t *in, float *y) {
+  const uint8_t *ql = in, *qh = in + 128;
+  const int8_t *sc = reinterpret_cast<const int8_t *>(in + 192);
+  const float d = half(in + 208);
+  for (int e = 0; e < 256; ++e) {
+    const int h = e / 128, i = e % 128 / 32, l = e % 32;
+    const uint8_t low = ql[64 * h + 32 * (i & 1) + l];
+    const int q = ((i < 2 ? low & 15 : low >> 4) | (((qh[32 * h + l] >> (2 * i)) & 3) << 4)) - 32;
+    y[e] = (d * static_cast<float>(sc[e / 16])) * static_cast<float>(q);
+  }
+}
+
+// --- encoders -------------------------------------------------------------
+
+// x ~ scale * q + offset with q in [0, nmax] by least squared error: a few
+// scales around (max - min) / nmax, each refit by least squares. With
+// `offsetAtMostZero` (the k-quants store -offset as an unsigned min) the
+// offset is kept <= 0.
+struct Affine {
+  float scale = 0, offset = 0;
+};
+
+Affine fitAffine(const float *x, int n, int nmax, bool offsetAtMostZero) {
+  float lo = x[0], hi = x[0];
+  for (int i = 1; i < n; ++i) {
+    lo = x[i] < lo ? x[i] : lo;
+    hi = x[i] > hi ? x[i] : hi;
+  }
+  if (offsetAtMostZero && lo > 0)
+    lo = 0;
+  Affine best{0, lo};
+  if (!(hi > lo)) // constant (or NaN) block
+    return best;
+  double bestErr = INFINITY;
+  for (int t = -4; t <= 4; ++t) {
+    Affine a{(hi - lo) / (static_cast<float>(nmax) + 0.25f * static_cast<float>(t)), lo};
+    for (int pass = 0; pass < 2; ++pass) {
+      double sq = 0, sqq = 0, sx = 0, sqx = 0;
+      for (int i = 0; i < n; ++i) {
+        double q = code((x[i] - a.offset) / a.scale, 0, nmax);
+        sq += q, sqq += q * q, sx += x[i], sqx += q * x[i];
+      }
+      double det = n * sqq - sq * sq, s, o;
+      if (det <= 0)
+        break;
+      s = (n * sqx - sq * sx) / det;
+      o = (sx - s * sq) / n;
+      if (offsetAtMostZero && o > 0) {
+        o = 0;
+        s = sqx / sqq;
+      }
+      if (!(s > 0))
+        break;
+      a = {static_cast<float>(s), static_cast<float>(o)};
+    }
+    double err = 0;
+    for (int i = 0; i < n; ++i) {
+      double e = a.scale * code((x[i] - a.offset) / a.scale, 0, nmax) + a.offset - x[i];
+      err += e * e;
+    }
+    if (err < bestErr) {
+      bestErr = err;
+      best = a;
+    }
+  }
+  return best;
+}
+
+// x ~ scale * level(q): levels `lv` (count of them, ascending, the first the
+// most negative), by least squared error; the value of largest magnitude maps
+// near the first level.
+int nearestLevel(float v, const int *lv, int count) {
+  int best = 0;
+  float bestDist = INFINITY;
+  for (int i = 0; i < count; ++i) {
+    float dist = std::fabs(v - static_cast<float>(lv[i]));
+    if (dist < bestDist) {
+      bestDist = dist;
+      best = i;
+    }
+  }
+  return best;
+}
+
+float fitLevels(const float *x, int n, const int *lv, int count) {
+  float peak = 0;
+  for (int i = 0; i < n; ++i)
+    if (std::fabs(x[i]) > std::fabs(peak))
+      peak = x[i];
+  if (peak == 0 || std::isnan(peak))
+    return 0;
+  float best = peak / static_cast<float>(lv[0]);
+  double bestErr = INFINITY;
+  for (int t = -6; t <= 6; ++t) {
+    float s = peak / (static_cast<float>(lv[0]) * (1.0f + 0.03f * static_cast<float>(t)));
+    double sll = 0, slx = 0;
+    for (int i = 0; i < n; ++i) {
+      double l = lv[nearestLevel(x[i] / s, lv, count)];
+      sll += l * l, slx += l * x[i];
+    }
+    if (sll > 0)
+      s = static_cast<float>(slx / sll);
+    if (s == 0)
+      continue;
+    double err = 0;
+    for (int i = 0; i < n; ++i) {
+      double e = s * lv[nearestLevel(x[i] / s, lv, count)] - x[i];
+      err += e * e;
+    }
+    if (err < bestErr) {
+      bestErr = err;
+      best = s;
+    }
+  }
+  return best;
+}
+
+// Symmetric integer levels lo..hi as a table for fitLevels.
+float fitSymmetric(const float *x, int n, int lo, int hi) {
+  int lv[64];
+  for (int q = lo; q <= hi; ++q)
+    lv[q - lo] = q;
+  return fitLevels(x, n, lv, hi - lo + 1);
+}
+
+void encodeQ4_1(const float *x, uint8_t *out) {
+  Affine a = fitAffine(x, 32, 15, false);
+  const float d = storeHalf(out, a.scale), m = storeHalf(out + 2, a.offset);
+  for (int j = 0; j < 16; ++j) {
+    int q0 = d > 0 ? code((x[j] - m) / d, 0, 15) : 0;
+    int q1 = d > 0 ? code((x[j + 16] - m) / d, 0, 15) : 0;
+    out[4 + j] = static_cast<uint8_t>(q0 | (q1 << 4));
+  }
+}
+
+void packQ5(const int *q, uint8_t *qh4, uint8_t *qs) {
+  uint32_t qh = 0;
+  for (int j = 0; j < 16; ++j) {
+    qs[j] = static_cast<uint8_t>((q[j] & 15) | ((q[j + 16] & 15) << 4));
+    qh |= uint32_t(q[j] >> 4) << j | uint32_t(q[j + 16] >> 4) << (j + 16);
+  }
+  for (int i = 0; i < 4; ++i)
+    qh4[i] = static_cast<uint8_t>(qh >> (8 * i));
+}
+
+void encodeQ5_0(const float *x, uint8_t *out) {
+  const float d = storeHalf(out, fitSymmetric(x, 32, -16, 15));
+  int q[32];
+  for (int j = 0; j < 32; ++j)
+    q[j] = d != 0 ? code(x[j] / d, -16, 15) + 16 : 16;
+  packQ5(q, out + 2, out + 6);
+}
+
+void encodeQ5_1(const float *x, uint8_t *out) {
+  Affine a = fitAffine(x, 32, 31, false);
+  const float d = storeHalf(out, a.scale), m = storeHalf(out + 2, a.offset);
+  int q[32];
+  for (int j = 0; j < 32; ++j)
+    q[j] = d > 0 ? code((x[j] - m) / d, 0, 31) : 0;
+  packQ5(q, out + 4, out + 8);
+}
+
+void encodeIq4nl(const float *x, uint8_t *out) {
+  int lv[16];
+  for (int i = 0; i < 16; ++i)
+    lv[i] = kIq4nlValues[i];
+  const float d = storeHalf(out, fitLevels(x, 32, lv, 16));
+  for (int j = 0; j < 16; ++j) {
+    int q0 = d != 0 ? nearestLevel(x[j] / d, lv, 16) : 8;
+    int q1 = d != 0 ? nearestLevel(x[j + 16] / d, lv, 16) : 8;
+    out[2 + j] = static_cast<uint8_t>(q0 | (q1 << 4));
+  }
+}
+
+// The k-quants with a min: sub-blocks of `sub` elements with codes 0..nmax,
+// their scales and mins quantized to 0..smax against d and dmin. Writes the
+// codes to q and the sub-block scales and mins; returns d and dmin as stored
+// (through the caller's storeHalf).
+struct SuperBlock {
+  int sc[16], m[16];
+  float d, dmin;
+};
+
+void fitSuperAffine(const float *x, int sub, int nmax, int smax, uint8_t *dOut, uint8_t *dminOut,
+                    SuperBlock &sb, int *q) {
+  const int subs = 256 / sub;
+  float scale[16], min[16], maxScale = 0, maxMin = 0;
+  for (int s = 0; s < subs; ++s) {
+    Affine a = fitAffine(x + s * sub, sub, nmax, true);
+    scale[s] = a.scale, min[s] = -a.offset;
+    maxScale = scale[s] > maxScale ? scale[s] : maxScale;
+    maxMin = min[s] > maxMin ? min[s] : maxMin;
+  }
+  sb.d = storeHalf(dOut, maxScale / static_cast<float>(smax));
+  sb.dmin = storeHalf(dminOut, maxMin / static_cast<float>(smax));
+  for (int s = 0; s < subs; ++s) {
+    sb.sc[s] = sb.d > 0 ? code(scale[s] / sb.d, 0, smax) : 0;
+    sb.m[s] = sb.dmin > 0 ? code(min[s] / sb.dmin, 0, smax) : 0;
+    const float ds = sb.d * static_cast<float>(sb.sc[s]);
+    const float ms = sb.dmin * static_cast<float>(sb.m[s]);
+    for (int i = 0; i < sub; ++i)
+      q[s * sub + i] = ds > 0 ? code((x[s * sub + i] + ms) / ds, 0, nmax) : 0;
+  }
+}
+
+// The symmetric k-quants: sub-blocks of 16 with codes lo..hi, signed scales
+// quantized to slo..shi against d (the largest in magnitude maps to slo).
+void fitSuperSymmetric(const float *x, int lo, int hi, int slo, int shi, uint8_t *dOut,
+                       int *sc, int *q) {
+  float scale[16], peak = 0;
+  for (int s = 0; s < 16; ++s) {
+    scale[s] = fitSymmetric(x + 16 * s, 16, lo, hi);
+    if (std::fabs(scale[s]) > std::fabs(peak))
+      peak = scale[s];
+  }
+  const float d = storeHalf(dOut, peak / static_cast<float>(slo));
+  for (int s = 0; s < 16; ++s) {
+    sc[s] = d != 0 ? code(scale[s] / d, slo, shi) : 0;
+    const float ds = d * static_cast<float>(sc[s]);
+    for (int i = 0; i < 16; ++i)
+      q[16 * s + i] = ds != 0 ? code(x[16 * s + i] / ds, lo, hi) : 0;
+  }
+}
+
+void encodeQ2_K(const float *x, uint8_t *out) {
+  SuperBlock sb;
+  int q[256];
+  fitSuperAffine(x, 16, 3, 15, out + 80, out + 82, sb, q);
+  for (int s = 0; s < 16; ++s)
+    out[s] = static_cast<uint8_t>(sb.sc[s] | (sb.m[s] << 4));
+  std::memset(out + 16, 0, 64);
+  for (int e = 0; e < 256; ++e)
+    out[16 + 32 * (e / 128) + e % 32] |= static_cast<uint8_t>(q[e] << (2 * (e % 128 / 32)));
+}
+
+void encodeQ3_K(const float *x, uint8_t *out) {
+  int sc[16], q[256];
+  fitSuperSymmetric(x, -4, 3, -32, 31, out + 108, sc, q);
+  for (int s = 0; s < 16; ++s)
+    sc[s] += 32;
+  packQ3Scales(sc, out + 96);
+  std::memset(out, 0, 96);
+  for (int e = 0; e < 256; ++e) {
+    const int u = q[e] + 4, h = e / 128, j = e % 128 / 32, l = e % 32;
+    out[32 + 32 * h + l] |= static_cast<uint8_t>((u & 3) << (2 * j));
+    out[l] |= static_cast<uint8_t>((u >> 2) << (4 * h + j));
+  }
+}
+
+void encodeQ45_K(const float *x, bool five, uint8_t *out) {
+  SuperBlock sb;
+  int q[256];
+  fitSuperAffine(x, 32, five ? 31 : 15, 63, out, out + 2, sb, q);
+  packScaleMinK4(sb.sc, sb.m, out + 4);
+  uint8_t *qh = out + 16, *qs = five ? out + 48 : out + 16;
+  std::memset(out + 16, 0, five ? 160 : 128);
+  for (int e = 0; e < 256; ++e) {
+    const int c = e / 64, part = e % 64 / 32, l = e % 32;
+    qs[32 * c + l] |= static_cast<uint8_t>((q[e] & 15) << (4 * part));
+    if (five)
+      qh[l] |= static_cast<uint8_t>((q[e] >> 4) << (2 * c + part));
+  }
+}
+
+void encodeQ6_K(const float *x, uint8_t *out) {
+  int sc[16], q[256];
+  fitSuperSymmetric(x, -32, 31, -128, 127, out + 208, sc, q);
+  for (int s = 0; s < 16; ++s)
+    out[192 + s] = static_cast<uint8_t>(static_cast<int8_t>(sc[s]));
+  std::memset(out, 0, 192);
+  for (int e = 0; e < 256; ++e) {
+    const int u = q[e] + 32, h = e / 128, i = e % 128 / 32, l = e % 32;
+    out[64 * h + 32 * (i & 1) + l] |= static_cast<uint8_t>((u & 15) << (i < 2 ? 0 : 4));
+    out[128 + 32 * h + l] |= static_cast<uint8_t>((u >> 4) << (2 * i));
+  }
+}
+
+} // namespace
+
+void encodeBlock(Format format, const float *x, uint8_t *out) {
+  switch (format) {
+  case Format::BF16: {
+    uint32_t u;
+    std::memcpy(&u, x, sizeof u);
+    uint16_t h;
+    if ((u & 0x7FFFFFFF) > 0x7F800000)
+      h = static_cast<uint16_t>((u >> 16) | 0x40); // NaN stays a quiet NaN
+    else
+      h = static_cast<uint16_t>((u + 0x7FFF + ((u >> 16) & 1)) >> 16);
+    out[0] = static_cast<uint8_t>(h & 0xFF);
+    out[1] = static_cast<uint8_t>(h >> 8);
+    return;
+  }
+  case Format::Q4_1: return encodeQ4_1(x, out);
+  case Format::Q5_0: return encodeQ5_0(x, out);
+  case Format::Q5_1: return encodeQ5_1(x, out);
+  case Format::IQ4_NL: return encodeIq4nl(x, out);
+  case Format::Q2_K: return encodeQ2_K(x, out);
+  case Format::Q3_K: return encodeQ3_K(x, out);
+  case Format::Q4_K: return encodeQ45_K(x, false, out);
+  case Format::Q5_K: return encodeQ45_K(x, true, out);
+  case Format::Q6_K: return encodeQ6_K(x, out);
+  default: return;
+  }
+}
+
+void decodeBlock(Format format, const uint8_t *in, float *y) {
+  switch (format) {
+  case Format::BF16: {
+    uint32_t u = uint32_t(in[0] | (in[1] << 8)) << 16;
+    std::memcpy(y, &u, sizeof u);
+    return;
+  }
+  case Format::Q4_1: return decodeQ4_1(in, y);
+  case Format::Q5_0: return decodeQ5_0(in, y);
+  case Format::Q5_1: return decodeQ5_1(in, y);
+  case Format::IQ4_NL: return decodeIq4nl(in, y);
+  case Format::Q2_K: return decodeQ2_K(in, y);
+  case Format::Q3_K: return decodeQ3_K(in, y);
+  case Format::Q4_K: return decodeQ45_K(in, nullptr, in + 16, y);
+  case Format::Q5_K: return decodeQ45_K(in, in + 16, in + 48, y);
+  case Format::Q6_K: return decodeQ6_K(in, y);
+  default: return;
+  }
+}
+
+} // namespace kiln::quant::ggml
