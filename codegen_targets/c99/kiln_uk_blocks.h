@@ -7,7 +7,9 @@
  * activations quantized per group of 32 by the weights: each block of a
  * weight row unpacked once to int16 (unpack_block), then an exact int32 dot
  * per group of 32 for every activation row (block_dot, which an ISA header
- * may replace with KILN_UK_HAS_BLOCK_DOT). */
+ * may replace with KILN_UK_HAS_BLOCK_DOT); or, for the formats where an ISA
+ * header defines KILN_UK_HAS_QDOT_BLOCKS and qdot_blocks_has(fmt), that
+ * header's qdot_blocks straight from the blocks. */
 #ifndef KILN_UK_BLOCKS_H
 #define KILN_UK_BLOCKS_H
 
@@ -110,27 +112,39 @@ static inline void unpack_q6k(const uint8_t *ql, const uint8_t *qh, int8_t *v) {
     }
 }
 
-/* q3_k codes -4..3 and scales minus 32 of a super-block. */
+/* q3_k codes -4..3 and scales minus 32 of a super-block. Loops over l
+ * innermost, with constant shifts, so that they vectorize. */
 static inline void unpack_q3k(const uint8_t *blk, int8_t *v, int32_t *sc) {
   const uint8_t *hm = blk, *qs = blk + 32, *p = blk + 96;
-  int32_t s, e;
+  int32_t s, h, j, l;
   for (s = 0; s < 16; ++s) {
     int32_t group = s / 4, i = s % 4;
     uint8_t byte = p[(group & 1) ? 4 + i : i];
     int32_t low = group < 2 ? byte & 15 : byte >> 4;
     sc[s] = (low | (((p[8 + i] >> (2 * group)) & 3) << 4)) - 32;
   }
-  for (e = 0; e < 256; ++e) {
-    int32_t h = e / 128, j = e % 128 / 32, l = e % 32;
-    v[e] = (int8_t)(((qs[32 * h + l] >> (2 * j)) & 3) - (((hm[l] >> (4 * h + j)) & 1) ? 0 : 4));
-  }
+  for (h = 0; h < 2; ++h)
+    for (j = 0; j < 4; ++j)
+      for (l = 0; l < 32; ++l)
+        v[128 * h + 32 * j + l] = (int8_t)(((qs[32 * h + l] >> (2 * j)) & 3) - 4 +
+                                           4 * ((hm[l] >> (4 * h + j)) & 1));
 }
 
 /* q2_k codes 0..3 of a super-block. */
 static inline void unpack_q2k(const uint8_t *qs, int8_t *v) {
-  int32_t e;
-  for (e = 0; e < 256; ++e)
-    v[e] = (int8_t)((qs[32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32))) & 3);
+  int32_t h, j, l;
+  for (h = 0; h < 2; ++h)
+    for (j = 0; j < 4; ++j)
+      for (l = 0; l < 32; ++l)
+        v[128 * h + 32 * j + l] = (int8_t)((qs[32 * h + l] >> (2 * j)) & 3);
+}
+
+/* v = sc[sub-block of 16] * c over a super-block. */
+static inline void scale_by16(const int8_t *c, const int32_t *sc, int16_t *v) {
+  int32_t s, i;
+  for (s = 0; s < 16; ++s)
+    for (i = 0; i < 16; ++i)
+      v[16 * s + i] = (int16_t)(sc[s] * c[16 * s + i]);
 }
 
 /* --- rows ----------------------------------------------------------------- */
@@ -318,11 +332,13 @@ KILN_UK_INLINE void unpack_block(int fmt, const uint8_t *blk, int16_t *v, float 
     break;
   case KILN_UK_Q2_K: {
     const float d = load_f16(blk + 80), dmin = load_f16(blk + 82);
+    int32_t sc[16];
     unpack_q2k(blk + 16, c);
-    for (e = 0; e < 256; ++e)
-      v[e] = (int16_t)((blk[e / 16] & 15) * c[e]);
-    for (g = 0; g < 16; ++g)
+    for (g = 0; g < 16; ++g) {
+      sc[g] = blk[g] & 15;
       wm[g] = -(dmin * (float)(blk[g] >> 4));
+    }
+    scale_by16(c, sc, v);
     for (g = 0; g < 8; ++g)
       ws[g] = d;
     return;
@@ -330,8 +346,7 @@ KILN_UK_INLINE void unpack_block(int fmt, const uint8_t *blk, int16_t *v, float 
   case KILN_UK_Q3_K: {
     int32_t sc[16];
     unpack_q3k(blk, c, sc);
-    for (e = 0; e < 256; ++e)
-      v[e] = (int16_t)(sc[e / 16] * c[e]);
+    scale_by16(c, sc, v);
     for (g = 0; g < 8; ++g)
       ws[g] = load_f16(blk + 108), wm[2 * g] = wm[2 * g + 1] = 0.0f;
     return;
@@ -350,10 +365,11 @@ KILN_UK_INLINE void unpack_block(int fmt, const uint8_t *blk, int16_t *v, float 
     break;
   }
   default: { /* KILN_UK_Q6_K */
-    const int8_t *sc = (const int8_t *)(const void *)(blk + 192);
+    int32_t sc[16];
+    for (g = 0; g < 16; ++g)
+      sc[g] = (int8_t)blk[192 + g];
     unpack_q6k(blk, blk + 128, c);
-    for (e = 0; e < 256; ++e)
-      v[e] = (int16_t)(sc[e / 16] * c[e]);
+    scale_by16(c, sc, v);
     for (g = 0; g < 8; ++g)
       ws[g] = load_f16(blk + 208), wm[2 * g] = wm[2 * g + 1] = 0.0f;
     return;
@@ -396,6 +412,18 @@ KILN_UK_INLINE void matmul_blocks(int fmt, const uint8_t *w, float *y, const voi
   int16_t v[256];
   float ws[8], wm[16];
   int32_t j, b, r;
+#ifdef KILN_UK_HAS_QDOT_BLOCKS
+  if (qdot_blocks_has(fmt)) { /* the ISA's dot straight from the blocks, row by row */
+    for (j = j0; j < j1; ++j)
+      for (r = 0; r < rows; ++r) {
+        const float *xd = (const float *)(const void *)(s + (size_t)r * stride);
+        const int32_t *xs = (const int32_t *)(const void *)(xd + k / 32);
+        y[(size_t)r * (size_t)n + j] = qdot_blocks(
+            fmt, (const int8_t *)(const void *)(xs + k / 16), xd, xs, w + (size_t)j * rb, k);
+      }
+    return;
+  }
+#endif
   for (j = j0; j < j1; ++j) {
     const uint8_t *row = w + (size_t)j * rb;
     for (r = 0; r < rows; ++r)

@@ -345,6 +345,78 @@ static void test_quantize_sums(int32_t k, int32_t g) {
 }
 #endif
 
+/* The GGUF block formats: matmul_blocks against a naive double sum of the
+ * decoded weights (row_<fmt>) times the dequantized activations, within float
+ * rounding; and each output the same bits whatever the rows and columns of
+ * the call (decode vs prefill, thread shares). */
+static void block_row(int fmt, const uint8_t *w, float *out, int32_t k) {
+  switch (fmt) {
+  case KILN_UK_Q4_1: row_q4_1(w, out, k); break;
+  case KILN_UK_Q5_0: row_q5_0(w, out, k); break;
+  case KILN_UK_Q5_1: row_q5_1(w, out, k); break;
+  case KILN_UK_IQ4_NL: row_iq4_nl(w, out, k); break;
+  case KILN_UK_Q2_K: row_q2_k(w, out, k); break;
+  case KILN_UK_Q3_K: row_q3_k(w, out, k); break;
+  case KILN_UK_Q4_K: row_q4_k(w, out, k); break;
+  case KILN_UK_Q5_K: row_q5_k(w, out, k); break;
+  default: row_q6_k(w, out, k); break;
+  }
+}
+
+static void test_blocks(int fmt, int32_t rows, int32_t n, int32_t k) {
+  static const char *const names[] = {"q4_1", "q5_0", "q5_1", "iq4_nl", "q2_k",
+                                      "q3_k", "q4_k", "q5_k", "q6_k"};
+  /* Offsets of each format's f16 scale (and min) within a block. */
+  static const int32_t scale_at[][2] = {{0, 2}, {0, -1}, {0, 2}, {0, -1}, {80, 82},
+                                        {108, -1}, {0, 2}, {0, 2}, {208, -1}};
+  const int32_t e = kiln_uk_block_elements(fmt), bb = kiln_uk_block_bytes(fmt);
+  const size_t rb = (size_t)(k / e) * (size_t)bb, stride = blocks_act_stride(k);
+  static float wrow[MAX_K], y_part[MAX_ROWS * MAX_N];
+  double worst = 0.0;
+  int32_t i, r, j, b, same = 1;
+  char what[96];
+  for (i = 0; i < (int32_t)rb * n; ++i)
+    w_rows[i] = byte();
+  for (i = 0; i < n * (k / e); ++i) {
+    uint8_t *blk = w_rows + (size_t)i * (size_t)bb;
+    put_f16(blk + scale_at[fmt][0], uniform() * 0.05f);
+    if (scale_at[fmt][1] >= 0)
+      put_f16(blk + scale_at[fmt][1], uniform() * 0.05f);
+  }
+  for (i = 0; i < rows * k; ++i)
+    x[i] = uniform() * 2.0f;
+  for (r = 0; r < rows; ++r)
+    blocks_quantize_row(x + (size_t)r * (size_t)k, scratch + (size_t)r * stride, k);
+  matmul_blocks(fmt, w_rows, y, scratch, rows, n, k, 0, n);
+  for (j = 0; j < n; ++j) {
+    block_row(fmt, w_rows + (size_t)j * rb, wrow, k);
+    for (r = 0; r < rows; ++r) {
+      const float *d = (const float *)(const void *)(scratch + (size_t)r * stride);
+      const int8_t *q = (const int8_t *)(const void *)(d + k / 32 + k / 16);
+      double sum = 0.0, mag = 0.0;
+      for (b = 0; b < k; ++b) {
+        double t = (double)q[b] * (double)d[b / 32] * (double)wrow[b];
+        sum += t;
+        mag += t < 0 ? -t : t;
+      }
+      sum = ((double)y[(size_t)r * (size_t)n + j] - sum) / (mag * 1e-5 + 1e-6);
+      worst = sum > worst ? sum : -sum > worst ? -sum : worst;
+    }
+  }
+  /* Each row alone, and the columns in two ranges, give the same bits. */
+  for (r = 0; r < rows; ++r) {
+    matmul_blocks(fmt, w_rows, y_part, scratch + (size_t)r * stride, 1, n, k, 0, n / 2);
+    matmul_blocks(fmt, w_rows, y_part, scratch + (size_t)r * stride, 1, n, k, n / 2, n);
+    same &= memcmp(y_part, y + (size_t)r * (size_t)n, sizeof(float) * (size_t)n) == 0;
+  }
+  snprintf(what, sizeof what, "%s matmul_blocks %s rows %d n %d k %d: error %.2f of bound",
+           KILN_TEST_ISA_NAME, names[fmt], (int)rows, (int)n, (int)k, worst);
+  check(worst <= 1.0, what);
+  snprintf(what, sizeof what, "%s matmul_blocks %s rows %d n %d k %d: rows and ranges agree",
+           KILN_TEST_ISA_NAME, names[fmt], (int)rows, (int)n, (int)k);
+  check(same, what);
+}
+
 int main(void) {
   static const int32_t ns[] = {1, 15, 16, 17, 40, 80, 160};
   static const int32_t float_ks[] = {1, 7, 16, 33, 64, 200};
@@ -395,6 +467,15 @@ int main(void) {
   test_quantize_sums(512, 64);
   test_quantize_sums(256, 256);
 #endif
+  {
+    int fmt;
+    for (fmt = KILN_UK_Q4_1; fmt <= KILN_UK_Q6_K; ++fmt) {
+      int32_t e = kiln_uk_block_elements(fmt);
+      test_blocks(fmt, 1, 17, e);
+      test_blocks(fmt, 3, 16, 2 * e);
+      test_blocks(fmt, MAX_ROWS, 5, e == 32 ? 7 * e : e);
+    }
+  }
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

@@ -116,4 +116,6 @@ static inline float qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w,
   return hsum_ps(acc);
 }
 
+#include "codegen_targets/x86/avx2/kiln_uk_avx2_blocks.h"
+
 #endif /* KILN_UK_AVX2_H */
