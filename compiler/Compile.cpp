@@ -3,6 +3,7 @@
 #include "codegen_targets/EmitC.h"
 #include "compiler/pack/PackWriter.h"
 #include "compiler/quant/BudgetPolicy.h"
+#include "compiler/quant/QuantPolicy.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -153,8 +154,11 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
                   llvm::formatv("--threads={0}: expected 1 to {1}", options.threads, kMaxThreads));
 
   QuantizeOptions quantize;
-  quantize.weights = options.quant;
-  quantize.overrides = options.quantOverrides;
+  QuantPolicy policy = quantPolicy(*file, options.quant, options.pureQuant);
+  quantize.weights = policy.weights;
+  quantize.overrides = policy.overrides;
+  if (!options.quantOverrides.empty())
+    quantize.overrides += (quantize.overrides.empty() ? "" : ",") + options.quantOverrides;
   quantize.kv = options.kvType;
   if (options.memoryBudget > 0) {
     if (!options.quant.empty() || !options.quantOverrides.empty())

@@ -22,6 +22,7 @@ struct CompileOptions {
   bool embedWeights = false; // also write the pack as a const array (<name>_weights.c)
   std::string quant;          // format of every 2-D weight; empty keeps the model's
   std::string quantOverrides; // "glob=format,..." by tensor name
+  bool pureQuant = false;     // no default rules for the output head and mixes
   std::string kvType = "f32"; // f32, f16 or q8
   bool report = false;        // per-tensor formats, bytes and errors; memory plan
   int64_t memoryBudget = 0;   // bytes for weights + arena (KV included); 0: none

@@ -31,9 +31,20 @@ static cl::opt<Weights> weights(
     cl::cat(category));
 static cl::opt<std::string> quant(
     "quant",
-    cl::desc("Format of every 2-D f32/f16 weight: f32, f16, q8_0, q4_0, i8g<G>, i4g<G> "
-             "(G = 32, 64, 128, 256); default: as in the model"),
+    cl::desc("Format of every 2-D f32/f16 weight: f32, f16, bf16, q8_0, q6_k, q5_k, q5_1, "
+             "q5_0, q4_k, q4_1, q4_0, iq4_nl, q3_k, q2_k, i8g<G>, i4g<G> (G = 32, 64, 128, "
+             "256), or the mixes q4_k_m / q5_k_m; default: as in the model. As "
+             "llama-quantize does, formats below 6 bits keep the output head (output.weight, "
+             "or a tied token_embd.weight) at q6_k (q8_0 if its rows are not whole blocks of "
+             "256); the mixes also give attn_v and ffn_down q6_k in the first and last eighth "
+             "of the layers and every third between; a k-quant falls back to q5_0 / q5_1 / "
+             "q8_0 / iq4_nl for rows that are not whole blocks of 256. --quant-override wins "
+             "over these rules; --pure drops them"),
     cl::cat(category));
+static cl::opt<bool> pureQuant("pure",
+                               cl::desc("--quant applies to every 2-D weight, output head "
+                                        "included (no default rules)"),
+                               cl::cat(category));
 static cl::list<std::string> quantOverride(
     "quant-override",
     cl::desc("<glob>=<format> for tensors whose name matches, e.g. "
@@ -105,6 +116,7 @@ int main(int argc, char **argv) {
   options.embedWeights = weights == Weights::Embed;
   options.quant = quant;
   options.quantOverrides = llvm::join(quantOverride, ",");
+  options.pureQuant = pureQuant;
   options.kvType = kvType;
   options.report = report;
   options.memoryBudget = memoryBudget;

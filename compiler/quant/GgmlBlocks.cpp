@@ -17,19 +17,7 @@ const int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
 
 namespace {
 
-// a * b rounded to binary32 before the caller adds to it (see Quantize.cpp).
-float mul(float a, float b) {
-  float p = a * b;
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && defined(__SSE__)
-  __asm__("" : "+x"(p));
-#elif defined(__GNUC__) && defined(__aarch64__)
-  __asm__("" : "+w"(p));
-#else
-  volatile float v = p;
-  p = v;
-#endif
-  return p;
-}
+float mul(float a, float b) { return roundedProduct(a, b); }
 
 float half(const uint8_t *p) { return f16ToF32(static_cast<uint16_t>(p[0] | (p[1] << 8))); }
 

@@ -42,6 +42,10 @@
 
 namespace kiln::quant::ggml {
 
+/// a * b rounded to binary32 before a caller adds to it: never fused into a
+/// multiply-add, whatever the compiler's contraction (Quantize.cpp).
+float roundedProduct(float a, float b);
+
 /// The sixteen int8 levels of iq4_nl.
 extern const int8_t kIq4nlValues[16];
 

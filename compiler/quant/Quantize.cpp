@@ -52,23 +52,6 @@ int8_t cCastToInt8(float v) {
   return static_cast<int8_t>(static_cast<uint8_t>(static_cast<uint32_t>(wide) & 0xFF));
 }
 
-// a * b rounded to binary32 before the caller adds to it. A fused
-// multiply-add of x * id + 8.5f (AArch64 and FMA-enabled x86 builds, and
-// -ffp-contract=fast even despite the pragma) changes codes at rounding
-// boundaries; the empty asm makes the rounded product observable.
-float roundedProduct(float a, float b) {
-  float p = a * b;
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && defined(__SSE__)
-  __asm__("" : "+x"(p));
-#elif defined(__GNUC__) && defined(__aarch64__)
-  __asm__("" : "+w"(p));
-#else
-  volatile float v = p;
-  p = v;
-#endif
-  return p;
-}
-
 // Truncation toward zero saturated to [lo, hi]; NaN gives `nanValue`.
 int truncClamp(float v, int lo, int hi, int nanValue) {
   if (std::isnan(v))
@@ -134,8 +117,8 @@ void quantizeQ4_0(const float *x, uint8_t *out) {
   storeF16(out, f32ToF16(d));
   const unsigned half = kGgmlBlock / 2;
   for (unsigned j = 0; j < half; ++j) {
-    const float x0 = roundedProduct(x[j], id);
-    const float x1 = roundedProduct(x[j + half], id);
+    const float x0 = ggml::roundedProduct(x[j], id);
+    const float x1 = ggml::roundedProduct(x[j + half], id);
     const float v0 = x0 + 8.5f;
     const float v1 = x1 + 8.5f;
     // MIN(15, (int8_t)v) stored to uint8_t, then packed, exactly as ggml.
@@ -170,8 +153,8 @@ void quantizeI4G(const float *x, unsigned g, uint8_t *out) {
   storeF16(out, h);
   const unsigned half = g / 2;
   for (unsigned j = 0; j < half; ++j) {
-    const float x0 = roundedProduct(x[j], id);
-    const float x1 = roundedProduct(x[j + half], id);
+    const float x0 = ggml::roundedProduct(x[j], id);
+    const float x1 = ggml::roundedProduct(x[j + half], id);
     // NaN takes code 8 so that it decodes to 0.
     const int q0 = truncClamp(x0 + 8.5f, 0, 15, 8);
     const int q1 = truncClamp(x1 + 8.5f, 0, 15, 8);
@@ -231,6 +214,23 @@ bool equalsLower(std::string_view text, std::string_view word) {
 }
 
 } // namespace
+
+// a * b rounded to binary32 before the caller adds to it. A fused
+// multiply-add of x * id + 8.5f (AArch64 and FMA-enabled x86 builds, and
+// -ffp-contract=fast even despite the pragma) changes codes at rounding
+// boundaries; the empty asm makes the rounded product observable.
+float ggml::roundedProduct(float a, float b) {
+  float p = a * b;
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && defined(__SSE__)
+  __asm__("" : "+x"(p));
+#elif defined(__GNUC__) && defined(__aarch64__)
+  __asm__("" : "+w"(p));
+#else
+  volatile float v = p;
+  p = v;
+#endif
+  return p;
+}
 
 uint16_t f32ToF16(float value) {
   const uint32_t x = floatBits(value);
