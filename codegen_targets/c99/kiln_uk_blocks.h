@@ -290,24 +290,26 @@ static inline int32_t kiln_uk_block_bytes(int fmt) {
 }
 
 /* The activations of the block-format kernels: per group of 32 an f32 scale
- * and int8 values, as quantize_act, plus the int32 sum of each 16 (the mins
- * of q2_k are per 16). Scratch per row: k/32 scales, k/16 sums, k values. */
+ * and int8 values, as quantize_act, plus for each 16 the scale times the sum
+ * of its values (the mins and offsets of a block meet the activations only
+ * through it; q2_k's mins are per 16). Scratch per row: k/32 scales, k/16 of
+ * those products, k values. */
 static inline size_t blocks_act_stride(int32_t k) { return (size_t)(k / 32) * 12u + (size_t)k; }
 
 static inline void blocks_quantize_row(const float *x, uint8_t *row, int32_t k) {
   float *d = (float *)(void *)row;
-  int32_t *s = (int32_t *)(void *)(d + k / 32);
-  int8_t *q = (int8_t *)(void *)(s + k / 16);
+  float *a = d + k / 32;
+  int8_t *q = (int8_t *)(void *)(a + k / 16);
   int32_t h;
   quantize_act(x, d, q, k, 32);
   for (h = 0; h < k / 16; ++h)
-    s[h] = isum_i8(q + 16 * h, 16);
+    a[h] = d[h / 2] * (float)isum_i8(q + 16 * h, 16);
 }
 
 /* One block unpacked: int16 values with every integer offset and sub-block
  * scale folded in, a float scale per 32 and a float coefficient per 16 of the
- * activations' sum, so that the block's dot with the activations is
- *   sum over groups g of xd[g] * (ws[g] * (xq . v) + wm[2g] s[2g] + wm[2g+1] s[2g+1]). */
+ * activations' scaled sums xa, so that the block's dot with the activations is
+ *   sum over groups g of xd[g] * ws[g] * (xq . v) + wm[2g] xa[2g] + wm[2g+1] xa[2g+1]. */
 KILN_UK_INLINE void unpack_block(int fmt, const uint8_t *blk, int16_t *v, float *ws, float *wm) {
   int8_t c[256];
   int32_t e, g;
@@ -388,14 +390,14 @@ static inline int32_t idot_i8_i16(const int8_t *x, const int16_t *v, int32_t n) 
 
 #ifndef KILN_UK_HAS_BLOCK_DOT
 /* One unpacked block of `groups` groups of 32 against one activation row's. */
-static inline float block_dot(const int8_t *xq, const float *xd, const int32_t *xs,
+static inline float block_dot(const int8_t *xq, const float *xd, const float *xa,
                               const int16_t *v, const float *ws, const float *wm,
                               int32_t groups) {
   float acc = 0.0f;
   int32_t g;
   for (g = 0; g < groups; ++g)
-    acc += xd[g] * (ws[g] * (float)idot_i8_i16(xq + 32 * g, v + 32 * g, 32) +
-                    (wm[2 * g] * (float)xs[2 * g] + wm[2 * g + 1] * (float)xs[2 * g + 1]));
+    acc += xd[g] * ws[g] * (float)idot_i8_i16(xq + 32 * g, v + 32 * g, 32) +
+           (wm[2 * g] * xa[2 * g] + wm[2 * g + 1] * xa[2 * g + 1]);
   return acc;
 }
 #endif
@@ -416,10 +418,9 @@ KILN_UK_INLINE void matmul_blocks(int fmt, const uint8_t *w, float *y, const voi
   if (qdot_blocks_has(fmt)) { /* the ISA's dot straight from the blocks, row by row */
     for (j = j0; j < j1; ++j)
       for (r = 0; r < rows; ++r) {
-        const float *xd = (const float *)(const void *)(s + (size_t)r * stride);
-        const int32_t *xs = (const int32_t *)(const void *)(xd + k / 32);
+        const float *xd = (const float *)(const void *)(s + (size_t)r * stride), *xa = xd + k / 32;
         y[(size_t)r * (size_t)n + j] = qdot_blocks(
-            fmt, (const int8_t *)(const void *)(xs + k / 16), xd, xs, w + (size_t)j * rb, k);
+            fmt, (const int8_t *)(const void *)(xa + k / 16), xd, xa, w + (size_t)j * rb, k);
       }
     return;
   }
@@ -431,11 +432,10 @@ KILN_UK_INLINE void matmul_blocks(int fmt, const uint8_t *w, float *y, const voi
     for (b = 0; b < k / e; ++b) {
       unpack_block(fmt, row + (size_t)b * (size_t)bb, v, ws, wm);
       for (r = 0; r < rows; ++r) {
-        const float *xd = (const float *)(const void *)(s + (size_t)r * stride);
-        const int32_t *xs = (const int32_t *)(const void *)(xd + k / 32);
-        const int8_t *xq = (const int8_t *)(const void *)(xs + k / 16);
+        const float *xd = (const float *)(const void *)(s + (size_t)r * stride), *xa = xd + k / 32;
+        const int8_t *xq = (const int8_t *)(const void *)(xa + k / 16);
         y[(size_t)r * (size_t)n + j] += block_dot(xq + b * e, xd + b * (e / 32),
-                                                  xs + b * (e / 16), v, ws, wm, e / 32);
+                                                  xa + b * (e / 16), v, ws, wm, e / 32);
       }
     }
   }

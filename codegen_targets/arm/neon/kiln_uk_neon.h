@@ -85,4 +85,6 @@ static inline float qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w,
   return vaddvq_f32(acc);
 }
 
+#include "codegen_targets/arm/neon/kiln_uk_neon_blocks.h"
+
 #endif /* KILN_UK_NEON_H */

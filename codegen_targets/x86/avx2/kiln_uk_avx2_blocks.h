@@ -2,31 +2,39 @@
  * quantized activation row straight from the file's blocks: codes stay
  * unsigned bytes for vpmaddubsw against the int8 activations, sub-block scales
  * enter through vpmaddwd (q6_k) or the float scale of the group (q4_k, q5_k),
- * and the offsets and mins through the activations' sums per 16. One vector
- * accumulator per row, summed once at the end. */
+ * and the offsets and mins through the activations' scaled sums per 16. One
+ * vector accumulator per row, summed once at the end. */
 #ifndef KILN_UK_AVX2_BLOCKS_H
 #define KILN_UK_AVX2_BLOCKS_H
 
 /* matmul_blocks (in the portable header) calls these for every row. */
 #define KILN_UK_HAS_QDOT_BLOCKS 1
 static inline int qdot_blocks_has(int fmt);
-static inline float qdot_blocks(int fmt, const int8_t *xq, const float *xd, const int32_t *xs,
+static inline float qdot_blocks(int fmt, const int8_t *xq, const float *xd, const float *xa,
                                 const uint8_t *w, int32_t k);
 
 #include "codegen_targets/c99/kiln_uk_blocks.h"
 
-/* Eight int32 sums of the unsigned-by-signed byte products of 32 lanes. */
+/* Eight int32 sums of the unsigned-by-signed byte products of 32 lanes (the
+ * codes are below 64, so vpmaddubsw never saturates and VNNI gives the same). */
 static inline __m256i blocks_dot_u8s8(__m256i u, __m256i s) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+#elif defined(__AVXVNNI__)
+  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s);
+#else
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
 }
 
 /* q4_k and q5_k (five: the fifth bits in qh). */
-KILN_UK_INLINE float qdot_q45k_avx2(const int8_t *xq, const float *xd, const int32_t *xs,
+KILN_UK_INLINE float qdot_q45k_avx2(const int8_t *xq, const float *xd, const float *xa,
                                     const uint8_t *w, int32_t k, int32_t five) {
   const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
   __m256 acc = _mm256_setzero_ps();
   float mins = 0.0f;
   int32_t sb, c;
+  /* mins: the sum over super-blocks of dmin x (their mins' dot with xa) */
   for (sb = 0; sb < k / 256; ++sb) {
     const uint8_t *blk = w + (five ? 176 : 144) * sb;
     const uint8_t *qs = blk + (five ? 48 : 16);
@@ -34,6 +42,7 @@ KILN_UK_INLINE float qdot_q45k_avx2(const int8_t *xq, const float *xd, const int
     const __m256i hbits = five ? _mm256_loadu_si256((const __m256i *)(const void *)(blk + 16))
                                : _mm256_setzero_si256();
     int32_t sc[8], m[8];
+    float sbmins = 0.0f;
     unpack_scale_min_k4(blk + 4, sc, m);
     for (c = 0; c < 4; ++c) {
       const int32_t b = 8 * sb + 2 * c;
@@ -54,16 +63,17 @@ KILN_UK_INLINE float qdot_q45k_avx2(const int8_t *xq, const float *xd, const int
           _mm256_cvtepi32_ps(blocks_dot_u8s8(
               hi, _mm256_loadu_si256((const __m256i *)(const void *)(xq + 32 * b + 32)))),
           _mm256_set1_ps(xd[b + 1] * (d * (float)sc[2 * c + 1])), acc);
-      mins += xd[b] * (dmin * (float)m[2 * c]) * (float)(xs[2 * b] + xs[2 * b + 1]) +
-              xd[b + 1] * (dmin * (float)m[2 * c + 1]) * (float)(xs[2 * b + 2] + xs[2 * b + 3]);
+      sbmins += (float)m[2 * c] * (xa[2 * b] + xa[2 * b + 1]) +
+                (float)m[2 * c + 1] * (xa[2 * b + 2] + xa[2 * b + 3]);
     }
+    mins += dmin * sbmins;
   }
   return hsum_ps(acc) - mins;
 }
 
 /* q6_k: codes 0..63 as bytes, each sub-block of 16's int8 scale on its eight
  * pair sums, and 32 x scale x the activations' sum for the offset. */
-static inline float qdot_q6k_avx2(const int8_t *xq, const float *xd, const int32_t *xs,
+static inline float qdot_q6k_avx2(const int8_t *xq, const float *xd, const float *xa,
                                   const uint8_t *w, int32_t k) {
   const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
   __m256 acc = _mm256_setzero_ps();
@@ -73,6 +83,7 @@ static inline float qdot_q6k_avx2(const int8_t *xq, const float *xd, const int32
     const uint8_t *blk = w + 210 * sb;
     const int8_t *sc = (const int8_t *)(const void *)(blk + 192);
     const float d = load_f16(blk + 208);
+    float sboffsets = 0.0f;
     for (h = 0; h < 2; ++h) {
       const __m256i la = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h));
       const __m256i lb = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h + 32));
@@ -89,12 +100,12 @@ static inline float qdot_q6k_avx2(const int8_t *xq, const float *xd, const int32
             _mm256_loadu_si256((const __m256i *)(const void *)(xq + 32 * b)));
         const __m256i scales = _mm256_inserti128_si256(
             _mm256_castsi128_si256(_mm_set1_epi16((short)s0)), _mm_set1_epi16((short)s1), 1);
-        const float ds = xd[b] * d;
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, scales)),
-                              _mm256_set1_ps(ds), acc);
-        offsets += ds * (float)(32 * (s0 * xs[2 * b] + s1 * xs[2 * b + 1]));
+                              _mm256_set1_ps(xd[b] * d), acc);
+        sboffsets += (float)s0 * xa[2 * b] + (float)s1 * xa[2 * b + 1];
       }
     }
+    offsets += 32.0f * d * sboffsets;
   }
   return hsum_ps(acc) - offsets;
 }
@@ -103,11 +114,11 @@ static inline int qdot_blocks_has(int fmt) {
   return fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K || fmt == KILN_UK_Q6_K;
 }
 
-static inline float qdot_blocks(int fmt, const int8_t *xq, const float *xd, const int32_t *xs,
+static inline float qdot_blocks(int fmt, const int8_t *xq, const float *xd, const float *xa,
                                  const uint8_t *w, int32_t k) {
   if (fmt == KILN_UK_Q6_K)
-    return qdot_q6k_avx2(xq, xd, xs, w, k);
-  return qdot_q45k_avx2(xq, xd, xs, w, k, fmt == KILN_UK_Q5_K);
+    return qdot_q6k_avx2(xq, xd, xa, w, k);
+  return qdot_q45k_avx2(xq, xd, xa, w, k, fmt == KILN_UK_Q5_K);
 }
 
 #endif /* KILN_UK_AVX2_BLOCKS_H */

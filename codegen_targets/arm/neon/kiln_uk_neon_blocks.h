@@ -1,0 +1,106 @@
+/* AArch64 sdot: the k-quants most files hold (q4_k, q5_k, q6_k) dotted with a
+ * quantized activation row straight from the file's blocks. The codes fit
+ * int8 (q6_k's with its offset of 32 taken off), so each 16 of them meets 16
+ * activations in one sdot; sub-block scales enter as integers (q6_k) or in
+ * the group's float scale (q4_k, q5_k), the mins through the activations'
+ * scaled sums per 16. */
+#ifndef KILN_UK_NEON_BLOCKS_H
+#define KILN_UK_NEON_BLOCKS_H
+
+/* matmul_blocks (in the portable header) calls these for every row. */
+#define KILN_UK_HAS_QDOT_BLOCKS 1
+static inline int qdot_blocks_has(int fmt);
+static inline float qdot_blocks(int fmt, const int8_t *xq, const float *xd, const float *xa,
+                                const uint8_t *w, int32_t k);
+
+#include "codegen_targets/c99/kiln_uk_blocks.h"
+
+/* 32 codes (two halves) against 32 activations. */
+static inline int32x4_t blocks_sdot32(uint8x16_t a, uint8x16_t b, const int8_t *x) {
+  int32x4_t s = vdotq_s32(vdupq_n_s32(0), vreinterpretq_s8_u8(a), vld1q_s8(x));
+  return vdotq_s32(s, vreinterpretq_s8_u8(b), vld1q_s8(x + 16));
+}
+
+/* Bit `bit` of each byte of h moved to bit 4. */
+static inline uint8x16_t blocks_bit4(uint8x16_t h, int32_t bit) {
+  return vshlq_n_u8(vandq_u8(vshlq_u8(h, vdupq_n_s8((int8_t)-bit)), vdupq_n_u8(1)), 4);
+}
+
+KILN_UK_INLINE float qdot_q45k_neon(const int8_t *xq, const float *xd, const float *xa,
+                                    const uint8_t *w, int32_t k, int32_t five) {
+  const uint8x16_t m4 = vdupq_n_u8(15);
+  float32x4_t acc = vdupq_n_f32(0.0f);
+  float mins = 0.0f;
+  int32_t sb, c;
+  for (sb = 0; sb < k / 256; ++sb) {
+    const uint8_t *blk = w + (five ? 176 : 144) * sb;
+    const uint8_t *qs = blk + (five ? 48 : 16);
+    const float d = load_f16(blk), dmin = load_f16(blk + 2);
+    const uint8x16_t h0 = vld1q_u8(blk + 16), h1 = vld1q_u8(blk + 32); /* q5_k's qh */
+    int32_t sc[8], m[8];
+    float sbmins = 0.0f;
+    unpack_scale_min_k4(blk + 4, sc, m);
+    for (c = 0; c < 4; ++c) {
+      const int32_t b = 8 * sb + 2 * c;
+      const uint8x16_t q0 = vld1q_u8(qs + 32 * c), q1 = vld1q_u8(qs + 32 * c + 16);
+      uint8x16_t lo0 = vandq_u8(q0, m4), lo1 = vandq_u8(q1, m4);
+      uint8x16_t hi0 = vshrq_n_u8(q0, 4), hi1 = vshrq_n_u8(q1, 4);
+      if (five) {
+        lo0 = vorrq_u8(lo0, blocks_bit4(h0, 2 * c));
+        lo1 = vorrq_u8(lo1, blocks_bit4(h1, 2 * c));
+        hi0 = vorrq_u8(hi0, blocks_bit4(h0, 2 * c + 1));
+        hi1 = vorrq_u8(hi1, blocks_bit4(h1, 2 * c + 1));
+      }
+      acc = vfmaq_n_f32(acc, vcvtq_f32_s32(blocks_sdot32(lo0, lo1, xq + 32 * b)),
+                        xd[b] * (d * (float)sc[2 * c]));
+      acc = vfmaq_n_f32(acc, vcvtq_f32_s32(blocks_sdot32(hi0, hi1, xq + 32 * b + 32)),
+                        xd[b + 1] * (d * (float)sc[2 * c + 1]));
+      sbmins += (float)m[2 * c] * (xa[2 * b] + xa[2 * b + 1]) +
+                (float)m[2 * c + 1] * (xa[2 * b + 2] + xa[2 * b + 3]);
+    }
+    mins += dmin * sbmins;
+  }
+  return vaddvq_f32(acc) - mins;
+}
+
+static inline float qdot_q6k_neon(const int8_t *xq, const float *xd, const uint8_t *w,
+                                  int32_t k) {
+  const uint8x16_t m4 = vdupq_n_u8(15), m2 = vdupq_n_u8(3);
+  float32x4_t acc = vdupq_n_f32(0.0f);
+  int32_t sb, h, i, half;
+  for (sb = 0; sb < k / 256; ++sb) {
+    const uint8_t *blk = w + 210 * sb;
+    const int8_t *sc = (const int8_t *)(const void *)(blk + 192);
+    const float d = load_f16(blk + 208);
+    for (h = 0; h < 2; ++h)
+      for (i = 0; i < 4; ++i) {
+        const int32_t b = 8 * sb + 4 * h + i;
+        int32x4_t t = vdupq_n_s32(0);
+        for (half = 0; half < 2; ++half) {
+          const uint8x16_t src = vld1q_u8(blk + 64 * h + 32 * (i & 1) + 16 * half);
+          const uint8x16_t hq = vld1q_u8(blk + 128 + 32 * h + 16 * half);
+          const uint8x16_t low = i < 2 ? vandq_u8(src, m4) : vshrq_n_u8(src, 4);
+          const uint8x16_t high =
+              vshlq_n_u8(vandq_u8(vshlq_u8(hq, vdupq_n_s8((int8_t)(-2 * i))), m2), 4);
+          const int8x16_t q = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(low, high)), vdupq_n_s8(32));
+          t = vmlaq_n_s32(t, vdotq_s32(vdupq_n_s32(0), q, vld1q_s8(xq + 32 * b + 16 * half)),
+                          sc[8 * h + 2 * i + half]);
+        }
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(t), xd[b] * d);
+      }
+  }
+  return vaddvq_f32(acc);
+}
+
+static inline int qdot_blocks_has(int fmt) {
+  return fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K || fmt == KILN_UK_Q6_K;
+}
+
+static inline float qdot_blocks(int fmt, const int8_t *xq, const float *xd, const float *xa,
+                                const uint8_t *w, int32_t k) {
+  if (fmt == KILN_UK_Q6_K)
+    return qdot_q6k_neon(xq, xd, w, k);
+  return qdot_q45k_neon(xq, xd, xa, w, k, fmt == KILN_UK_Q5_K);
+}
+
+#endif /* KILN_UK_NEON_BLOCKS_H */
