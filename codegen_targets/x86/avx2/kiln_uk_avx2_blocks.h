@@ -1,5 +1,6 @@
-/* x86 AVX2: the k-quants most files hold (q4_k, q5_k, q6_k) dotted with a
- * quantized activation row straight from the file's blocks: codes stay
+/* x86 AVX2: the k-quants most files hold (q4_k, q5_k, q6_k) and the blocks of
+ * 32 (q4_1, q5_0, q5_1, iq4_nl) dotted with a quantized activation row
+ * straight from the file's blocks: codes stay
  * unsigned bytes for vpmaddubsw against the int8 activations, sub-block scales
  * enter through vpmaddwd (q6_k) or the float scale of the group (q4_k, q5_k),
  * and the offsets and mins through the activations' scaled sums per 16. One
@@ -110,15 +111,63 @@ static inline float qdot_q6k_avx2(const int8_t *xq, const float *xd, const float
   return hsum_ps(acc) - offsets;
 }
 
-static inline int qdot_blocks_has(int fmt) {
-  return fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K || fmt == KILN_UK_Q6_K;
+/* The 32 codes of a block of 32 as bytes in the activations' order: nibbles
+ * (iq4_nl: looked up in its table), with q5_0 / q5_1's fifth bits from qh. */
+KILN_UK_INLINE __m256i blocks_codes32(int fmt, const uint8_t *blk) {
+  const __m128i m4 = _mm_set1_epi8(15);
+  const int32_t at = fmt == KILN_UK_Q4_1 ? 4 : fmt == KILN_UK_Q5_0 ? 6 : fmt == KILN_UK_Q5_1 ? 8 : 2;
+  const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(blk + at));
+  __m256i codes = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(q, m4)),
+                                          _mm_and_si128(_mm_srli_epi16(q, 4), m4), 1);
+  if (fmt == KILN_UK_Q5_0 || fmt == KILN_UK_Q5_1) {
+    /* byte j gets byte j / 8 of qh, then its bit j % 8 */
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32((int)load_u32le(blk + at - 4)),
+        _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
+                         3, 3, 3, 3, 3, 3, 3));
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    codes = _mm256_or_si256(codes, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit),
+                                                                      bit),
+                                                    _mm256_set1_epi8(16)));
+  }
+  if (fmt == KILN_UK_IQ4_NL)
+    codes = _mm256_shuffle_epi8(
+        _mm256_broadcastsi128_si256(
+            _mm_loadu_si128((const __m128i *)(const void *)kiln_uk_iq4nl_values)),
+        codes);
+  return codes;
 }
+
+KILN_UK_INLINE float qdot_b32_avx2(int fmt, const int8_t *xq, const float *xd, const float *xa,
+                                   const uint8_t *w, int32_t k) {
+  const int32_t bb = kiln_uk_block_bytes(fmt);
+  __m256 acc = _mm256_setzero_ps();
+  float extra = 0.0f; /* mins (q4_1, q5_1) or offsets (q5_0) */
+  int32_t b;
+  for (b = 0; b < k / 32; ++b) {
+    const uint8_t *blk = w + bb * b;
+    const float d = load_f16(blk);
+    const __m256i codes = blocks_codes32(fmt, blk);
+    const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(xq + 32 * b));
+    const __m256i dot = fmt == KILN_UK_IQ4_NL ? dot_i8x32(codes, x) : blocks_dot_u8s8(codes, x);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(xd[b] * d), acc);
+    if (fmt == KILN_UK_Q4_1 || fmt == KILN_UK_Q5_1)
+      extra += load_f16(blk + 2) * (xa[2 * b] + xa[2 * b + 1]);
+    else if (fmt == KILN_UK_Q5_0)
+      extra -= 16.0f * d * (xa[2 * b] + xa[2 * b + 1]);
+  }
+  return hsum_ps(acc) + extra;
+}
+
+static inline int qdot_blocks_has(int fmt) { return fmt != KILN_UK_Q2_K && fmt != KILN_UK_Q3_K; }
 
 static inline float qdot_blocks(int fmt, const int8_t *xq, const float *xd, const float *xa,
                                  const uint8_t *w, int32_t k) {
   if (fmt == KILN_UK_Q6_K)
     return qdot_q6k_avx2(xq, xd, xa, w, k);
-  return qdot_q45k_avx2(xq, xd, xa, w, k, fmt == KILN_UK_Q5_K);
+  if (fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K)
+    return qdot_q45k_avx2(xq, xd, xa, w, k, fmt == KILN_UK_Q5_K);
+  return qdot_b32_avx2(fmt, xq, xd, xa, w, k);
 }
 
 #endif /* KILN_UK_AVX2_BLOCKS_H */
