@@ -1,5 +1,6 @@
-/* AArch64 sdot: the k-quants most files hold (q4_k, q5_k, q6_k) dotted with a
- * quantized activation row straight from the file's blocks. The codes fit
+/* AArch64 sdot: the k-quants most files hold (q4_k, q5_k, q6_k) and the
+ * blocks of 32 (q4_1, q5_0, q5_1, iq4_nl) dotted with a quantized activation
+ * row straight from the file's blocks. The codes fit
  * int8 (q6_k's with its offset of 32 taken off), so each 16 of them meets 16
  * activations in one sdot; sub-block scales enter as integers (q6_k) or in
  * the group's float scale (q4_k, q5_k), the mins through the activations'
@@ -92,15 +93,58 @@ static inline float qdot_q6k_neon(const int8_t *xq, const float *xd, const uint8
   return vaddvq_f32(acc);
 }
 
-static inline int qdot_blocks_has(int fmt) {
-  return fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K || fmt == KILN_UK_Q6_K;
+/* For the 16 codes from bit `shift` of q5_0 / q5_1's qh: 16 where the code's
+ * fifth bit is set. */
+static inline uint8x16_t blocks_q5_bits(uint32_t qh, int32_t shift) {
+  const uint8x16_t bit = vreinterpretq_u8_u64(vdupq_n_u64(0x8040201008040201ull));
+  const uint8x16_t spread = vcombine_u8(vdup_n_u8((uint8_t)(qh >> shift)),
+                                        vdup_n_u8((uint8_t)(qh >> (shift + 8))));
+  return vandq_u8(vtstq_u8(spread, bit), vdupq_n_u8(16));
 }
+
+KILN_UK_INLINE float qdot_b32_neon(int fmt, const int8_t *xq, const float *xd, const float *xa,
+                                   const uint8_t *w, int32_t k) {
+  const int32_t bb = kiln_uk_block_bytes(fmt);
+  const int32_t at = fmt == KILN_UK_Q4_1 ? 4 : fmt == KILN_UK_Q5_0 ? 6 : fmt == KILN_UK_Q5_1 ? 8 : 2;
+  const int8x16_t table = vld1q_s8(kiln_uk_iq4nl_values);
+  float32x4_t acc = vdupq_n_f32(0.0f);
+  float extra = 0.0f; /* mins (q4_1, q5_1) or offsets (q5_0) */
+  int32_t b;
+  for (b = 0; b < k / 32; ++b) {
+    const uint8_t *blk = w + bb * b;
+    const float d = load_f16(blk);
+    const uint8x16_t q = vld1q_u8(blk + at);
+    uint8x16_t lo = vandq_u8(q, vdupq_n_u8(15)), hi = vshrq_n_u8(q, 4);
+    int8x16_t c0, c1;
+    if (fmt == KILN_UK_Q5_0 || fmt == KILN_UK_Q5_1) {
+      const uint32_t qh = load_u32le(blk + at - 4);
+      lo = vorrq_u8(lo, blocks_q5_bits(qh, 0));
+      hi = vorrq_u8(hi, blocks_q5_bits(qh, 16));
+    }
+    c0 = fmt == KILN_UK_IQ4_NL ? vqtbl1q_s8(table, lo) : vreinterpretq_s8_u8(lo);
+    c1 = fmt == KILN_UK_IQ4_NL ? vqtbl1q_s8(table, hi) : vreinterpretq_s8_u8(hi);
+    acc = vfmaq_n_f32(
+        acc,
+        vcvtq_f32_s32(vdotq_s32(vdotq_s32(vdupq_n_s32(0), c0, vld1q_s8(xq + 32 * b)), c1,
+                                vld1q_s8(xq + 32 * b + 16))),
+        xd[b] * d);
+    if (fmt == KILN_UK_Q4_1 || fmt == KILN_UK_Q5_1)
+      extra += load_f16(blk + 2) * (xa[2 * b] + xa[2 * b + 1]);
+    else if (fmt == KILN_UK_Q5_0)
+      extra -= 16.0f * d * (xa[2 * b] + xa[2 * b + 1]);
+  }
+  return vaddvq_f32(acc) + extra;
+}
+
+static inline int qdot_blocks_has(int fmt) { return fmt != KILN_UK_Q2_K && fmt != KILN_UK_Q3_K; }
 
 static inline float qdot_blocks(int fmt, const int8_t *xq, const float *xd, const float *xa,
                                 const uint8_t *w, int32_t k) {
   if (fmt == KILN_UK_Q6_K)
     return qdot_q6k_neon(xq, xd, w, k);
-  return qdot_q45k_neon(xq, xd, xa, w, k, fmt == KILN_UK_Q5_K);
+  if (fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K)
+    return qdot_q45k_neon(xq, xd, xa, w, k, fmt == KILN_UK_Q5_K);
+  return qdot_b32_neon(fmt, xq, xd, xa, w, k);
 }
 
 #endif /* KILN_UK_NEON_BLOCKS_H */
