@@ -640,8 +640,8 @@ CROSS = {
 
 def cross(args):
     """The generated folder cross-built for another architecture and run under
-    qemu-user: model A's logits against the reference, and q4_0 perplexity
-    against the same model built for the host."""
+    qemu-user: model A's logits against the reference, and q4_0 and q4_k_m
+    perplexity against the same model built for the host."""
     res = Results()
     cc, defs, qemu = CROSS[args.arch]
     if not (shutil.which(cc) and shutil.which(qemu[0])):
@@ -664,21 +664,24 @@ def cross(args):
         res.check(err <= 1e-4 and ids == p["greedy_ids"],
                   f"{args.arch} {args.target} prompt {p['index']}: max abs error {err:.3g} <= 1e-4, "
                   f"greedy ids equal")
-    ppl = {}
     ppl_args = ["--perplexity", os.path.join(MODEL_A, "val.txt"), "--ctx", str(args.ctx),
                 "--chunks", str(args.chunks)]
-    for where in (args.arch, "host"):
-        out = os.path.join(args.work, "q4_0-" + where)
-        host_args = argparse.Namespace(**{**vars(args), "target": "c99"})
-        compile_model(args if where != "host" else host_args,
-                      os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"), out, "--quant=q4_0")
-        b = build(out, cc if where != "host" else "gcc", cross_defs if where != "host" else [])
-        gen = [os.path.join(b, "kiln-generate"), "--pack", os.path.join(out, name + ".kpack")]
-        r = run((qemu if where != "host" else []) + gen + ppl_args)
-        ppl[where] = float(r.stdout.split("perplexity:")[1].split()[0])
-    res.check(abs(ppl[args.arch] - ppl["host"]) <= 0.005 * ppl["host"],
-              f"q4_0 perplexity over {args.chunks} chunks of {args.ctx}: {args.arch} {args.target} "
-              f"{ppl[args.arch]:.4f}, host c99 {ppl['host']:.4f} (within 0.5%)")
+    # q4_0 (with its q6_k output head) and the q4_k_m mix: the panel kernels
+    # and the k-quant block kernels of the target.
+    for quant in ("q4_0", "q4_k_m"):
+        ppl = {}
+        for where in (args.arch, "host"):
+            out = os.path.join(args.work, f"{quant}-{where}")
+            host_args = argparse.Namespace(**{**vars(args), "target": "c99"})
+            compile_model(args if where != "host" else host_args,
+                          os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"), out, f"--quant={quant}")
+            b = build(out, cc if where != "host" else "gcc", cross_defs if where != "host" else [])
+            gen = [os.path.join(b, "kiln-generate"), "--pack", os.path.join(out, name + ".kpack")]
+            r = run((qemu if where != "host" else []) + gen + ppl_args)
+            ppl[where] = float(r.stdout.split("perplexity:")[1].split()[0])
+        res.check(abs(ppl[args.arch] - ppl["host"]) <= 0.005 * ppl["host"],
+                  f"{quant} perplexity over {args.chunks} chunks of {args.ctx}: {args.arch} "
+                  f"{args.target} {ppl[args.arch]:.4f}, host c99 {ppl['host']:.4f} (within 0.5%)")
     return res.finish()
 
 
