@@ -43,8 +43,12 @@ ALL_SHAPES = ["M", "L", "A"]
 
 # Bytes one weight takes in each --quant format (a q8_0/q4_0 block is 32 weights
 # plus an f16 scale).
-BYTES_PER_WEIGHT = {"f32": 4.0, "f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
-INT8_FORMATS = ("q8_0", "q4_0")
+BYTES_PER_WEIGHT = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q6_k": 210 / 256,
+                    "q5_k": 176 / 256, "q5_1": 24 / 32, "q5_0": 22 / 32, "q4_1": 20 / 32,
+                    "q4_k": 144 / 256, "q4_0": 18 / 32, "iq4_nl": 18 / 32, "q3_k": 110 / 256,
+                    "q2_k": 84 / 256}
+INT8_FORMATS = ("q8_0", "q6_k", "q5_k", "q5_1", "q5_0", "q4_1", "q4_k", "q4_0", "iq4_nl",
+                "q3_k", "q2_k")
 
 MAX_CONTEXT = 1024
 PREFILL_CHUNK = 64
@@ -237,7 +241,9 @@ def kernels_of(out):
 
 def build(compiler, model, out, target, fmt, extra):
     """kiln-compile and cmake; returns (compile seconds, generate cmd prefix, arena, pack)."""
-    cmd = [compiler, model, "-o", out, "--target=" + target, "--quant=" + fmt,
+    # --pure: every matmul weight in the format the row names, as the bytes per
+    # token assume (no q6_k output head).
+    cmd = [compiler, model, "-o", out, "--target=" + target, "--quant=" + fmt, "--pure",
            "--max-context=%d" % MAX_CONTEXT, "--prefill-chunk=%d" % PREFILL_CHUNK, *extra]
     t0 = time.perf_counter()
     run(cmd)

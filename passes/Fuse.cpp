@@ -90,7 +90,8 @@ struct FuseQkv : OpRewritePattern<AttentionOp> {
     // One rotation for queries and keys, all at the position the caches are
     // written at.
     if (qRope.getHeadDim() != kRope.getHeadDim() || qRope.getRopeDim() != kRope.getRopeDim() ||
-        qRope.getFreqBase() != kRope.getFreqBase() || qRope.getPos() != kRope.getPos() ||
+        qRope.getFreqBase() != kRope.getFreqBase() ||
+        qRope.getFreqFactorsAttr() != kRope.getFreqFactorsAttr() || qRope.getPos() != kRope.getPos() ||
         kWrite.getPos() != qRope.getPos() || vWrite.getPos() != qRope.getPos())
       return failure();
     rewriter.setInsertionPoint(att);
@@ -98,7 +99,8 @@ struct FuseQkv : OpRewritePattern<AttentionOp> {
         att.getLoc(), TypeRange{qRope.getType(), kWrite.getType(), vWrite.getType()},
         q.getInput(), q.getWeight(), k.getWeight(), v.getWeight(), kWrite.getCache(),
         vWrite.getCache(), qRope.getPos(), Value(), qRope.getHeadDimAttr(),
-        qRope.getRopeDimAttr(), qRope.getFreqBaseAttr(), FloatAttr());
+        qRope.getRopeDimAttr(), qRope.getFreqBaseAttr(), FloatAttr(),
+        qRope.getFreqFactorsAttr());
     rewriter.modifyOpInPlace(att, [&] {
       att.getQueryMutable().assign(fused.getQuery());
       att.getKeysMutable().assign(fused.getKeysOut());

@@ -500,6 +500,7 @@ private:
       return m.emitOpError("expects one cache scale per head (group ") << hd << ")";
     int64_t headBytes = cacheHeadBytes(cache, hd);
     KernelCall rope = ropeRows(m.getHeadDim(), m.getRopeDim(), m.getFreqBase().convertToFloat(),
+                               m.getFreqFactors(),
                                prefix);
     k.name = formatv("{0}_qkv_matmul_{1}_q{2}_kv{3}_k{4}{5}_{6}_c{7}", prefix, weightName(*w), nq,
                      nkv, w->k, tileName(*w), rope.name.substr(prefix.size() + 11), cache.name);
@@ -551,14 +552,27 @@ private:
   /// rope_rows(x, y, ld, rows, pos, h0, h1): heads h0..h1-1 of `rows` rows
   /// (ld floats apart, row i at position pos + i), roped from x into y (x may
   /// be y).
-  static KernelCall ropeRows(int64_t hd, int64_t rd, float base, llvm::StringRef prefix) {
-    // theta_i = p * base^(-2i/rope_dim), as ggml computes it; the frequencies are
-    // constants and the angle is formed in double so large positions keep precision.
+  static KernelCall ropeRows(int64_t hd, int64_t rd, float base,
+                             std::optional<ArrayRef<float>> factors, llvm::StringRef prefix) {
+    // theta_i = p * base^(-2i/rope_dim) / factor_i, as ggml computes it; the
+    // frequencies are constants and the angle is formed in double so large
+    // positions keep precision.
     std::string freqs;
-    for (int64_t i = 0; i < rd / 2; ++i)
-      freqs += formatv("{0}{1:e17}", i ? ", " : "", std::pow(double(base), -2.0 * i / rd)).str();
+    uint32_t factorHash = 0;
+    for (int64_t i = 0; i < rd / 2; ++i) {
+      double f = std::pow(double(base), -2.0 * i / rd);
+      if (factors) {
+        f /= double((*factors)[i]);
+        uint32_t bits;
+        std::memcpy(&bits, &(*factors)[i], sizeof bits);
+        factorHash = factorHash * 16777619u ^ bits;
+      }
+      freqs += formatv("{0}{1:e17}", i ? ", " : "", f).str();
+    }
     KernelCall k;
     k.name = formatv("{0}_rope_rows_h{1}_r{2}_b{3}", prefix, hd, rd, hexFloat(base));
+    if (factors)
+      k.name += formatv("_f{0:x-8}", factorHash).str();
     k.params = "const float *x, float *y, int32_t ld, int32_t rows, int32_t pos, int32_t h0, "
                "int32_t h1";
     std::string tail = rd < hd ? formatv(R"c(      for (i = {0}; i < {1}; ++i)
@@ -600,7 +614,8 @@ private:
   LogicalResult rope(RopeOp r, llvm::StringRef prefix, const OperandNames &names,
                      KernelCall &k) const {
     int64_t width = dim(r.getInput(), 1), hd = r.getHeadDim();
-    KernelCall rows = ropeRows(hd, r.getRopeDim(), r.getFreqBase().convertToFloat(), prefix);
+    KernelCall rows =
+        ropeRows(hd, r.getRopeDim(), r.getFreqBase().convertToFloat(), r.getFreqFactors(), prefix);
     k.name = formatv("{0}_rope_w{1}_{2}", prefix, width, rows.name.substr(prefix.size() + 11));
     k.params = "const float *x, float *y, int32_t rows, int32_t pos";
     k.body = rowRange(r->getAttrOfType<SplitAttr>("split")) +

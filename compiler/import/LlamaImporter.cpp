@@ -8,6 +8,9 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
+#include <cstring>
+
 using namespace mlir;
 using namespace kiln;
 using llvm::Error;
@@ -128,12 +131,48 @@ Expected<LlamaConfig> kiln::readLlamaConfig(const gguf::File &file) {
   if (Error e = read(c.nVocab, "llama.vocab_size", c.nVocab))
     return std::move(e);
 
-  // Rope variants change the math: refuse them rather than compute something else.
-  if (const gguf::Value *scaling = file.find("llama.rope.scaling.type");
-      scaling && scaling->str != "none")
+  // Rope variants change the math: refuse those Kiln lacks rather than compute
+  // something else. Linear scaling divides every frequency by its factor; Llama
+  // 3's scaling is the per-pair divisors of the rope_freqs tensor.
+  const gguf::Value *scaling = file.find("llama.rope.scaling.type");
+  std::string scalingType = scaling ? scaling->str : "none";
+  if (scalingType != "none" && scalingType != "linear" &&
+      !(scalingType == "llama3" && file.findTensor("rope_freqs.weight")))
     return fail(llvm::formatv("unsupported rope scaling '{0}' (metadata "
-                              "'llama.rope.scaling.type'; supported: none)",
-                              scaling->str));
+                              "'llama.rope.scaling.type'; supported: none, linear, and llama3 "
+                              "with a rope_freqs tensor)",
+                              scalingType));
+  c.ropeFreqFactors.assign(c.ropeDim / 2, 1.0f);
+  bool scaled = false;
+  if (scalingType == "linear") {
+    if (!file.find("llama.rope.scaling.factor"))
+      return fail("linear rope scaling without metadata 'llama.rope.scaling.factor'");
+    Expected<float> factor = getFloat(file, "llama.rope.scaling.factor", 1.0f);
+    if (!factor)
+      return factor.takeError();
+    c.ropeFreqFactors.assign(c.ropeDim / 2, *factor);
+    scaled = true;
+  }
+  if (const gguf::TensorInfo *t = file.findTensor("rope_freqs.weight")) {
+    if (t->shape() != std::vector<int64_t>{c.ropeDim / 2} ||
+        t->type != uint32_t(gguf::TensorType::F32))
+      return fail(llvm::formatv("tensor 'rope_freqs.weight' must be {0} F32 values (one per "
+                                "rotated pair), got {1} of {2}",
+                                c.ropeDim / 2, t->numElements(), gguf::tensorTypeName(t->type)));
+    ArrayRef<uint8_t> bytes = file.tensorBytes(*t);
+    for (int64_t i = 0; i < c.ropeDim / 2; ++i) {
+      float f;
+      std::memcpy(&f, bytes.data() + 4 * i, sizeof f);
+      if (!(f > 0.0f) || std::isinf(f))
+        return fail(llvm::formatv("tensor 'rope_freqs.weight': factor {0} is {1} (must be "
+                                  "positive and finite)",
+                                  i, f));
+      c.ropeFreqFactors[i] *= f;
+    }
+    scaled = true;
+  }
+  if (!scaled)
+    c.ropeFreqFactors.clear();
 
   int64_t d = c.nEmbd, kv = c.nKvHead * c.headDim;
   if (Error e = checkTensor(file, "token_embd.weight", {c.nVocab, d}, true))
@@ -161,13 +200,14 @@ Expected<LlamaConfig> kiln::readLlamaConfig(const gguf::File &file) {
       return std::move(e);
   // A tensor the decoder would not read (biases, experts, rope factors) means a
   // model this importer does not describe: ignoring it would give wrong results.
-  size_t expected = 2 + 9 * c.nLayer + (c.tiedOutput ? 0 : 1);
+  size_t expected = 2 + 9 * c.nLayer + (c.tiedOutput ? 0 : 1) +
+                    (file.findTensor("rope_freqs.weight") ? 1 : 0);
   if (file.tensors.size() != expected)
     for (const gguf::TensorInfo &t : file.tensors) {
       llvm::StringRef name = t.name;
       int64_t layer;
       bool known = name == "token_embd.weight" || name == "output_norm.weight" ||
-                   name == "output.weight";
+                   name == "output.weight" || name == "rope_freqs.weight";
       if (name.consume_front("blk.") && !name.consumeInteger(10, layer) && layer >= 0 &&
           layer < c.nLayer)
         known = llvm::is_contained({".attn_norm.weight", ".attn_q.weight", ".attn_k.weight",
@@ -176,8 +216,7 @@ Expected<LlamaConfig> kiln::readLlamaConfig(const gguf::File &file) {
                                    name);
       if (!known)
         return fail(llvm::formatv("unsupported tensor '{0}': a llama model has no such "
-                                  "tensor (biases, experts and rope factors are not "
-                                  "supported)",
+                                  "tensor (biases and experts are not supported)",
                                   t.name));
     }
   return c;
@@ -295,8 +334,10 @@ private:
 
   Value rope(Value x, Value pos) {
     return b.create<RopeOp>(loc, x.getType(), x, pos, b.getI32IntegerAttr(c.headDim),
-                            b.getI32IntegerAttr(c.ropeDim),
-                            b.getF32FloatAttr(c.ropeFreqBase));
+                            b.getI32IntegerAttr(c.ropeDim), b.getF32FloatAttr(c.ropeFreqBase),
+                            c.ropeFreqFactors.empty()
+                                ? DenseF32ArrayAttr()
+                                : b.getDenseF32ArrayAttr(c.ropeFreqFactors));
   }
 
   RankedTensorType f32Tensor(int64_t rows, int64_t cols) {

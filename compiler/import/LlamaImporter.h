@@ -14,6 +14,9 @@ struct LlamaConfig {
   int64_t nEmbd = 0, nLayer = 0, nFF = 0, nHead = 0, nKvHead = 0;
   int64_t headDim = 0, ropeDim = 0, nVocab = 0, contextLength = 0;
   float ropeFreqBase = 10000.0f, rmsEpsilon = 1e-5f;
+  /// One divisor per rotated pair of the rope frequencies (Llama 3's
+  /// rope_freqs tensor, linear scaling's factor); empty: none.
+  std::vector<float> ropeFreqFactors;
   bool tiedOutput = false;
 };
 

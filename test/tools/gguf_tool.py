@@ -1207,9 +1207,13 @@ def llama_tensor_shapes(n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, tied=
 def random_llama(n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=96, n_vocab=64,
                  n_ctx=64, tied=False, ggml_type=GGML_F32, seed=1, rope_base=10000.0,
                  eps=1e-5, alignment=DEFAULT_ALIGNMENT, arch="llama", name=None,
-                 vocab_model="llama"):
+                 vocab_model="llama", rope_scaling="none"):
     """A llama model with seeded random weights. Returns (metadata, tensors).
-    vocab_model picks the tokenizer: "llama" (synthetic_vocab) or "gpt2" (gpt2_vocab)."""
+    vocab_model picks the tokenizer: "llama" (synthetic_vocab) or "gpt2" (gpt2_vocab).
+    rope_scaling: "none", "linear:F" (rope.scaling.type linear, factor F) or
+    "llama3" (a rope_freqs.weight tensor of Llama 3's per-pair divisors, with
+    factor 8, low/high frequency factors 1 and 4 over an original context of
+    n_ctx / 4, as Llama 3.1's converter writes it: no scaling type key)."""
     if n_head <= 0 or n_embd % n_head:
         raise GGUFError("n_embd %d is not divisible by n_head %d" % (n_embd, n_head))
     if n_head_kv <= 0 or n_head % n_head_kv:
@@ -1269,6 +1273,27 @@ def random_llama(n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=96, n_vocab=6
 
     rng = random.Random(seed)
     tensors = []
+    if rope_scaling.startswith("linear:"):
+        metadata[arch + ".rope.scaling.type"] = (GGUF_STRING, "linear")
+        metadata[arch + ".rope.scaling.factor"] = (GGUF_F32, float(rope_scaling[7:]))
+    elif rope_scaling == "llama3":
+        original = max(n_ctx / 4, 1.0)
+        low_wavelen, high_wavelen = original / 1.0, original / 4.0
+        factors = []
+        for i in range(head_dim // 2):
+            freq = rope_base ** (-2.0 * i / head_dim)
+            wavelen = 2 * math.pi / freq
+            if wavelen < high_wavelen:
+                factors.append(1.0)
+            elif wavelen > low_wavelen:
+                factors.append(8.0)
+            else:
+                smooth = (original / wavelen - 1.0) / (4.0 - 1.0)
+                factors.append(1.0 / ((1 - smooth) / 8.0 + smooth))
+        tensors.append({"name": "rope_freqs.weight", "ne": [head_dim // 2], "type": GGML_F32,
+                        "offset": None, "data": quantize(factors, GGML_F32)})
+    elif rope_scaling != "none":
+        raise GGUFError("unknown rope scaling %r (none, linear:F, llama3)" % rope_scaling)
     for tname, ne in llama_tensor_shapes(n_embd, n_layer, n_head, n_head_kv, n_ff,
                                          n_vocab, tied):
         count = n_elements(ne)
@@ -1451,7 +1476,7 @@ BAD_CASES = {
     "bad-alignment": "general.alignment is 0",
     "missing-metadata": "<arch>.embedding_length is absent",
     "extra-tensor": "a tensor the architecture does not use (blk.0.attn_q.bias) is present",
-    "rope-scaling": '<arch>.rope.scaling.type is "linear" (factor 4)',
+    "rope-scaling": '<arch>.rope.scaling.type is "yarn" (factor 4)',
 }
 
 
@@ -1497,7 +1522,7 @@ def make_bad(case, metadata, tensors, version=3):
         tensors.append({"name": "blk.0.attn_q.bias", "ne": [width], "type": GGML_F32,
                         "data": bytes(4 * width)})
     elif case == "rope-scaling":
-        metadata[arch + ".rope.scaling.type"] = (GGUF_STRING, "linear")
+        metadata[arch + ".rope.scaling.type"] = (GGUF_STRING, "yarn")
         metadata[arch + ".rope.scaling.factor"] = (GGUF_F32, 4.0)
     elif case == "misshaped-tensor":
         t = tensors[_tensor_index(tensors, "blk.0.attn_k.weight")]
@@ -1632,7 +1657,8 @@ def _cmd_model(args):
         n_head_kv=args.n_head_kv, n_ff=args.n_ff, n_vocab=args.vocab, n_ctx=args.ctx,
         tied=args.tied, ggml_type=TYPE_BY_NAME[args.type], seed=args.seed,
         rope_base=args.rope_base, eps=args.eps, alignment=args.alignment,
-        arch=args.arch, name=args.name, vocab_model=args.vocab_model)
+        arch=args.arch, name=args.name, vocab_model=args.vocab_model,
+        rope_scaling=args.rope_scaling)
     write_gguf(args.out, metadata, tensors, args.version)
 
 
@@ -1694,6 +1720,7 @@ def main(argv=None):
     p.add_argument("--type", choices=types, default="f32", help="type of 2-D tensors")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--rope-base", type=float, default=10000.0)
+    p.add_argument("--rope-scaling", default="none", help="none, linear:F or llama3")
     p.add_argument("--eps", type=float, default=1e-5)
     p.add_argument("--version", type=int, choices=(2, 3), default=3)
     p.add_argument("--alignment", type=int, default=DEFAULT_ALIGNMENT)

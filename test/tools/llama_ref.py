@@ -124,9 +124,19 @@ class LlamaRef:
         else:
             self.output = self.token_embd
 
-        # Rotation angle per pair, relative to position: ggml scales by the rope dims.
+        # Rotation angle per pair, relative to position: ggml scales by the rope dims,
+        # and divides by linear scaling's factor and by rope_freqs (Llama 3).
         self.inv_freq = [self.freq_base ** (-2.0 * i / self.rope_dim)
                          for i in range(self.rope_dim // 2)]
+        scaling = _meta(metadata, "llama.rope.scaling.type", "none")
+        if scaling == "linear":
+            factor = float(_meta(metadata, "llama.rope.scaling.factor"))
+            self.inv_freq = [f / factor for f in self.inv_freq]
+        elif scaling not in ("none", "llama3"):
+            raise RefError("rope scaling %r is not modelled" % scaling)
+        if "rope_freqs.weight" in by_name:
+            factors = vector("rope_freqs.weight", self.rope_dim // 2)
+            self.inv_freq = [f / g for f, g in zip(self.inv_freq, factors)]
         self.reset()
 
     @staticmethod

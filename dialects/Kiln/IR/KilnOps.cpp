@@ -3,6 +3,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace kiln;
 
@@ -109,9 +111,10 @@ static LogicalResult verifySameFormat(Operation *op, ValueRange weights) {
   return success();
 }
 
-/// Rotary embedding over heads of head_dim in a row of `width`.
+/// Rotary embedding over heads of head_dim in a row of `width`, with one
+/// positive factor per rotated pair when there are factors.
 static LogicalResult verifyRope(Operation *op, int64_t width, int64_t headDim, int64_t ropeDim,
-                                float freqBase) {
+                                float freqBase, std::optional<ArrayRef<float>> factors) {
   if (headDim <= 0 || width % headDim != 0)
     return op->emitOpError() << "width " << width << " is not a whole number of heads of "
                              << headDim;
@@ -120,6 +123,11 @@ static LogicalResult verifyRope(Operation *op, int64_t width, int64_t headDim, i
                              << ropeDim;
   if (!(freqBase > 0.0f))
     return op->emitOpError("expects a positive freq_base");
+  if (factors && int64_t(factors->size()) != ropeDim / 2)
+    return op->emitOpError() << "expects " << ropeDim / 2 << " freq_factors (one per rotated "
+                                "pair), got " << factors->size();
+  if (factors && llvm::any_of(*factors, [](float f) { return !(f > 0.0f) || std::isinf(f); }))
+    return op->emitOpError("expects positive, finite freq_factors");
   return success();
 }
 
@@ -193,8 +201,10 @@ LogicalResult QkvMatmulOp::verify() {
       getValuesOut().getType() != getValues().getType())
     return emitOpError("expects the updated caches to keep their types");
   float base = getFreqBase().convertToFloat();
-  if (failed(verifyRope(*this, rowsOf(getWq()), getHeadDim(), getRopeDim(), base)) ||
-      failed(verifyRope(*this, rowsOf(getWk()), getHeadDim(), getRopeDim(), base)))
+  if (failed(verifyRope(*this, rowsOf(getWq()), getHeadDim(), getRopeDim(), base,
+                        getFreqFactors())) ||
+      failed(verifyRope(*this, rowsOf(getWk()), getHeadDim(), getRopeDim(), base,
+                        getFreqFactors())))
     return failure();
   return success();
 }
@@ -203,7 +213,7 @@ LogicalResult RopeOp::verify() {
   if (failed(expectRank(*this, getInput(), 2, "input")))
     return failure();
   return verifyRope(*this, getInput().getType().getDimSize(1), getHeadDim(), getRopeDim(),
-                    getFreqBase().convertToFloat());
+                    getFreqBase().convertToFloat(), getFreqFactors());
 }
 
 LogicalResult AttentionOp::verify() {

@@ -94,8 +94,13 @@ def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure]> {
 
 def Kiln_RopeOp : Kiln_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "rotary position embedding on adjacent pairs, row i at position pos+i";
+  let description = [{
+    Pair i of each head turns by (pos + row) * freq_base^(-2i/rope_dim), divided
+    by freq_factors[i] when they are set (Llama 3's rope_freqs, linear scaling).
+  }];
   let arguments = (ins Kiln_F32Tensor:$input, I32:$pos, I32Attr:$head_dim,
-                       I32Attr:$rope_dim, F32Attr:$freq_base);
+                       I32Attr:$rope_dim, F32Attr:$freq_base,
+                       OptionalAttr<DenseF32ArrayAttr>:$freq_factors);
   let results = (outs Kiln_F32Tensor:$result);
   let assemblyFormat = "$input `at` $pos attr-dict `:` type($input)";
   let hasVerifier = 1;
@@ -205,7 +210,8 @@ def Kiln_QkvMatmulOp : Kiln_Op<"qkv_matmul", [Pure]> {
                        Kiln_WeightTensor:$wv, Kiln_CacheTensor:$keys,
                        Kiln_CacheTensor:$values, I32:$pos, Optional<Kiln_F32Tensor>:$norm,
                        I32Attr:$head_dim, I32Attr:$rope_dim, F32Attr:$freq_base,
-                       OptionalAttr<F32Attr>:$epsilon);
+                       OptionalAttr<F32Attr>:$epsilon,
+                       OptionalAttr<DenseF32ArrayAttr>:$freq_factors);
   let results = (outs Kiln_F32Tensor:$query, Kiln_CacheTensor:$keys_out,
                       Kiln_CacheTensor:$values_out);
   let assemblyFormat = [{

@@ -173,3 +173,19 @@ func.func @k_quant_row_not_whole_super_blocks() {
   %w = kiln.weight "w" : tensor<4x128x!kiln.q4_k>
   return
 }
+
+// -----
+
+func.func @rope_factors_not_one_per_pair(%x: tensor<2x32xf32>, %pos: i32) {
+  // expected-error @+1 {{expects 4 freq_factors (one per rotated pair), got 3}}
+  %y = kiln.rope %x at %pos {head_dim = 8 : i32, rope_dim = 8 : i32, freq_base = 10000.0 : f32, freq_factors = array<f32: 1.0, 2.0, 4.0>} : tensor<2x32xf32>
+  return
+}
+
+// -----
+
+func.func @rope_factor_not_positive(%x: tensor<2x32xf32>, %pos: i32) {
+  // expected-error @+1 {{expects positive, finite freq_factors}}
+  %y = kiln.rope %x at %pos {head_dim = 8 : i32, rope_dim = 8 : i32, freq_base = 10000.0 : f32, freq_factors = array<f32: 1.0, 2.0, 0.0, 8.0>} : tensor<2x32xf32>
+  return
+}
