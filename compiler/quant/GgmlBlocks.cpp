@@ -29,16 +29,19 @@ float storeHalf(uint8_t *p, float v) {
   return f16ToF32(h);
 }
 
-// round(v) clamped to [lo, hi]; NaN gives the code nearest zero.
+// round(v) (half away from zero) clamped to [lo, hi]; NaN gives the code
+// nearest zero. Inline arithmetic: the encoders call it a few dozen times per
+// weight.
 int code(float v, int lo, int hi) {
-  if (std::isnan(v))
+  if (!(v == v))
     return lo > 0 ? lo : (hi < 0 ? hi : 0);
-  float r = std::roundf(v);
-  if (r <= static_cast<float>(lo))
+  if (v <= static_cast<float>(lo))
     return lo;
-  if (r >= static_cast<float>(hi))
+  if (v >= static_cast<float>(hi))
     return hi;
-  return static_cast<int>(r);
+  int t = static_cast<int>(v); // toward zero, |v| < 2^31 here
+  float f = v - static_cast<float>(t);
+  return f >= 0.5f ? t + 1 : f <= -0.5f ? t - 1 : t;
 }
 
 // The q4_k / q5_k packing of eight 6-bit scales and eight 6-bit mins.
@@ -204,29 +207,36 @@ Affine fitAffine(const float *x, int n, int nmax, bool offsetAtMostZero) {
     return best;
   double bestErr = INFINITY;
   for (int t = -4; t <= 4; ++t) {
+    // Codes for a scale near (hi - lo) / nmax, then twice the least-squares
+    // scale and offset for the codes and the codes for those, then its error.
     Affine a{(hi - lo) / (static_cast<float>(nmax) + 0.25f * static_cast<float>(t)), lo};
     for (int pass = 0; pass < 2; ++pass) {
+      const float is = 1.0f / a.scale;
       double sq = 0, sqq = 0, sx = 0, sqx = 0;
       for (int i = 0; i < n; ++i) {
-        double q = code((x[i] - a.offset) / a.scale, 0, nmax);
+        double q = code((x[i] - a.offset) * is, 0, nmax);
         sq += q, sqq += q * q, sx += x[i], sqx += q * x[i];
       }
-      double det = n * sqq - sq * sq, s, o;
-      if (det <= 0)
-        break;
-      s = (n * sqx - sq * sx) / det;
-      o = (sx - s * sq) / n;
+      double det = n * sqq - sq * sq, sc, o;
+      if (det > 0) {
+        sc = (n * sqx - sq * sx) / det;
+        o = (sx - sc * sq) / n;
+      } else { // one code for all: the scale alone
+        sc = sqq > 0 ? sqx / sqq : a.scale;
+        o = sqq > 0 ? 0.0 : a.offset;
+      }
       if (offsetAtMostZero && o > 0) {
         o = 0;
-        s = sqx / sqq;
+        sc = sqq > 0 ? sqx / sqq : sc;
       }
-      if (!(s > 0))
+      if (!(sc > 0))
         break;
-      a = {static_cast<float>(s), static_cast<float>(o)};
+      a = {static_cast<float>(sc), static_cast<float>(o)};
     }
+    const float is = 1.0f / a.scale;
     double err = 0;
     for (int i = 0; i < n; ++i) {
-      double e = a.scale * code((x[i] - a.offset) / a.scale, 0, nmax) + a.offset - x[i];
+      double e = a.scale * code((x[i] - a.offset) * is, 0, nmax) + a.offset - x[i];
       err += e * e;
     }
     if (err < bestErr) {
@@ -286,12 +296,41 @@ float fitLevels(const float *x, int n, const int *lv, int count) {
   return best;
 }
 
-// Symmetric integer levels lo..hi as a table for fitLevels.
+// x ~ scale * q with integer codes q in lo..hi (lo < 0 < hi): as fitLevels for
+// the levels lo..hi, with the nearest level found by rounding.
 float fitSymmetric(const float *x, int n, int lo, int hi) {
-  int lv[64];
-  for (int q = lo; q <= hi; ++q)
-    lv[q - lo] = q;
-  return fitLevels(x, n, lv, hi - lo + 1);
+  float peak = 0;
+  for (int i = 0; i < n; ++i)
+    if (std::fabs(x[i]) > std::fabs(peak))
+      peak = x[i];
+  if (peak == 0 || std::isnan(peak))
+    return 0;
+  float best = peak / static_cast<float>(lo);
+  float bestErr = INFINITY;
+  for (int t = -3; t <= 3; ++t) {
+    float s = peak / (static_cast<float>(lo) * (1.0f + 0.05f * static_cast<float>(t)));
+    float is = 1.0f / s;
+    double sqq = 0, sqx = 0;
+    for (int i = 0; i < n; ++i) {
+      double q = code(x[i] * is, lo, hi);
+      sqq += q * q, sqx += q * x[i];
+    }
+    if (sqq > 0)
+      s = static_cast<float>(sqx / sqq);
+    if (s == 0)
+      continue;
+    is = 1.0f / s;
+    float err = 0; // over one sub-block: float is enough to rank the scales
+    for (int i = 0; i < n; ++i) {
+      float e = s * static_cast<float>(code(x[i] * is, lo, hi)) - x[i];
+      err += e * e;
+    }
+    if (err < bestErr) {
+      bestErr = err;
+      best = s;
+    }
+  }
+  return best;
 }
 
 void encodeQ4_1(const float *x, uint8_t *out) {
