@@ -30,15 +30,18 @@ std::vector<Option> optionsFor(const gguf::File &model, const BudgetTensor &t) {
   size_t n = info->numElements();
   int64_t storedBytes = info->bytes;
   // A tensor the file already stores quantized keeps that format.
-  if (stored.format == quant::Format::Q8_0 || stored.format == quant::Format::Q4_0)
+  if (stored.format != quant::Format::F32 && stored.format != quant::Format::F16 &&
+      stored.format != quant::Format::BF16)
     return {{stored, storedBytes, 0.0}};
   std::vector<float> values(n);
   quant::dequantize(stored, model.tensorBytes(*info).data(), n, values.data());
   std::vector<Option> all;
-  for (const char *name : {"f32", "f16", "q8_0", "i8g128", "q4_0", "i4g64", "i4g128"}) {
+  for (const char *name : {"f32", "f16", "q8_0", "q6_k", "i8g128", "q5_k", "q4_k", "q4_0",
+                           "i4g64", "i4g128"}) {
     quant::FormatSpec spec;
     quant::parseFormat(name, spec);
-    if (t.cols % spec.group != 0 || (spec.format == quant::Format::F32 &&
+    if (t.cols % int64_t(quant::blockElements(spec)) != 0 ||
+        (spec.format == quant::Format::F32 &&
                                      stored.format != quant::Format::F32))
       continue;
     double err = quant::relativeRmsError(spec, values.data(), n);
