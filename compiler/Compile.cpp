@@ -205,6 +205,14 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
   llvm::Expected<Vocabulary> vocab = readVocabulary(*file);
   if (!vocab)
     return report(errs, options.input, llvm::toString(vocab.takeError()));
+  // The runtime's byte-BPE splits text as GPT-2's pre-tokenizer does; a model
+  // trained with another (tokenizer.ggml.pre) can tokenize text differently.
+  if (vocab->model == "gpt2" && !vocab->preTokenizer.empty() && vocab->preTokenizer != "default" &&
+      vocab->preTokenizer != "gpt-2")
+    errs << "kiln-compile: warning: " << options.input << ": pre-tokenizer '"
+         << vocab->preTokenizer
+         << "' (tokenizer.ggml.pre) is split as GPT-2's: text may tokenize differently "
+            "from the model's own tokenizer; token ids (kiln-generate --tokens) are exact\n";
   llvm::SmallString<256> packPath(options.outputDir);
   llvm::sys::path::append(packPath, name + ".kpack");
   llvm::Expected<PackInfo> pack = writePack(**module, *file, *vocab, packPath);

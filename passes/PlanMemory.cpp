@@ -21,7 +21,7 @@ int64_t tensorBytes(Type type) { return getStorageBytes(cast<RankedTensorType>(t
 /// Ops whose result may overwrite an operand that dies there: each output
 /// element depends only on the same elements of the inputs.
 bool canWriteInPlace(Operation *op) {
-  return isa<AddOp, MulOp, SiluOp, GeluOp, RopeOp>(op);
+  return isa<AddOp, BiasAddOp, MulOp, SiluOp, GeluOp, RopeOp>(op);
 }
 
 /// Whether the result of `op` lives in the activation region of the arena.

@@ -138,6 +138,20 @@ public:
               arg(b->getOperand(0)), arg(b->getOperand(1)), res();
               return success();
             })
+            .Case([&](BiasAddOp a) {
+              int64_t width = dim(a.getResult(), 1);
+              k.name = formatv("{0}_bias_add_w{1}", prefix, width);
+              k.params = "const float *x, const uint8_t *b, float *y, int32_t rows";
+              k.body = rowRange(split) + formatv(R"c(  const float *bias = (const float *)(const void *)b;
+  int32_t r, i;
+  for (r = r0; r < r1; ++r)
+    for (i = 0; i < {0}; ++i)
+      y[(size_t)r * {0} + i] = x[(size_t)r * {0} + i] + bias[i];
+)c",
+                                                 width).str();
+              arg(a.getInput()), arg(a.getBias()), res();
+              return success();
+            })
             .Case([&](SiluOp s) {
               int64_t width = dim(s.getResult(), 1);
               k.name = formatv("{0}_silu_w{1}", prefix, width);

@@ -72,11 +72,14 @@ Expected<LlamaConfig> kiln::readLlamaConfig(const gguf::File &file) {
   const gguf::Value *arch = file.find("general.architecture");
   if (!arch || arch->type != gguf::ValueType::String)
     return fail("missing metadata 'general.architecture'");
-  if (arch->str != "llama")
-    return fail(llvm::formatv("unknown architecture '{0}' (supported: llama)",
+  if (arch->str != "llama" && arch->str != "qwen2")
+    return fail(llvm::formatv("unknown architecture '{0}' (supported: llama, qwen2)",
                               arch->str));
 
   LlamaConfig c;
+  c.arch = arch->str;
+  // Hyper-parameters are keyed by the architecture's name.
+  auto key = [&](StringRef k) { return (c.arch + "." + k).str(); };
   if (const gguf::Value *n = file.find("general.name");
       n && n->type == gguf::ValueType::String)
     c.name = n->str;
@@ -88,17 +91,17 @@ Expected<LlamaConfig> kiln::readLlamaConfig(const gguf::File &file) {
     field = *v;
     return Error::success();
   };
-  if (Error e = read(c.nEmbd, "llama.embedding_length"))
+  if (Error e = read(c.nEmbd, key("embedding_length")))
     return std::move(e);
-  if (Error e = read(c.nLayer, "llama.block_count"))
+  if (Error e = read(c.nLayer, key("block_count")))
     return std::move(e);
-  if (Error e = read(c.nFF, "llama.feed_forward_length"))
+  if (Error e = read(c.nFF, key("feed_forward_length")))
     return std::move(e);
-  if (Error e = read(c.nHead, "llama.attention.head_count"))
+  if (Error e = read(c.nHead, key("attention.head_count")))
     return std::move(e);
-  if (Error e = read(c.nKvHead, "llama.attention.head_count_kv", c.nHead))
+  if (Error e = read(c.nKvHead, key("attention.head_count_kv"), c.nHead))
     return std::move(e);
-  if (Error e = read(c.contextLength, "llama.context_length"))
+  if (Error e = read(c.contextLength, key("context_length")))
     return std::move(e);
   if (c.nEmbd % c.nHead != 0)
     return fail(llvm::formatv("embedding length {0} is not a multiple of the head "
@@ -109,17 +112,17 @@ Expected<LlamaConfig> kiln::readLlamaConfig(const gguf::File &file) {
                               "{1}",
                               c.nHead, c.nKvHead));
   c.headDim = c.nEmbd / c.nHead;
-  if (Error e = read(c.ropeDim, "llama.rope.dimension_count", c.headDim))
+  if (Error e = read(c.ropeDim, key("rope.dimension_count"), c.headDim))
     return std::move(e);
   if (c.ropeDim > c.headDim || c.ropeDim % 2 != 0)
     return fail(llvm::formatv("rope dimension {0} must be even and at most the head "
                               "dimension {1}",
                               c.ropeDim, c.headDim));
-  Expected<float> base = getFloat(file, "llama.rope.freq_base", 10000.0f);
+  Expected<float> base = getFloat(file, key("rope.freq_base"), 10000.0f);
   if (!base)
     return base.takeError();
   c.ropeFreqBase = *base;
-  Expected<float> eps = getFloat(file, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  Expected<float> eps = getFloat(file, key("attention.layer_norm_rms_epsilon"), 1e-5f);
   if (!eps)
     return eps.takeError();
   c.rmsEpsilon = *eps;
@@ -128,26 +131,27 @@ Expected<LlamaConfig> kiln::readLlamaConfig(const gguf::File &file) {
   if (!embd || embd->ne.size() != 2)
     return fail("missing tensor 'token_embd.weight' (or not 2-D)");
   c.nVocab = embd->ne[1];
-  if (Error e = read(c.nVocab, "llama.vocab_size", c.nVocab))
+  if (Error e = read(c.nVocab, key("vocab_size"), c.nVocab))
     return std::move(e);
 
   // Rope variants change the math: refuse those Kiln lacks rather than compute
   // something else. Linear scaling divides every frequency by its factor; Llama
   // 3's scaling is the per-pair divisors of the rope_freqs tensor.
-  const gguf::Value *scaling = file.find("llama.rope.scaling.type");
+  const gguf::Value *scaling = file.find(key("rope.scaling.type"));
   std::string scalingType = scaling ? scaling->str : "none";
   if (scalingType != "none" && scalingType != "linear" &&
       !(scalingType == "llama3" && file.findTensor("rope_freqs.weight")))
     return fail(llvm::formatv("unsupported rope scaling '{0}' (metadata "
-                              "'llama.rope.scaling.type'; supported: none, linear, and llama3 "
-                              "with a rope_freqs tensor)",
-                              scalingType));
+                              "'{1}'; supported: none, linear, and llama3 with a rope_freqs "
+                              "tensor)",
+                              scalingType, key("rope.scaling.type")));
   c.ropeFreqFactors.assign(c.ropeDim / 2, 1.0f);
   bool scaled = false;
   if (scalingType == "linear") {
-    if (!file.find("llama.rope.scaling.factor"))
-      return fail("linear rope scaling without metadata 'llama.rope.scaling.factor'");
-    Expected<float> factor = getFloat(file, "llama.rope.scaling.factor", 1.0f);
+    if (!file.find(key("rope.scaling.factor")))
+      return fail(llvm::formatv("linear rope scaling without metadata '{0}'",
+                                key("rope.scaling.factor")));
+    Expected<float> factor = getFloat(file, key("rope.scaling.factor"), 1.0f);
     if (!factor)
       return factor.takeError();
     c.ropeFreqFactors.assign(c.ropeDim / 2, *factor);
@@ -191,6 +195,12 @@ Expected<LlamaConfig> kiln::readLlamaConfig(const gguf::File &file) {
                             Expect{"ffn_down", {d, c.nFF}, true}})
       if (Error e = checkTensor(file, p + x.name + ".weight", x.shape, x.matrix))
         return std::move(e);
+    // qwen2: biases on the query, key and value projections.
+    if (c.arch == "qwen2")
+      for (const Expect &x : {Expect{"attn_q", {d}, false}, Expect{"attn_k", {kv}, false},
+                              Expect{"attn_v", {kv}, false}})
+        if (Error e = checkTensor(file, p + x.name + ".bias", x.shape, x.matrix))
+          return std::move(e);
   }
   if (Error e = checkTensor(file, "output_norm.weight", {d}, false))
     return std::move(e);
@@ -200,7 +210,8 @@ Expected<LlamaConfig> kiln::readLlamaConfig(const gguf::File &file) {
       return std::move(e);
   // A tensor the decoder would not read (biases, experts, rope factors) means a
   // model this importer does not describe: ignoring it would give wrong results.
-  size_t expected = 2 + 9 * c.nLayer + (c.tiedOutput ? 0 : 1) +
+  size_t perLayer = c.arch == "qwen2" ? 12 : 9;
+  size_t expected = 2 + perLayer * c.nLayer + (c.tiedOutput ? 0 : 1) +
                     (file.findTensor("rope_freqs.weight") ? 1 : 0);
   if (file.tensors.size() != expected)
     for (const gguf::TensorInfo &t : file.tensors) {
@@ -213,11 +224,13 @@ Expected<LlamaConfig> kiln::readLlamaConfig(const gguf::File &file) {
         known = llvm::is_contained({".attn_norm.weight", ".attn_q.weight", ".attn_k.weight",
                                     ".attn_v.weight", ".attn_output.weight", ".ffn_norm.weight",
                                     ".ffn_gate.weight", ".ffn_up.weight", ".ffn_down.weight"},
-                                   name);
+                                   name) ||
+                (c.arch == "qwen2" &&
+                 llvm::is_contained({".attn_q.bias", ".attn_k.bias", ".attn_v.bias"}, name));
       if (!known)
-        return fail(llvm::formatv("unsupported tensor '{0}': a llama model has no such "
+        return fail(llvm::formatv("unsupported tensor '{0}': a {1} model has no such "
                                   "tensor (biases and experts are not supported)",
-                                  t.name));
+                                  t.name, c.arch));
     }
   return c;
 }
@@ -229,6 +242,9 @@ Expected<Vocabulary> kiln::readVocabulary(const gguf::File &file) {
   if (v.model != "llama" && v.model != "gpt2")
     return fail(llvm::formatv("unsupported tokenizer '{0}' (supported: llama, gpt2)",
                               v.model));
+  if (const gguf::Value *pre = file.find("tokenizer.ggml.pre");
+      pre && pre->type == gguf::ValueType::String)
+    v.preTokenizer = pre->str;
   const gguf::Value *tokens = file.find("tokenizer.ggml.tokens");
   if (!tokens || tokens->type != gguf::ValueType::Array ||
       tokens->elementType != gguf::ValueType::String)
@@ -327,6 +343,15 @@ private:
     return b.create<MatmulOp>(loc, f32Tensor(rows, out), x, w);
   }
 
+  /// The projection `name` ("blk.N.attn_q"), plus its bias where the
+  /// architecture has one.
+  Value projection(Value x, const std::string &name) {
+    Value y = matmul(x, name + ".weight");
+    if (c.arch != "qwen2")
+      return y;
+    return b.create<BiasAddOp>(loc, y.getType(), y, weight(name + ".bias"));
+  }
+
   Value rmsNorm(Value x, StringRef name) {
     return b.create<RmsNormOp>(loc, x.getType(), x, weight(name),
                                b.getF32FloatAttr(c.rmsEpsilon));
@@ -370,9 +395,9 @@ void DecoderBuilder::build(StringRef name, int64_t rows) {
   for (int64_t l = 0; l < c.nLayer; ++l) {
     std::string p = llvm::formatv("blk.{0}.", l);
     Value a = rmsNorm(x, p + "attn_norm.weight");
-    Value q = rope(matmul(a, p + "attn_q.weight"), pos);
-    Value k = rope(matmul(a, p + "attn_k.weight"), pos);
-    Value v = matmul(a, p + "attn_v.weight");
+    Value q = rope(projection(a, p + "attn_q"), pos);
+    Value k = rope(projection(a, p + "attn_k"), pos);
+    Value v = projection(a, p + "attn_v");
     auto cache = [&](CacheKind kind) {
       return b.create<KvCacheOp>(loc, cacheType, b.getI32IntegerAttr(l),
                                  CacheKindAttr::get(ctx, kind));

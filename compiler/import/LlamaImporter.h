@@ -11,6 +11,7 @@ namespace kiln {
 /// Hyper-parameters of a llama-family decoder, read from GGUF metadata.
 struct LlamaConfig {
   std::string name;
+  std::string arch; // general.architecture: llama or qwen2 (which adds q/k/v biases)
   int64_t nEmbd = 0, nLayer = 0, nFF = 0, nHead = 0, nKvHead = 0;
   int64_t headDim = 0, ropeDim = 0, nVocab = 0, contextLength = 0;
   float ropeFreqBase = 10000.0f, rmsEpsilon = 1e-5f;
@@ -23,6 +24,7 @@ struct LlamaConfig {
 /// The vocabulary the runtime tokenizer needs, kept from the model file.
 struct Vocabulary {
   std::string model; // "llama" (SentencePiece-style) or "gpt2" (byte BPE)
+  std::string preTokenizer; // tokenizer.ggml.pre, empty when absent
   std::vector<std::string> tokens;
   std::vector<float> scores;
   std::vector<int32_t> types;

@@ -180,6 +180,12 @@ SHAPES = {
     "linear-rope-f32": (["--n-embd", "64", "--n-layer", "2", "--n-head", "4", "--n-head-kv", "2",
                          "--n-ff", "96", "--vocab", "64", "--ctx", "40",
                          "--rope-scaling", "linear:4"], 8),
+    # qwen2: biases on q, k and v (and the bias kernels under q8_0 weights).
+    "qwen2-f32": (["--arch", "qwen2", "--n-embd", "64", "--n-layer", "2", "--n-head", "4",
+                   "--n-head-kv", "2", "--n-ff", "96", "--vocab", "64", "--ctx", "32"], 8),
+    "qwen2-q8_0": (["--arch", "qwen2", "--n-embd", "64", "--n-layer", "3", "--n-head", "4",
+                    "--n-head-kv", "1", "--n-ff", "96", "--vocab", "64", "--ctx", "24",
+                    "--type", "q8_0"], 5),
 }
 
 

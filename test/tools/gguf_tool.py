@@ -1306,6 +1306,17 @@ def random_llama(n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=96, n_vocab=6
             ttype = ggml_type
         tensors.append({"name": tname, "ne": ne, "type": ttype, "offset": None,
                         "data": quantize(values, ttype)})
+    if arch == "qwen2":
+        # Biases on the query, key and value projections, after each layer's
+        # weights as llama.cpp's converter writes them (any order reads).
+        kv = n_head_kv * head_dim
+        for l in range(n_layer):
+            for part, width in (("q", n_embd), ("k", kv), ("v", kv)):
+                values = [rng.gauss(0.0, 0.2) for _ in range(width)]
+                tensors.append({"name": "blk.%d.attn_%s.bias" % (l, part), "ne": [width],
+                                "type": GGML_F32, "offset": None,
+                                "data": quantize(values, GGML_F32)})
+        metadata["tokenizer.ggml.pre"] = (GGUF_STRING, "qwen2")
     return metadata, tensors
 
 

@@ -67,21 +67,22 @@ class LlamaRef:
     def __init__(self, path):
         _, metadata, tensors = gguf_tool.read_gguf(path)
         arch = _meta(metadata, "general.architecture", "llama")
-        if arch != "llama":
-            raise RefError("architecture %r is not llama" % arch)
-        self.n_embd = _meta(metadata, "llama.embedding_length")
-        self.n_layer = _meta(metadata, "llama.block_count")
-        self.n_ff = _meta(metadata, "llama.feed_forward_length")
-        self.n_head = _meta(metadata, "llama.attention.head_count")
-        self.n_head_kv = _meta(metadata, "llama.attention.head_count_kv", self.n_head)
-        self.n_ctx = _meta(metadata, "llama.context_length", 0)
-        self.eps = float(_meta(metadata, "llama.attention.layer_norm_rms_epsilon", 1e-5))
-        self.freq_base = float(_meta(metadata, "llama.rope.freq_base", 10000.0))
+        if arch not in ("llama", "qwen2"):
+            raise RefError("architecture %r is not llama or qwen2" % arch)
+        self.arch = arch
+        self.n_embd = _meta(metadata, arch + ".embedding_length")
+        self.n_layer = _meta(metadata, arch + ".block_count")
+        self.n_ff = _meta(metadata, arch + ".feed_forward_length")
+        self.n_head = _meta(metadata, arch + ".attention.head_count")
+        self.n_head_kv = _meta(metadata, arch + ".attention.head_count_kv", self.n_head)
+        self.n_ctx = _meta(metadata, arch + ".context_length", 0)
+        self.eps = float(_meta(metadata, arch + ".attention.layer_norm_rms_epsilon", 1e-5))
+        self.freq_base = float(_meta(metadata, arch + ".rope.freq_base", 10000.0))
         if self.n_embd % self.n_head or self.n_head % self.n_head_kv:
             raise RefError("n_embd %d, n_head %d, n_head_kv %d do not divide"
                            % (self.n_embd, self.n_head, self.n_head_kv))
         self.head_dim = self.n_embd // self.n_head
-        self.rope_dim = _meta(metadata, "llama.rope.dimension_count", self.head_dim)
+        self.rope_dim = _meta(metadata, arch + ".rope.dimension_count", self.head_dim)
         if self.rope_dim % 2 or not 0 < self.rope_dim <= self.head_dim:
             raise RefError("rope dimension %d is not even and in (0, %d]"
                            % (self.rope_dim, self.head_dim))
@@ -112,6 +113,10 @@ class LlamaRef:
                 "wq": matrix(p + "attn_q.weight", D, D),
                 "wk": matrix(p + "attn_k.weight", D, kv_dim),
                 "wv": matrix(p + "attn_v.weight", D, kv_dim),
+                # qwen2: biases on the q, k and v projections
+                "bq": vector(p + "attn_q.bias", D) if arch == "qwen2" else None,
+                "bk": vector(p + "attn_k.bias", kv_dim) if arch == "qwen2" else None,
+                "bv": vector(p + "attn_v.bias", kv_dim) if arch == "qwen2" else None,
                 "wo": matrix(p + "attn_output.weight", D, D),
                 "ffn_norm": vector(p + "ffn_norm.weight", D),
                 "gate": matrix(p + "ffn_gate.weight", D, F),
@@ -128,9 +133,9 @@ class LlamaRef:
         # and divides by linear scaling's factor and by rope_freqs (Llama 3).
         self.inv_freq = [self.freq_base ** (-2.0 * i / self.rope_dim)
                          for i in range(self.rope_dim // 2)]
-        scaling = _meta(metadata, "llama.rope.scaling.type", "none")
+        scaling = _meta(metadata, arch + ".rope.scaling.type", "none")
         if scaling == "linear":
-            factor = float(_meta(metadata, "llama.rope.scaling.factor"))
+            factor = float(_meta(metadata, arch + ".rope.scaling.factor"))
             self.inv_freq = [f / factor for f in self.inv_freq]
         elif scaling not in ("none", "llama3"):
             raise RefError("rope scaling %r is not modelled" % scaling)
@@ -180,6 +185,10 @@ class LlamaRef:
             q = _matvec(layer["wq"], a)
             k = _matvec(layer["wk"], a)
             v = _matvec(layer["wv"], a)
+            if layer["bq"] is not None:
+                q = [x_ + b_ for x_, b_ in zip(q, layer["bq"])]
+                k = [x_ + b_ for x_, b_ in zip(k, layer["bk"])]
+                v = [x_ + b_ for x_, b_ in zip(v, layer["bv"])]
             for g in range(self.n_head_kv):
                 k_cache[g].append(self._rope(k[g * hd:(g + 1) * hd], pos))
                 v_cache[g].append(v[g * hd:(g + 1) * hd])

@@ -209,6 +209,12 @@ LogicalResult QkvMatmulOp::verify() {
   return success();
 }
 
+LogicalResult BiasAddOp::verify() {
+  if (failed(expectRank(*this, getInput(), 2, "input")))
+    return failure();
+  return expectShape(*this, getBias(), {getInput().getType().getDimSize(1)}, "bias");
+}
+
 LogicalResult RopeOp::verify() {
   if (failed(expectRank(*this, getInput(), 2, "input")))
     return failure();

@@ -146,6 +146,14 @@ class Kiln_BinaryOp<string mnemonic, string what>
 }
 
 def Kiln_AddOp : Kiln_BinaryOp<"add", "elementwise sum">;
+
+def Kiln_BiasAddOp : Kiln_Op<"bias_add", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "a bias vector added to every row (qwen2's q, k and v projections)";
+  let arguments = (ins Kiln_F32Tensor:$input, Kiln_F32Tensor:$bias);
+  let results = (outs Kiln_F32Tensor:$result);
+  let assemblyFormat = "$input `,` $bias attr-dict `:` type($input) `,` type($bias)";
+  let hasVerifier = 1;
+}
 def Kiln_MulOp : Kiln_BinaryOp<"mul", "elementwise product">;
 
 //===----------------------------------------------------------------------===//

@@ -189,3 +189,11 @@ func.func @rope_factor_not_positive(%x: tensor<2x32xf32>, %pos: i32) {
   %y = kiln.rope %x at %pos {head_dim = 8 : i32, rope_dim = 8 : i32, freq_base = 10000.0 : f32, freq_factors = array<f32: 1.0, 2.0, 0.0, 8.0>} : tensor<2x32xf32>
   return
 }
+
+// -----
+
+func.func @bias_not_row_width(%x: tensor<2x32xf32>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{bias}}
+  %y = kiln.bias_add %x, %b : tensor<2x32xf32>, tensor<16xf32>
+  return
+}
