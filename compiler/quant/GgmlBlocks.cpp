@@ -250,17 +250,13 @@ Affine fitAffine(const float *x, int n, int nmax, bool offsetAtMostZero) {
 // x ~ scale * level(q): levels `lv` (count of them, ascending, the first the
 // most negative), by least squared error; the value of largest magnitude maps
 // near the first level.
+// The nearest of `count` ascending levels, branch-free: the number of the
+// midpoints between neighbours that v passes (a tie takes the lower level).
 int nearestLevel(float v, const int *lv, int count) {
-  int best = 0;
-  float bestDist = INFINITY;
-  for (int i = 0; i < count; ++i) {
-    float dist = std::fabs(v - static_cast<float>(lv[i]));
-    if (dist < bestDist) {
-      bestDist = dist;
-      best = i;
-    }
-  }
-  return best;
+  int index = 0;
+  for (int i = 0; i + 1 < count; ++i)
+    index += v > 0.5f * static_cast<float>(lv[i] + lv[i + 1]);
+  return index;
 }
 
 float fitLevels(const float *x, int n, const int *lv, int count) {
@@ -272,8 +268,8 @@ float fitLevels(const float *x, int n, const int *lv, int count) {
     return 0;
   float best = peak / static_cast<float>(lv[0]);
   double bestErr = INFINITY;
-  for (int t = -6; t <= 6; ++t) {
-    float s = peak / (static_cast<float>(lv[0]) * (1.0f + 0.03f * static_cast<float>(t)));
+  for (int t = -3; t <= 3; ++t) {
+    float s = peak / (static_cast<float>(lv[0]) * (1.0f + 0.05f * static_cast<float>(t)));
     double sll = 0, slx = 0;
     for (int i = 0; i < n; ++i) {
       double l = lv[nearestLevel(x[i] / s, lv, count)];
