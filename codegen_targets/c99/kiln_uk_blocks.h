@@ -7,9 +7,10 @@
  * activations quantized per group of 32 by the weights: each block of a
  * weight row unpacked once to int16 (unpack_block), then an exact int32 dot
  * per group of 32 for every activation row (block_dot, which an ISA header
- * may replace with KILN_UK_HAS_BLOCK_DOT); or, for the formats where an ISA
- * header defines KILN_UK_HAS_QDOT_BLOCKS and qdot_blocks_has(fmt), that
- * header's qdot_blocks straight from the blocks. */
+ * may replace with KILN_UK_HAS_BLOCK_DOT); or, but for q2_k and q3_k, where an
+ * ISA header defines KILN_UK_HAS_QDOT_BLOCKS before including this one, its
+ * dots straight from the blocks, row by row (qdot_isa_q45k, qdot_isa_q6k and
+ * qdot_isa_b32, declared below). */
 #ifndef KILN_UK_BLOCKS_H
 #define KILN_UK_BLOCKS_H
 
@@ -264,6 +265,18 @@ static inline void row_q6_k(const uint8_t *w, float *y, int32_t k) {
 
 /* --- matmul ---------------------------------------------------------------- */
 
+#ifdef KILN_UK_HAS_QDOT_BLOCKS
+/* A row of q4_k (five = 0) or q5_k, of q6_k, of a format of 32-blocks, dotted
+ * with activations quantized by blocks_quantize_row; the ISA header defines
+ * them after including this header. */
+static inline float qdot_isa_q45k(const int8_t *xq, const float *xd, const float *xa,
+                                  const uint8_t *w, int32_t k, int32_t five);
+static inline float qdot_isa_q6k(const int8_t *xq, const float *xd, const float *xa,
+                                 const uint8_t *w, int32_t k);
+static inline float qdot_isa_b32(int fmt, const int8_t *xq, const float *xd, const float *xa,
+                                 const uint8_t *w, int32_t k);
+#endif
+
 #ifndef KILN_UK_HAS_DOT_BF16
 static inline float dot_bf16(const float *x, const uint8_t *w, int32_t k) {
   float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -415,12 +428,17 @@ KILN_UK_INLINE void matmul_blocks(int fmt, const uint8_t *w, float *y, const voi
   float ws[8], wm[16];
   int32_t j, b, r;
 #ifdef KILN_UK_HAS_QDOT_BLOCKS
-  if (qdot_blocks_has(fmt)) { /* the ISA's dot straight from the blocks, row by row */
+  if (fmt != KILN_UK_Q2_K && fmt != KILN_UK_Q3_K) { /* the ISA's dot, row by row */
     for (j = j0; j < j1; ++j)
       for (r = 0; r < rows; ++r) {
         const float *xd = (const float *)(const void *)(s + (size_t)r * stride), *xa = xd + k / 32;
-        y[(size_t)r * (size_t)n + j] = qdot_blocks(
-            fmt, (const int8_t *)(const void *)(xa + k / 16), xd, xa, w + (size_t)j * rb, k);
+        const int8_t *xq = (const int8_t *)(const void *)(xa + k / 16);
+        const uint8_t *row = w + (size_t)j * rb;
+        y[(size_t)r * (size_t)n + j] =
+            fmt == KILN_UK_Q6_K ? qdot_isa_q6k(xq, xd, xa, row, k)
+            : fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K
+                ? qdot_isa_q45k(xq, xd, xa, row, k, fmt == KILN_UK_Q5_K)
+                : qdot_isa_b32(fmt, xq, xd, xa, row, k);
       }
     return;
   }

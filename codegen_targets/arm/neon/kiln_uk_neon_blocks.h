@@ -8,12 +8,8 @@
 #ifndef KILN_UK_NEON_BLOCKS_H
 #define KILN_UK_NEON_BLOCKS_H
 
-/* matmul_blocks (in the portable header) calls these for every row. */
+/* matmul_blocks (in the portable header) calls the qdot_isa_* below. */
 #define KILN_UK_HAS_QDOT_BLOCKS 1
-static inline int qdot_blocks_has(int fmt);
-static inline float qdot_blocks(int fmt, const int8_t *xq, const float *xd, const float *xa,
-                                const uint8_t *w, int32_t k);
-
 #include "codegen_targets/c99/kiln_uk_blocks.h"
 
 /* 32 codes (two halves) against 32 activations. */
@@ -27,7 +23,7 @@ static inline uint8x16_t blocks_bit4(uint8x16_t h, int32_t bit) {
   return vshlq_n_u8(vandq_u8(vshlq_u8(h, vdupq_n_s8((int8_t)-bit)), vdupq_n_u8(1)), 4);
 }
 
-KILN_UK_INLINE float qdot_q45k_neon(const int8_t *xq, const float *xd, const float *xa,
+static inline float qdot_isa_q45k(const int8_t *xq, const float *xd, const float *xa,
                                     const uint8_t *w, int32_t k, int32_t five) {
   const uint8x16_t m4 = vdupq_n_u8(15);
   float32x4_t acc = vdupq_n_f32(0.0f);
@@ -64,11 +60,12 @@ KILN_UK_INLINE float qdot_q45k_neon(const int8_t *xq, const float *xd, const flo
   return vaddvq_f32(acc) - mins;
 }
 
-static inline float qdot_q6k_neon(const int8_t *xq, const float *xd, const uint8_t *w,
-                                  int32_t k) {
+static inline float qdot_isa_q6k(const int8_t *xq, const float *xd, const float *xa,
+                                const uint8_t *w, int32_t k) {
   const uint8x16_t m4 = vdupq_n_u8(15), m2 = vdupq_n_u8(3);
   float32x4_t acc = vdupq_n_f32(0.0f);
   int32_t sb, h, i, half;
+  (void)xa; /* the codes carry their offset of 32: no sums needed */
   for (sb = 0; sb < k / 256; ++sb) {
     const uint8_t *blk = w + 210 * sb;
     const int8_t *sc = (const int8_t *)(const void *)(blk + 192);
@@ -102,7 +99,7 @@ static inline uint8x16_t blocks_q5_bits(uint32_t qh, int32_t shift) {
   return vandq_u8(vtstq_u8(spread, bit), vdupq_n_u8(16));
 }
 
-KILN_UK_INLINE float qdot_b32_neon(int fmt, const int8_t *xq, const float *xd, const float *xa,
+static inline float qdot_isa_b32(int fmt, const int8_t *xq, const float *xd, const float *xa,
                                    const uint8_t *w, int32_t k) {
   const int32_t bb = kiln_uk_block_bytes(fmt);
   const int32_t at = fmt == KILN_UK_Q4_1 ? 4 : fmt == KILN_UK_Q5_0 ? 6 : fmt == KILN_UK_Q5_1 ? 8 : 2;
@@ -134,17 +131,6 @@ KILN_UK_INLINE float qdot_b32_neon(int fmt, const int8_t *xq, const float *xd, c
       extra -= 16.0f * d * (xa[2 * b] + xa[2 * b + 1]);
   }
   return vaddvq_f32(acc) + extra;
-}
-
-static inline int qdot_blocks_has(int fmt) { return fmt != KILN_UK_Q2_K && fmt != KILN_UK_Q3_K; }
-
-static inline float qdot_blocks(int fmt, const int8_t *xq, const float *xd, const float *xa,
-                                const uint8_t *w, int32_t k) {
-  if (fmt == KILN_UK_Q6_K)
-    return qdot_q6k_neon(xq, xd, w, k);
-  if (fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K)
-    return qdot_q45k_neon(xq, xd, xa, w, k, fmt == KILN_UK_Q5_K);
-  return qdot_b32_neon(fmt, xq, xd, xa, w, k);
 }
 
 #endif /* KILN_UK_NEON_BLOCKS_H */

@@ -8,12 +8,8 @@
 #ifndef KILN_UK_AVX2_BLOCKS_H
 #define KILN_UK_AVX2_BLOCKS_H
 
-/* matmul_blocks (in the portable header) calls these for every row. */
+/* matmul_blocks (in the portable header) calls the qdot_isa_* below. */
 #define KILN_UK_HAS_QDOT_BLOCKS 1
-static inline int qdot_blocks_has(int fmt);
-static inline float qdot_blocks(int fmt, const int8_t *xq, const float *xd, const float *xa,
-                                const uint8_t *w, int32_t k);
-
 #include "codegen_targets/c99/kiln_uk_blocks.h"
 
 /* Eight int32 sums of the unsigned-by-signed byte products of 32 lanes (the
@@ -29,7 +25,7 @@ static inline __m256i blocks_dot_u8s8(__m256i u, __m256i s) {
 }
 
 /* q4_k and q5_k (five: the fifth bits in qh). */
-KILN_UK_INLINE float qdot_q45k_avx2(const int8_t *xq, const float *xd, const float *xa,
+static inline float qdot_isa_q45k(const int8_t *xq, const float *xd, const float *xa,
                                     const uint8_t *w, int32_t k, int32_t five) {
   const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
   __m256 acc = _mm256_setzero_ps();
@@ -74,7 +70,7 @@ KILN_UK_INLINE float qdot_q45k_avx2(const int8_t *xq, const float *xd, const flo
 
 /* q6_k: codes 0..63 as bytes, each sub-block of 16's int8 scale on its eight
  * pair sums, and 32 x scale x the activations' sum for the offset. */
-static inline float qdot_q6k_avx2(const int8_t *xq, const float *xd, const float *xa,
+static inline float qdot_isa_q6k(const int8_t *xq, const float *xd, const float *xa,
                                   const uint8_t *w, int32_t k) {
   const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
   __m256 acc = _mm256_setzero_ps();
@@ -138,7 +134,7 @@ KILN_UK_INLINE __m256i blocks_codes32(int fmt, const uint8_t *blk) {
   return codes;
 }
 
-KILN_UK_INLINE float qdot_b32_avx2(int fmt, const int8_t *xq, const float *xd, const float *xa,
+static inline float qdot_isa_b32(int fmt, const int8_t *xq, const float *xd, const float *xa,
                                    const uint8_t *w, int32_t k) {
   const int32_t bb = kiln_uk_block_bytes(fmt);
   __m256 acc = _mm256_setzero_ps();
@@ -157,17 +153,6 @@ KILN_UK_INLINE float qdot_b32_avx2(int fmt, const int8_t *xq, const float *xd, c
       extra -= 16.0f * d * (xa[2 * b] + xa[2 * b + 1]);
   }
   return hsum_ps(acc) + extra;
-}
-
-static inline int qdot_blocks_has(int fmt) { return fmt != KILN_UK_Q2_K && fmt != KILN_UK_Q3_K; }
-
-static inline float qdot_blocks(int fmt, const int8_t *xq, const float *xd, const float *xa,
-                                 const uint8_t *w, int32_t k) {
-  if (fmt == KILN_UK_Q6_K)
-    return qdot_q6k_avx2(xq, xd, xa, w, k);
-  if (fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K)
-    return qdot_q45k_avx2(xq, xd, xa, w, k, fmt == KILN_UK_Q5_K);
-  return qdot_b32_avx2(fmt, xq, xd, xa, w, k);
 }
 
 #endif /* KILN_UK_AVX2_BLOCKS_H */
