@@ -33,10 +33,7 @@ ElementCode elementCode(Type element) {
   if (isa<Q8_0Type>(element)) return {"i8", 32, "q8_0"};
   if (isa<Q4_0Type>(element)) return {"i4", 32, "q4_0"};
   if (isGgmlBlockType(element)) {
-    std::string name;
-    llvm::raw_string_ostream os(name);
-    element.print(os); // "!kiln.q4_k"
-    name = llvm::StringRef(name).drop_front(std::strlen("!kiln.")).str();
+    std::string name = getGgmlBlockName(element).str();
     return {name, activationGroup(element), name, true};
   }
   if (element.isBF16()) return {"bf16", 1, "bf16"};
@@ -229,6 +226,7 @@ private:
     PanelAttr panel;
     TileAttr tile;
     int64_t k = 0;
+    int64_t stride = 0; // bytes per row of the quantized input (0: float weights)
   };
 
   /// Checks that the weights of a matmul kernel are in the layout this
@@ -245,6 +243,10 @@ private:
                                              : std::string("the row layout"));
     if (code.panel && !code.tile)
       return op->emitOpError("has panel weights but no tile (run kiln-tile-for-cache)");
+    Type element = cast<RankedTensorType>(weight.getType()).getElementType();
+    if (isQuantizedType(element))
+      code.stride = activationScratchBytes(1, code.k, activationGroup(element),
+                                           activationSumGroup(element, bool(code.panel)));
     return code;
   }
 
@@ -278,7 +280,7 @@ private:
   for (r = 0; r < rows; ++r)
     blocks_quantize_row(x + (size_t)r * {0}, s + (size_t)r * {1}u, {0});
 )c",
-                       k, quantizedStride(w));
+                       k, w.stride);
       return q;
     }
     // Per row: the group scales, then the int8 values.
@@ -290,7 +292,7 @@ private:
     quantize_act(x + (size_t)r * {0}, (float *)(void *)sr, (int8_t *)(void *)(sr + {3}), {0}, {1});
   }
 )c",
-                     k, g, quantizedStride(w), groups * 4);
+                     k, g, w.stride, groups * 4);
     return q;
   }
 
@@ -329,7 +331,7 @@ private:
         c.group == 1 ? ""
                      : formatv("      const uint8_t *sr = (const uint8_t *)scratch + (size_t)r * "
                                "{0}u;\n",
-                               quantizedStride(w))
+                               w.stride)
                            .str();
     return formatv(R"c(  {{
     int32_t j, r;
@@ -374,18 +376,12 @@ private:
                            : quantizeSetup(w, prefix, input, work));
   }
 
-  /// Bytes per row of the quantized input of `w`'s kernels.
-  static int64_t quantizedStride(const WeightCode &w) {
-    return activationScratchBytes(1, w.k, w.element.group,
-                                  w.panel ? w.element.group : w.element.blocks ? 16 : 0);
-  }
-
   /// The setup kernel of a matmul kernel that normalizes its input: each row
   /// through rms_norm_row into one row of floats at the end of scratch, then
   /// quantized from there as quantizeSetup does.
   static KernelCall normQuantizeSetup(const WeightCode &w, Operation *op, llvm::StringRef prefix,
                                       std::string input, std::string norm, std::string scratch) {
-    int64_t k = w.k, g = w.element.group, stride = quantizedStride(w);
+    int64_t k = w.k, g = w.element.group, stride = w.stride;
     float eps = op->getAttrOfType<FloatAttr>("epsilon").getValue().convertToFloat();
     // The rows of floats the fused kernel keeps come before the norm row.
     int64_t floats = fusedRowFloats(op);
@@ -424,7 +420,7 @@ private:
   static std::string floatsOffset(const WeightCode &w) {
     if (w.element.group == 1)
       return "0";
-    return formatv("(((size_t)rows * {0}u + 63u) & ~(size_t)63u)", quantizedStride(w)).str();
+    return formatv("(((size_t)rows * {0}u + 63u) & ~(size_t)63u)", w.stride).str();
   }
 
   /// Ends a kernel body that reads x only through the quantized scratch.

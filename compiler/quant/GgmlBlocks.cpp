@@ -17,8 +17,6 @@ const int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
 
 namespace {
 
-float mul(float a, float b) { return roundedProduct(a, b); }
-
 float half(const uint8_t *p) { return f16ToF32(static_cast<uint16_t>(p[0] | (p[1] << 8))); }
 
 // Stores f16(v) and returns the value the decoder will read.
@@ -90,8 +88,8 @@ void packQ3Scales(const int *v, uint8_t *p) {
 void decodeQ4_1(const uint8_t *in, float *y) {
   const float d = half(in), m = half(in + 2);
   for (int j = 0; j < 16; ++j) {
-    y[j] = mul(static_cast<float>(in[4 + j] & 15), d) + m;
-    y[j + 16] = mul(static_cast<float>(in[4 + j] >> 4), d) + m;
+    y[j] = roundedProduct(static_cast<float>(in[4 + j] & 15), d) + m;
+    y[j + 16] = roundedProduct(static_cast<float>(in[4 + j] >> 4), d) + m;
   }
 }
 
@@ -121,7 +119,7 @@ void decodeQ5_1(const uint8_t *in, float *y) {
   int q[32];
   q5Codes(in + 4, in + 8, q);
   for (int j = 0; j < 32; ++j)
-    y[j] = mul(static_cast<float>(q[j]), d) + m;
+    y[j] = roundedProduct(static_cast<float>(q[j]), d) + m;
 }
 
 void decodeIq4nl(const uint8_t *in, float *y) {
@@ -138,7 +136,7 @@ void decodeQ2_K(const uint8_t *in, float *y) {
   for (int e = 0; e < 256; ++e) {
     const int h = e / 128, j = e % 128 / 32, l = e % 32, sc = scales[e / 16];
     const float dl = d * static_cast<float>(sc & 15), ml = dmin * static_cast<float>(sc >> 4);
-    y[e] = mul(dl, static_cast<float>((qs[32 * h + l] >> (2 * j)) & 3)) - ml;
+    y[e] = roundedProduct(dl, static_cast<float>((qs[32 * h + l] >> (2 * j)) & 3)) - ml;
   }
 }
 
@@ -166,7 +164,7 @@ void decodeQ45_K(const uint8_t *in, const uint8_t *qh, const uint8_t *qs, float 
         int q = part ? qs[32 * c + l] >> 4 : qs[32 * c + l] & 15;
         if (qh && ((qh[l] >> (2 * c + part)) & 1))
           q += 16;
-        y[64 * c + 32 * part + l] = mul(d1, static_cast<float>(q)) - m1;
+        y[64 * c + 32 * part + l] = roundedProduct(d1, static_cast<float>(q)) - m1;
       }
     }
   }
@@ -329,14 +327,20 @@ float fitSymmetric(const float *x, int n, int lo, int hi) {
   return best;
 }
 
-void encodeQ4_1(const float *x, uint8_t *out) {
-  Affine a = fitAffine(x, 32, 15, false);
+// q4_1 and q5_1: a scale and a min for codes 0..nmax, stored as f16 at out,
+// then the codes (as the decoder reads the stored halves) into q.
+void fitQ4_1OrQ5_1(const float *x, int nmax, uint8_t *out, int *q) {
+  Affine a = fitAffine(x, 32, nmax, false);
   const float d = storeHalf(out, a.scale), m = storeHalf(out + 2, a.offset);
-  for (int j = 0; j < 16; ++j) {
-    int q0 = d > 0 ? code((x[j] - m) / d, 0, 15) : 0;
-    int q1 = d > 0 ? code((x[j + 16] - m) / d, 0, 15) : 0;
-    out[4 + j] = static_cast<uint8_t>(q0 | (q1 << 4));
-  }
+  for (int j = 0; j < 32; ++j)
+    q[j] = d > 0 ? code((x[j] - m) / d, 0, nmax) : 0;
+}
+
+void encodeQ4_1(const float *x, uint8_t *out) {
+  int q[32];
+  fitQ4_1OrQ5_1(x, 15, out, q);
+  for (int j = 0; j < 16; ++j)
+    out[4 + j] = static_cast<uint8_t>(q[j] | (q[j + 16] << 4));
 }
 
 void packQ5(const int *q, uint8_t *qh4, uint8_t *qs) {
@@ -358,11 +362,8 @@ void encodeQ5_0(const float *x, uint8_t *out) {
 }
 
 void encodeQ5_1(const float *x, uint8_t *out) {
-  Affine a = fitAffine(x, 32, 31, false);
-  const float d = storeHalf(out, a.scale), m = storeHalf(out + 2, a.offset);
   int q[32];
-  for (int j = 0; j < 32; ++j)
-    q[j] = d > 0 ? code((x[j] - m) / d, 0, 31) : 0;
+  fitQ4_1OrQ5_1(x, 31, out, q);
   packQ5(q, out + 4, out + 8);
 }
 

@@ -90,6 +90,11 @@ def generate(build_dir, pack, tokens, n, dump, *extra):
     return ids
 
 
+def perplexity_in(stdout):
+    """The value of kiln-generate --perplexity's "perplexity: X" line."""
+    return float(stdout.split("perplexity:")[1].split()[0])
+
+
 def npy_rows(path):
     shape, flat = llama_ref.read_npy(path)
     return [flat[i * shape[1]:(i + 1) * shape[1]] for i in range(shape[0])]
@@ -343,7 +348,7 @@ def app(args):
     # Perplexity, protocol of ../shared/models/README.md: 32 chunks of 256.
     r = run(gen + ["--perplexity", os.path.join(MODEL_A, "val.txt"), "--ctx", "256",
                    "--chunks", "32"])
-    ppl = float(r.stdout.split("perplexity:")[1].split()[0])
+    ppl = perplexity_in(r.stdout)
     want = refs["perplexity"]["ppl"]
     res.check(abs(ppl - want) / want <= 1e-3,
               f"perplexity {ppl:.5f} within 0.1% of the reference {want:.5f}")
@@ -437,7 +442,7 @@ def quant(args):
     base_logits = os.path.join(args.work, "f32.logits")
     r = run([os.path.join(b, "kiln-generate"), "--pack", os.path.join(base_dir, name + ".kpack"),
              *ppl_args, "--dump-logits", base_logits])
-    base_ppl = float(r.stdout.split("perplexity:")[1].split()[0])
+    base_ppl = perplexity_in(r.stdout)
     base_gen = [os.path.join(b, "kiln-generate"), "--pack", os.path.join(base_dir, name + ".kpack")]
     base_tps = float(run(base_gen + ["-p", "It was", "-n", "64", "--ignore-eos"]).stderr
                      .split("decode:")[1].split()[0])
@@ -450,7 +455,7 @@ def quant(args):
         b = build(out, args.cc[0])
         gen = [os.path.join(b, "kiln-generate"), "--pack", os.path.join(out, name + ".kpack")]
         r = run(gen + ppl_args + ["--kl-base", base_logits])
-        ppl = float(r.stdout.split("perplexity:")[1].split()[0])
+        ppl = perplexity_in(r.stdout)
         kld = float(r.stdout.split("KL divergence from")[1].split(":")[1].split()[0])
         speed = run(gen + ["-p", "It was", "-n", "64", "--ignore-eos"]).stderr
         tps = float(speed.split("decode:")[1].split()[0])
@@ -503,7 +508,7 @@ BLOCK_WRITERS = [("bf16", 0.0005), ("q6_k", 0.001), ("q5_k", 0.003), ("q5_0", 0.
 
 def perplexity(gen, val, chunks):
     r = run(gen + ["--perplexity", val, "--ctx", "256", "--chunks", str(chunks)])
-    return float(r.stdout.split("perplexity:")[1].split()[0])
+    return perplexity_in(r.stdout)
 
 
 def block_formats(args):
@@ -691,7 +696,7 @@ def cross(args):
             b = build(out, cc if where != "host" else "gcc", cross_defs if where != "host" else [])
             gen = [os.path.join(b, "kiln-generate"), "--pack", os.path.join(out, name + ".kpack")]
             r = run((qemu if where != "host" else []) + gen + ppl_args)
-            ppl[where] = float(r.stdout.split("perplexity:")[1].split()[0])
+            ppl[where] = perplexity_in(r.stdout)
         res.check(abs(ppl[args.arch] - ppl["host"]) <= 0.005 * ppl["host"],
                   f"{quant} perplexity over {args.chunks} chunks of {args.ctx}: {args.arch} "
                   f"{args.target} {ppl[args.arch]:.4f}, host c99 {ppl['host']:.4f} (within 0.5%)")

@@ -560,22 +560,28 @@ def _q3_k_scales(raw):
             for j in range(16)]
 
 
+def _superblock_symmetric_codes(block, qneg, qpos, slo, shi):
+    """Q3_K / Q6_K: the super-block scale d, the 16 signed sub-block scales in
+    slo..shi, and the 256 codes (offset by qneg) against d * scale."""
+    subs = [block[s * 16:(s + 1) * 16] for s in range(16)]
+    d, sc = _superblock_signed([_fit_symmetric(sub, qneg, qpos) for sub in subs], slo, shi)
+    codes = []
+    for s in range(16):
+        codes += _codes_symmetric(subs[s], f32(d * sc[s]), qneg, qpos)
+    return d, sc, codes
+
+
 def _quantize_q3_k(values):
     xs = _blocks(values, 256)
     out = bytearray()
     for i in range(0, len(xs), 256):
         block = xs[i:i + 256]
-        subs = [block[s * 16:(s + 1) * 16] for s in range(16)]
-        d, sc = _superblock_signed([_fit_symmetric(sub, 4, 3) for sub in subs], -32, 31)
+        d, sc, codes = _superblock_symmetric_codes(block, 4, 3, -32, 31)  # q + 4, 0..7
         hmask = bytearray(32)
         qs = bytearray(64)
-        for s in range(16):
-            u = _codes_symmetric(subs[s], f32(d * sc[s]), 4, 3)  # q + 4, 0..7
-            base = s * 16
-            for l, code in enumerate(u):
-                e = base + l
-                qs[(e >> 7) * 32 + (e & 31)] |= (code & 3) << (2 * ((e >> 5) & 3))
-                hmask[e & 31] |= (code >> 2) << (e >> 5)
+        for e, code in enumerate(codes):
+            qs[(e >> 7) * 32 + (e & 31)] |= (code & 3) << (2 * ((e >> 5) & 3))
+            hmask[e & 31] |= (code >> 2) << (e >> 5)
         raw = bytearray(12)
         for j in range(16):
             v = sc[j] + 32
@@ -697,20 +703,15 @@ def _quantize_q6_k(values):
     out = bytearray()
     for i in range(0, len(xs), 256):
         block = xs[i:i + 256]
-        subs = [block[s * 16:(s + 1) * 16] for s in range(16)]
-        d, sc = _superblock_signed([_fit_symmetric(sub, 32, 31) for sub in subs], -128, 127)
+        d, sc, codes = _superblock_symmetric_codes(block, 32, 31, -128, 127)  # q + 32, 0..63
         ql = bytearray(128)
         qh = bytearray(64)
-        for s in range(16):
-            u = _codes_symmetric(subs[s], f32(d * sc[s]), 32, 31)  # q + 32, 0..63
-            base = s * 16
-            for l, code in enumerate(u):
-                # Element e = 128h + 32g + l: low nibble in ql[64h + 32(g & 1) + l]
-                # (high half of the byte for g >= 2), top bits in qh[32h + l] at 2g.
-                e = base + l
-                h, g, ll = e >> 7, (e >> 5) & 3, e & 31
-                ql[64 * h + 32 * (g & 1) + ll] |= (code & 15) << (4 * (g >> 1))
-                qh[32 * h + ll] |= (code >> 4) << (2 * g)
+        for e, code in enumerate(codes):
+            # Element e = 128h + 32g + l: low nibble in ql[64h + 32(g & 1) + l]
+            # (high half of the byte for g >= 2), top bits in qh[32h + l] at 2g.
+            h, g, ll = e >> 7, (e >> 5) & 3, e & 31
+            ql[64 * h + 32 * (g & 1) + ll] |= (code & 15) << (4 * (g >> 1))
+            qh[32 * h + ll] |= (code >> 4) << (2 * g)
         out += ql + qh + struct.pack("<16b", *sc) + struct.pack("<e", d)
     return bytes(out)
 

@@ -116,6 +116,20 @@ static inline float qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w,
   return hsum_ps(acc);
 }
 
+/* Sum of 4-byte dot products of unsigned weight bytes w and signed activations
+ * x, added to acc: VNNI's vpdpbusd where the compiler may use it, else
+ * vpmaddubsw + vpmaddwd, whose pairs saturate past 32767 (so weights there are
+ * below 128: int4 nibbles, k-quant codes, or int8 + 128 only with VNNI). */
+static inline __m256i dot_u8s8(__m256i acc, __m256i w, __m256i x) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  return _mm256_dpbusd_epi32(acc, w, x);
+#elif defined(__AVXVNNI__)
+  return _mm256_dpbusd_avx_epi32(acc, w, x);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
+#endif
+}
+
 #include "codegen_targets/x86/avx2/kiln_uk_avx2_blocks.h"
 
 #endif /* KILN_UK_AVX2_H */

@@ -12,18 +12,6 @@
 #define KILN_UK_HAS_QDOT_BLOCKS 1
 #include "codegen_targets/c99/kiln_uk_blocks.h"
 
-/* Eight int32 sums of the unsigned-by-signed byte products of 32 lanes (the
- * codes are below 64, so vpmaddubsw never saturates and VNNI gives the same). */
-static inline __m256i blocks_dot_u8s8(__m256i u, __m256i s) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
-#elif defined(__AVXVNNI__)
-  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s);
-#else
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
-#endif
-}
-
 /* q4_k and q5_k (five: the fifth bits in qh). */
 static inline float qdot_isa_q45k(const int8_t *xq, const float *xd, const float *xa,
                                     const uint8_t *w, int32_t k, int32_t five) {
@@ -52,14 +40,13 @@ static inline float qdot_isa_q45k(const int8_t *xq, const float *xd, const float
         hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits, s1),
                                                                     one), 4));
       }
-      acc = _mm256_fmadd_ps(
-          _mm256_cvtepi32_ps(blocks_dot_u8s8(
-              lo, _mm256_loadu_si256((const __m256i *)(const void *)(xq + 32 * b)))),
-          _mm256_set1_ps(xd[b] * (d * (float)sc[2 * c])), acc);
-      acc = _mm256_fmadd_ps(
-          _mm256_cvtepi32_ps(blocks_dot_u8s8(
-              hi, _mm256_loadu_si256((const __m256i *)(const void *)(xq + 32 * b + 32)))),
-          _mm256_set1_ps(xd[b + 1] * (d * (float)sc[2 * c + 1])), acc);
+      const __m256i zero = _mm256_setzero_si256();
+      const __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)(xq + 32 * b));
+      const __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(xq + 32 * b + 32));
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8(zero, lo, x0)),
+                            _mm256_set1_ps(xd[b] * (d * (float)sc[2 * c])), acc);
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8(zero, hi, x1)),
+                            _mm256_set1_ps(xd[b + 1] * (d * (float)sc[2 * c + 1])), acc);
       sbmins += (float)m[2 * c] * (xa[2 * b] + xa[2 * b + 1]) +
                 (float)m[2 * c + 1] * (xa[2 * b + 2] + xa[2 * b + 3]);
     }
@@ -145,7 +132,8 @@ static inline float qdot_isa_b32(int fmt, const int8_t *xq, const float *xd, con
     const float d = load_f16(blk);
     const __m256i codes = blocks_codes32(fmt, blk);
     const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(xq + 32 * b));
-    const __m256i dot = fmt == KILN_UK_IQ4_NL ? dot_i8x32(codes, x) : blocks_dot_u8s8(codes, x);
+    const __m256i dot = fmt == KILN_UK_IQ4_NL ? dot_i8x32(codes, x)
+                                              : dot_u8s8(_mm256_setzero_si256(), codes, x);
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(xd[b] * d), acc);
     if (fmt == KILN_UK_Q4_1 || fmt == KILN_UK_Q5_1)
       extra += load_f16(blk + 2) * (xa[2 * b] + xa[2 * b + 1]);

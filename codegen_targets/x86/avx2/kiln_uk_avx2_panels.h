@@ -11,15 +11,6 @@
 
 #define KILN_UK_NR 8
 
-/* Sum of 4-byte dot products of unsigned weight bytes w (below 128: int4
- * nibbles, or int8 values + 128 with AVX-VNNI) and signed activations x. */
-static inline __m256i dot_u8s8(__m256i acc, __m256i w, __m256i x) {
-#ifdef __AVXVNNI__
-  return _mm256_dpbusd_avx_epi32(acc, w, x);
-#else
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
-#endif
-}
 
 /* As quantize_act (the same int8 values and scales), plus each group's sum of
  * int8 values. g is a multiple of 8. */

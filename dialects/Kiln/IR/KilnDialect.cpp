@@ -56,6 +56,12 @@ LogicalResult I4GroupType::verify(function_ref<InFlightDiagnostic()> emitError,
 
 bool kiln::isGgmlBlockType(Type elementType) { return isa<KILN_GGML_BLOCK_TYPES>(elementType); }
 
+llvm::StringRef kiln::getGgmlBlockName(Type elementType) {
+  return llvm::TypeSwitch<Type, llvm::StringRef>(elementType)
+      .Case<KILN_GGML_BLOCK_TYPES>([](auto t) { return decltype(t)::getMnemonic(); })
+      .Default([](Type) { return llvm::StringRef(); });
+}
+
 bool kiln::isQuantizedType(Type elementType) {
   return isa<Q8_0Type, Q4_0Type, I8GroupType, I4GroupType>(elementType) ||
          isGgmlBlockType(elementType);

@@ -18,6 +18,9 @@ namespace kiln {
 /// True for the GGUF block formats beyond q8_0 / q4_0 (q4_1 ... q6_k, iq4_nl).
 bool isGgmlBlockType(mlir::Type elementType);
 
+/// The format name of a GGUF block type ("q4_k"), empty for any other type.
+llvm::StringRef getGgmlBlockName(mlir::Type elementType);
+
 /// True for every block-quantized element type: matmuls over it read their
 /// input quantized to int8.
 bool isQuantizedType(mlir::Type elementType);
