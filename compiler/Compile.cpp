@@ -138,6 +138,8 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
       llvm::ArrayRef(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
   if (!file)
     return report(errs, options.input, llvm::toString(file.takeError()));
+  if (llvm::Error e = splitFusedTensors(*file))
+    return report(errs, options.input, llvm::toString(std::move(e)));
 
   MLIRContext context;
   auto module = importLlama(context, *file, options.input, options.import);

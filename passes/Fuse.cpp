@@ -91,7 +91,9 @@ struct FuseQkv : OpRewritePattern<AttentionOp> {
     // written at.
     if (qRope.getHeadDim() != kRope.getHeadDim() || qRope.getRopeDim() != kRope.getRopeDim() ||
         qRope.getFreqBase() != kRope.getFreqBase() ||
-        qRope.getFreqFactorsAttr() != kRope.getFreqFactorsAttr() || qRope.getPos() != kRope.getPos() ||
+        qRope.getFreqFactorsAttr() != kRope.getFreqFactorsAttr() ||
+        qRope.getNeox() != kRope.getNeox() || qRope.getMscaleAttr() != kRope.getMscaleAttr() ||
+        qRope.getPos() != kRope.getPos() ||
         kWrite.getPos() != qRope.getPos() || vWrite.getPos() != qRope.getPos())
       return failure();
     rewriter.setInsertionPoint(att);
@@ -100,7 +102,7 @@ struct FuseQkv : OpRewritePattern<AttentionOp> {
         q.getInput(), q.getWeight(), k.getWeight(), v.getWeight(), kWrite.getCache(),
         vWrite.getCache(), qRope.getPos(), Value(), qRope.getHeadDimAttr(),
         qRope.getRopeDimAttr(), qRope.getFreqBaseAttr(), FloatAttr(),
-        qRope.getFreqFactorsAttr());
+        qRope.getFreqFactorsAttr(), qRope.getNeoxAttr(), qRope.getMscaleAttr());
     rewriter.modifyOpInPlace(att, [&] {
       att.getQueryMutable().assign(fused.getQuery());
       att.getKeysMutable().assign(fused.getKeysOut());
@@ -123,8 +125,8 @@ struct FuseNorm : OpRewritePattern<FusedOp> {
   LogicalResult matchAndRewrite(FusedOp op, PatternRewriter &rewriter) const override {
     auto norm = op.getInput().template getDefiningOp<RmsNormOp>();
     Type element = elementOf(op->getOperand(1));
-    if (op.getNorm() || !norm || !norm->hasOneUse() ||
-        !isQuantizedType(element))
+    if (op.getNorm() || !norm || !norm->hasOneUse() || !isQuantizedType(element) ||
+        norm.getWeight().getType().getDimSize(0) != norm.getInput().getType().getDimSize(1))
       return failure();
     rewriter.modifyOpInPlace(op, [&] {
       op.getInputMutable().assign(norm.getInput());

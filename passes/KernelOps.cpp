@@ -44,7 +44,7 @@ std::optional<KernelWork> kiln::kernelWork(Operation *op) {
         return KernelWork{2 * a.getNHead() * a.getHeadDim(), true,
                           a.getWindow() ? int64_t(*a.getWindow()) : 0};
       })
-      .Case<EmbedOp, RmsNormOp, RopeOp, AddOp, BiasAddOp, MulOp, SiluOp>(
+      .Case<EmbedOp, RmsNormOp, RopeOp, AddOp, BiasAddOp, MulOp, SiluOp, GeluOp>(
           [](Operation *o) { return KernelWork{dim(o->getResult(0), 1)}; })
       .Case([](KvWriteOp w) { return KernelWork{dim(w.getRows(), 1)}; })
       .Default([](Operation *) { return std::nullopt; });

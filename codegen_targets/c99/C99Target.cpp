@@ -54,6 +54,10 @@ int64_t dim(Value v, unsigned i) { return cast<RankedTensorType>(v.getType()).ge
 /// A float constant that reads back as the same float.
 std::string floatLiteral(double v) { return formatv("{0:e9}f", v).str(); }
 
+std::optional<float> toFloat(std::optional<llvm::APFloat> v) {
+  return v ? std::optional<float>(v->convertToFloat()) : std::nullopt;
+}
+
 class C99Target : public TargetDescription {
 public:
   explicit C99Target(const IsaVariant &variant) : variant(variant) {}
@@ -81,6 +85,18 @@ public:
     row_{0}(table + (size_t)tokens[r] * {1}u, y + (size_t)r * {2}, {2}{3});
 )c",
                                c.family, rowBytes(e.getTable()), d, group).str();
+              if (std::optional<llvm::APFloat> scale = e.getScale()) {
+                // gemma3 scales the embeddings by sqrt(n_embd).
+                float f = scale->convertToFloat();
+                k.name += formatv("_x{0}", hexFloat(f)).str();
+                k.body += formatv(R"c(  {
+    int32_t i;
+    for (i = r0 * {0}; i < r1 * {0}; ++i)
+      y[i] *= {1};
+  }
+)c",
+                                  d, floatLiteral(f)).str();
+              }
               arg(e.getTable()), arg(e.getTokens()), res();
               return success();
             })
@@ -89,15 +105,20 @@ public:
             .Case([&](SwigluMatmulOp m) { return swigluMatmul(m, prefix, names, k); })
             .Case([&](QkvMatmulOp m) { return qkvMatmul(m, prefix, names, k); })
             .Case([&](RmsNormOp n) {
-              int64_t d = dim(n.getInput(), 1);
+              // Each group of the weight's width on its own (one per head
+              // for per-head norms, the whole row otherwise).
+              int64_t d = dim(n.getInput(), 1), g = dim(n.getWeight(), 0);
               float eps = n.getEpsilon().convertToFloat();
               k.name = formatv("{0}_rms_norm_d{1}", prefix, d);
+              if (g != d)
+                k.name += formatv("_g{0}", g).str();
               k.params = "const float *x, const uint8_t *w, float *y, int32_t rows";
-              k.body = rowRange(split) + formatv(R"c(  int32_t r;
+              k.body = rowRange(split) + formatv(R"c(  int32_t r, i;
   for (r = r0; r < r1; ++r)
-    rms_norm_row(x + (size_t)r * {0}, (const float *)(const void *)w, y + (size_t)r * {0}, {0}, {1});
+    for (i = 0; i < {0}; i += {2})
+      rms_norm_row(x + (size_t)r * {0} + i, (const float *)(const void *)w, y + (size_t)r * {0} + i, {2}, {1});
 )c",
-                               d, floatLiteral(eps)).str();
+                               d, floatLiteral(eps), g).str();
               k.name += formatv("_e{0}", hexFloat(eps)).str();
               arg(n.getInput()), arg(n.getWeight()), res();
               return success();
@@ -149,14 +170,15 @@ public:
               arg(a.getInput()), arg(a.getBias()), res();
               return success();
             })
-            .Case([&](SiluOp s) {
-              int64_t width = dim(s.getResult(), 1);
-              k.name = formatv("{0}_silu_w{1}", prefix, width);
+            .Case<SiluOp, GeluOp>([&](Operation *s) {
+              StringRef fn = isa<SiluOp>(s) ? "silu" : "gelu";
+              int64_t width = dim(s->getResult(0), 1);
+              k.name = formatv("{0}_{1}_w{2}", prefix, fn, width);
               k.params = "const float *x, float *y, int32_t rows";
-              k.body = rowRange(split) + formatv(R"c(  silu(x + (size_t)r0 * {0}, y + (size_t)r0 * {0}, (r1 - r0) * {0});
+              k.body = rowRange(split) + formatv(R"c(  {1}(x + (size_t)r0 * {0}, y + (size_t)r0 * {0}, (r1 - r0) * {0});
 )c",
-                               width).str();
-              arg(s.getInput()), res();
+                               width, fn).str();
+              arg(s->getOperand(0)), res();
               return success();
             })
             .Default([&](Operation *other) {
@@ -510,8 +532,7 @@ private:
       return m.emitOpError("expects one cache scale per head (group ") << hd << ")";
     int64_t headBytes = cacheHeadBytes(cache, hd);
     KernelCall rope = ropeRows(m.getHeadDim(), m.getRopeDim(), m.getFreqBase().convertToFloat(),
-                               m.getFreqFactors(),
-                               prefix);
+                               m.getFreqFactors(), m.getNeox(), toFloat(m.getMscale()), prefix);
     k.name = formatv("{0}_qkv_matmul_{1}_q{2}_kv{3}_k{4}{5}_{6}_c{7}", prefix, weightName(*w), nq,
                      nkv, w->k, tileName(*w), rope.name.substr(prefix.size() + 11), cache.name);
     matmulSignature(k, *w, names, m, prefix, ValueRange{m.getWq(), m.getWk(), m.getWv()},
@@ -563,7 +584,8 @@ private:
   /// (ld floats apart, row i at position pos + i), roped from x into y (x may
   /// be y).
   static KernelCall ropeRows(int64_t hd, int64_t rd, float base,
-                             std::optional<ArrayRef<float>> factors, llvm::StringRef prefix) {
+                             std::optional<ArrayRef<float>> factors, bool neox,
+                             std::optional<float> mscale, llvm::StringRef prefix) {
     // theta_i = p * base^(-2i/rope_dim) / factor_i, as ggml computes it; the
     // frequencies are constants and the angle is formed in double so large
     // positions keep precision.
@@ -583,6 +605,13 @@ private:
     k.name = formatv("{0}_rope_rows_h{1}_r{2}_b{3}", prefix, hd, rd, hexFloat(base));
     if (factors)
       k.name += formatv("_f{0:x-8}", factorHash).str();
+    if (neox)
+      k.name += "_nx";
+    std::string scaled = "";
+    if (mscale) {
+      k.name += "_m" + hexFloat(*mscale);
+      scaled = " * " + floatLiteral(*mscale);
+    }
     k.params = "const float *x, float *y, int32_t ld, int32_t rows, int32_t pos, int32_t h0, "
                "int32_t h1";
     std::string tail = rd < hd ? formatv(R"c(      for (i = {0}; i < {1}; ++i)
@@ -600,8 +629,8 @@ private:
   for (r = 0; r < rows; ++r) {{
     double p = (double)(pos + r);
     for (i = 0; i < {0}; ++i) {{
-      c[i] = (float)cos(p * freq[i]);
-      s[i] = (float)sin(p * freq[i]);
+      c[i] = (float)cos(p * freq[i]){6};
+      s[i] = (float)sin(p * freq[i]){6};
     }
     for (h = h0; h < h1; ++h) {{
       const float *xh = x + (size_t)r * (size_t)ld + h * {2};
@@ -610,14 +639,16 @@ private:
       for (i = 0; i < {2}; ++i)
         t[i] = xh[i];
       for (i = 0; i < {0}; ++i) {{
-        float x0 = t[2 * i], x1 = t[2 * i + 1];
-        yh[2 * i] = x0 * c[i] - x1 * s[i];
-        yh[2 * i + 1] = x0 * s[i] + x1 * c[i];
+        float x0 = t[{4}], x1 = t[{5}];
+        yh[{4}] = x0 * c[i] - x1 * s[i];
+        yh[{5}] = x0 * s[i] + x1 * c[i];
       }
 {3}    }
   }
 )c",
-                     rd / 2, freqs, hd, tail);
+                     rd / 2, freqs, hd, tail, neox ? "i" : "2 * i",
+                     neox ? formatv("i + {0}", rd / 2).str() : std::string("2 * i + 1"),
+                     scaled);
     return k;
   }
 
@@ -625,7 +656,8 @@ private:
                      KernelCall &k) const {
     int64_t width = dim(r.getInput(), 1), hd = r.getHeadDim();
     KernelCall rows =
-        ropeRows(hd, r.getRopeDim(), r.getFreqBase().convertToFloat(), r.getFreqFactors(), prefix);
+        ropeRows(hd, r.getRopeDim(), r.getFreqBase().convertToFloat(), r.getFreqFactors(),
+                 r.getNeox(), toFloat(r.getMscale()), prefix);
     k.name = formatv("{0}_rope_w{1}_{2}", prefix, width, rows.name.substr(prefix.size() + 11));
     k.params = "const float *x, float *y, int32_t rows, int32_t pos";
     k.body = rowRange(r->getAttrOfType<SplitAttr>("split")) +
@@ -648,6 +680,11 @@ private:
     int64_t headBytes = cacheHeadBytes(c, hd);
     k.name = formatv("{0}_attention_{1}_h{2}_kv{3}_d{4}_win{5}", prefix, c.name, nh, nkv, hd,
                      window);
+    double scale = 1.0 / std::sqrt(double(hd));
+    if (a.getScale()) {
+      scale = a.getScale()->convertToFloat();
+      k.name += formatv("_s{0}", hexFloat(float(scale))).str();
+    }
     if (hd > KILN_UK_MAX_HEAD_DIM)
       return a.emitOpError() << "head dimension " << hd << " exceeds the attention kernels' "
                              << KILN_UK_MAX_HEAD_DIM;
@@ -675,7 +712,7 @@ private:
   }
 )c",
                      nh, hd, nh * hd, nkv * headBytes, nh / nkv, start,
-                     floatLiteral(1.0 / std::sqrt(double(hd))), headBytes,
+                     floatLiteral(scale), headBytes,
                      "KILN_UK_" + llvm::StringRef(c.family).upper()).str();
     k.args = {names.operand(a.getQuery()), names.operand(a.getKeys()),
               names.operand(a.getValues()), names.result(a), "rows", "pos"};

@@ -240,6 +240,15 @@ static inline void silu(const float *x, float *y, int32_t n) {
 }
 #endif
 
+/* GELU, tanh approximation: x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))). */
+static inline void gelu(const float *x, float *y, int32_t n) {
+  int32_t i;
+  for (i = 0; i < n; ++i) {
+    float v = x[i];
+    y[i] = 0.5f * v * (1.0f + tanhf(0.7978845608f * v * (1.0f + 0.044715f * v * v)));
+  }
+}
+
 static inline float kv_dot(int family, const float *q, const uint8_t *row, int32_t hd) {
   return family == KILN_UK_F32   ? kv_dot_f32(q, row, hd)
          : family == KILN_UK_F16 ? kv_dot_f16(q, row, hd)

@@ -6,6 +6,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -68,16 +69,138 @@ static Error checkTensor(const gguf::File &file, StringRef name,
   return Error::success();
 }
 
-Expected<LlamaConfig> kiln::readLlamaConfig(const gguf::File &file) {
+namespace {
+
+/// Where an architecture departs from the llama graph.
+struct Architecture {
+  const char *name;
+  bool neox, qkvBias, qkNorm, postNorms, gelu, embedScale;
+  /// With a sliding window: every n-th layer is global (gemma3: 6), 0: none is.
+  int64_t globalEvery;
+};
+
+constexpr Architecture kArchitectures[] = {
+    {"llama", false, false, false, false, false, false, 0},
+    {"qwen2", true, true, false, false, false, false, 0},
+    {"qwen3", true, false, true, false, false, false, 0},
+    {"gemma3", true, false, true, true, true, true, 6},
+    {"phi3", true, false, false, false, false, false, 0},
+};
+
+const Architecture *findArchitecture(StringRef name) {
+  for (const Architecture &a : kArchitectures)
+    if (name == a.name)
+      return &a;
+  return nullptr;
+}
+
+/// `count` F32 rope divisors from tensor `name`, positive and finite.
+Error readRopeFactors(const gguf::File &file, StringRef name, int64_t count,
+                      std::vector<float> &out) {
+  const gguf::TensorInfo *t = file.findTensor(name);
+  if (t->shape() != std::vector<int64_t>{count} ||
+      t->type != uint32_t(gguf::TensorType::F32))
+    return fail(llvm::formatv("tensor '{0}' must be {1} F32 values (one per rotated pair), "
+                              "got {2} of {3}",
+                              name, count, t->numElements(), gguf::tensorTypeName(t->type)));
+  ArrayRef<uint8_t> bytes = file.tensorBytes(*t);
+  out.resize(count);
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(&out[i], bytes.data() + 4 * i, sizeof(float));
+    if (!(out[i] > 0.0f) || std::isinf(out[i]))
+      return fail(llvm::formatv("tensor '{0}': factor {1} is {2} (must be positive and "
+                                "finite)",
+                                name, i, out[i]));
+  }
+  return Error::success();
+}
+
+std::string layerName(int64_t layer, StringRef tensor) {
+  return llvm::formatv("blk.{0}.{1}", layer, tensor);
+}
+
+/// Replaces tensor `name` by views of consecutive row ranges.
+void splitRows(gguf::File &file, StringRef name,
+               ArrayRef<std::pair<std::string, int64_t>> parts) {
+  auto it = llvm::find_if(file.tensors, [&](const gguf::TensorInfo &t) { return t.name == name; });
+  gguf::TensorInfo whole = *it;
+  uint64_t rowBytes = whole.bytes / whole.ne[1];
+  std::vector<gguf::TensorInfo> views;
+  uint64_t offset = whole.offset;
+  for (const auto &[partName, rows] : parts) {
+    gguf::TensorInfo v = whole;
+    v.name = partName;
+    v.ne[1] = rows;
+    v.offset = offset;
+    v.bytes = rows * rowBytes;
+    offset += v.bytes;
+    views.push_back(v);
+  }
+  it = file.tensors.erase(it);
+  file.tensors.insert(it, views.begin(), views.end());
+}
+
+} // namespace
+
+Error kiln::splitFusedTensors(gguf::File &file) {
   const gguf::Value *arch = file.find("general.architecture");
-  if (!arch || arch->type != gguf::ValueType::String)
+  if (!arch || arch->str != "phi3")
+    return Error::success();
+  Expected<int64_t> layers = getInt(file, "phi3.block_count");
+  Expected<int64_t> embd = getInt(file, "phi3.embedding_length");
+  Expected<int64_t> heads = getInt(file, "phi3.attention.head_count");
+  Expected<int64_t> ff = getInt(file, "phi3.feed_forward_length");
+  for (Expected<int64_t> *v : {&layers, &embd, &heads, &ff})
+    if (!*v)
+      return v->takeError();
+  Expected<int64_t> kvHeads = getInt(file, "phi3.attention.head_count_kv", *heads);
+  if (!kvHeads)
+    return kvHeads.takeError();
+  if (*embd % *heads != 0)
+    return fail(llvm::formatv("embedding length {0} is not a multiple of the head count {1}",
+                              *embd, *heads));
+  int64_t q = *embd, kv = *kvHeads * (*embd / *heads);
+  for (int64_t l = 0; l < *layers; ++l) {
+    std::string qkv = layerName(l, "attn_qkv.weight"), up = layerName(l, "ffn_up.weight");
+    if (const gguf::TensorInfo *t = file.findTensor(qkv)) {
+      if (t->ne.size() != 2 || int64_t(t->ne[1]) != q + 2 * kv || int64_t(t->ne[0]) != *embd)
+        return fail(llvm::formatv("tensor '{0}' must be {1}x{2} (query, key and value rows)",
+                                  qkv, q + 2 * kv, *embd));
+      splitRows(file, qkv, {{layerName(l, "attn_q.weight"), q},
+                            {layerName(l, "attn_k.weight"), kv},
+                            {layerName(l, "attn_v.weight"), kv}});
+    }
+    if (const gguf::TensorInfo *t = file.findTensor(up);
+        t && !file.findTensor(layerName(l, "ffn_gate.weight"))) {
+      if (t->ne.size() != 2 || int64_t(t->ne[1]) != 2 * *ff || int64_t(t->ne[0]) != *embd)
+        return fail(llvm::formatv("tensor '{0}' must be {1}x{2} (gate rows, then up rows)", up,
+                                  2 * *ff, *embd));
+      splitRows(file, up, {{layerName(l, "ffn_gate.weight"), *ff}, {up, *ff}});
+    }
+  }
+  return Error::success();
+}
+
+Expected<LlamaConfig> kiln::readLlamaConfig(const gguf::File &file) {
+  const gguf::Value *archName = file.find("general.architecture");
+  if (!archName || archName->type != gguf::ValueType::String)
     return fail("missing metadata 'general.architecture'");
-  if (arch->str != "llama" && arch->str != "qwen2")
-    return fail(llvm::formatv("unknown architecture '{0}' (supported: llama, qwen2)",
-                              arch->str));
+  const Architecture *arch = findArchitecture(archName->str);
+  if (!arch) {
+    std::string names;
+    for (const Architecture &a : kArchitectures)
+      names += std::string(names.empty() ? "" : ", ") + a.name;
+    return fail(llvm::formatv("unknown architecture '{0}' (supported: {1})", archName->str,
+                              names));
+  }
 
   LlamaConfig c;
-  c.arch = arch->str;
+  c.arch = arch->name;
+  c.neoxRope = arch->neox;
+  c.qkvBias = arch->qkvBias;
+  c.qkNorm = arch->qkNorm;
+  c.postNorms = arch->postNorms;
+  c.geluFfn = arch->gelu;
   // Hyper-parameters are keyed by the architecture's name.
   auto key = [&](StringRef k) { return (c.arch + "." + k).str(); };
   if (const gguf::Value *n = file.find("general.name");
@@ -103,15 +226,28 @@ Expected<LlamaConfig> kiln::readLlamaConfig(const gguf::File &file) {
     return std::move(e);
   if (Error e = read(c.contextLength, key("context_length")))
     return std::move(e);
-  if (c.nEmbd % c.nHead != 0)
-    return fail(llvm::formatv("embedding length {0} is not a multiple of the head "
-                              "count {1}",
-                              c.nEmbd, c.nHead));
   if (c.nHead % c.nKvHead != 0)
     return fail(llvm::formatv("head count {0} is not a multiple of the kv head count "
                               "{1}",
                               c.nHead, c.nKvHead));
-  c.headDim = c.nEmbd / c.nHead;
+  // The head width is n_embd / n_head unless key_length says otherwise
+  // (qwen3, gemma3); values must be as wide as keys.
+  if (!file.find(key("attention.key_length")) && c.nEmbd % c.nHead != 0)
+    return fail(llvm::formatv("embedding length {0} is not a multiple of the head "
+                              "count {1}",
+                              c.nEmbd, c.nHead));
+  if (Error e = read(c.headDim, key("attention.key_length"),
+                     c.nEmbd % c.nHead == 0 ? std::optional<int64_t>(c.nEmbd / c.nHead)
+                                            : std::nullopt))
+    return std::move(e);
+  int64_t valueDim = 0;
+  if (Error e = read(valueDim, key("attention.value_length"), c.headDim))
+    return std::move(e);
+  if (valueDim != c.headDim)
+    return fail(llvm::formatv("metadata '{0}' is {1} but '{2}' is {3}: heads with values "
+                              "narrower or wider than keys are not supported",
+                              key("attention.value_length"), valueDim,
+                              key("attention.key_length"), c.headDim));
   if (Error e = read(c.ropeDim, key("rope.dimension_count"), c.headDim))
     return std::move(e);
   if (c.ropeDim > c.headDim || c.ropeDim % 2 != 0)
@@ -126,6 +262,31 @@ Expected<LlamaConfig> kiln::readLlamaConfig(const gguf::File &file) {
   if (!eps)
     return eps.takeError();
   c.rmsEpsilon = *eps;
+  if (arch->embedScale)
+    c.embedScale = std::sqrt(float(c.nEmbd));
+
+  // Sliding-window attention: every layer, or gemma3's local layers (all but
+  // every sixth). Local layers there turn with their own base and no scaling.
+  if (file.find(key("attention.sliding_window")))
+    if (Error e = read(c.slidingWindow, key("attention.sliding_window")))
+      return std::move(e);
+  c.localLayers.assign(c.nLayer, false);
+  if (c.slidingWindow)
+    for (int64_t l = 0; l < c.nLayer; ++l)
+      c.localLayers[l] = arch->globalEvery == 0 || (l + 1) % arch->globalEvery != 0;
+  if (file.find(key("attention.sliding_window_pattern")))
+    return fail(llvm::formatv("unsupported metadata '{0}' (Kiln derives {1}'s local layers "
+                              "itself)",
+                              key("attention.sliding_window_pattern"), c.arch));
+  if (arch->globalEvery) {
+    Expected<float> local = getFloat(file, key("rope.freq_base_swa"), 10000.0f);
+    if (!local)
+      return local.takeError();
+    c.localRopeFreqBase = *local;
+  }
+  // gemma3 27B scales scores by its n_embd / n_head, not its head width.
+  if (c.arch == "gemma3" && c.nLayer == 62)
+    c.attentionScale = float(1.0 / std::sqrt(double(c.nEmbd / c.nHead)));
 
   const gguf::TensorInfo *embd = file.findTensor("token_embd.weight");
   if (!embd || embd->ne.size() != 2)
@@ -136,16 +297,23 @@ Expected<LlamaConfig> kiln::readLlamaConfig(const gguf::File &file) {
 
   // Rope variants change the math: refuse those Kiln lacks rather than compute
   // something else. Linear scaling divides every frequency by its factor; Llama
-  // 3's scaling is the per-pair divisors of the rope_freqs tensor.
+  // 3's scaling is the per-pair divisors of the rope_freqs tensor; phi3's
+  // LongRoPE has short and long divisors and scales q and k by attn_factor.
   const gguf::Value *scaling = file.find(key("rope.scaling.type"));
   std::string scalingType = scaling ? scaling->str : "none";
+  bool longRope = file.findTensor("rope_factors_short.weight") ||
+                  file.findTensor("rope_factors_long.weight");
+  if (longRope && scalingType == "none")
+    scalingType = "longrope";
   if (scalingType != "none" && scalingType != "linear" &&
-      !(scalingType == "llama3" && file.findTensor("rope_freqs.weight")))
+      !(scalingType == "llama3" && file.findTensor("rope_freqs.weight")) &&
+      !(scalingType == "longrope" && longRope))
     return fail(llvm::formatv("unsupported rope scaling '{0}' (metadata "
-                              "'{1}'; supported: none, linear, and llama3 with a rope_freqs "
-                              "tensor)",
+                              "'{1}'; supported: none, linear, llama3 with a rope_freqs "
+                              "tensor, longrope with rope_factors tensors)",
                               scalingType, key("rope.scaling.type")));
-  c.ropeFreqFactors.assign(c.ropeDim / 2, 1.0f);
+  int64_t pairs = c.ropeDim / 2;
+  c.ropeFreqFactors.assign(pairs, 1.0f);
   bool scaled = false;
   if (scalingType == "linear") {
     if (!file.find(key("rope.scaling.factor")))
@@ -154,84 +322,85 @@ Expected<LlamaConfig> kiln::readLlamaConfig(const gguf::File &file) {
     Expected<float> factor = getFloat(file, key("rope.scaling.factor"), 1.0f);
     if (!factor)
       return factor.takeError();
-    c.ropeFreqFactors.assign(c.ropeDim / 2, *factor);
+    c.ropeFreqFactors.assign(pairs, *factor);
     scaled = true;
   }
-  if (const gguf::TensorInfo *t = file.findTensor("rope_freqs.weight")) {
-    if (t->shape() != std::vector<int64_t>{c.ropeDim / 2} ||
-        t->type != uint32_t(gguf::TensorType::F32))
-      return fail(llvm::formatv("tensor 'rope_freqs.weight' must be {0} F32 values (one per "
-                                "rotated pair), got {1} of {2}",
-                                c.ropeDim / 2, t->numElements(), gguf::tensorTypeName(t->type)));
-    ArrayRef<uint8_t> bytes = file.tensorBytes(*t);
-    for (int64_t i = 0; i < c.ropeDim / 2; ++i) {
-      float f;
-      std::memcpy(&f, bytes.data() + 4 * i, sizeof f);
-      if (!(f > 0.0f) || std::isinf(f))
-        return fail(llvm::formatv("tensor 'rope_freqs.weight': factor {0} is {1} (must be "
-                                  "positive and finite)",
-                                  i, f));
-      c.ropeFreqFactors[i] *= f;
-    }
+  if (file.findTensor("rope_freqs.weight")) {
+    std::vector<float> f;
+    if (Error e = readRopeFactors(file, "rope_freqs.weight", pairs, f))
+      return std::move(e);
+    for (int64_t i = 0; i < pairs; ++i)
+      c.ropeFreqFactors[i] *= f[i];
+    scaled = true;
+  }
+  if (scalingType == "longrope") {
+    for (const char *name : {"rope_factors_short.weight", "rope_factors_long.weight"})
+      if (!file.findTensor(name))
+        return fail(llvm::formatv("longrope scaling without tensor '{0}'", name));
+    if (Error e = readRopeFactors(file, "rope_factors_short.weight", pairs, c.ropeFreqFactors))
+      return std::move(e);
+    if (Error e = readRopeFactors(file, "rope_factors_long.weight", pairs, c.ropeFreqFactorsLong))
+      return std::move(e);
+    if (Error e = read(c.ropeOriginalContext, key("rope.scaling.original_context_length")))
+      return std::move(e);
+    Expected<float> mscale = getFloat(file, key("rope.scaling.attn_factor"), 1.0f);
+    if (!mscale)
+      return mscale.takeError();
+    c.ropeMscale = *mscale;
     scaled = true;
   }
   if (!scaled)
     c.ropeFreqFactors.clear();
 
-  int64_t d = c.nEmbd, kv = c.nKvHead * c.headDim;
-  if (Error e = checkTensor(file, "token_embd.weight", {c.nVocab, d}, true))
-    return std::move(e);
-  for (int64_t l = 0; l < c.nLayer; ++l) {
-    std::string p = llvm::formatv("blk.{0}.", l);
-    struct Expect { const char *name; std::vector<int64_t> shape; bool matrix; };
-    for (const Expect &x : {Expect{"attn_norm", {d}, false},
-                            Expect{"attn_q", {d, d}, true},
-                            Expect{"attn_k", {kv, d}, true},
-                            Expect{"attn_v", {kv, d}, true},
-                            Expect{"attn_output", {d, d}, true},
-                            Expect{"ffn_norm", {d}, false},
-                            Expect{"ffn_gate", {c.nFF, d}, true},
-                            Expect{"ffn_up", {c.nFF, d}, true},
-                            Expect{"ffn_down", {d, c.nFF}, true}})
-      if (Error e = checkTensor(file, p + x.name + ".weight", x.shape, x.matrix))
-        return std::move(e);
-    // qwen2: biases on the query, key and value projections.
-    if (c.arch == "qwen2")
-      for (const Expect &x : {Expect{"attn_q", {d}, false}, Expect{"attn_k", {kv}, false},
-                              Expect{"attn_v", {kv}, false}})
-        if (Error e = checkTensor(file, p + x.name + ".bias", x.shape, x.matrix))
-          return std::move(e);
-  }
-  if (Error e = checkTensor(file, "output_norm.weight", {d}, false))
-    return std::move(e);
+  // Every tensor the graph reads, with its shape; any other is refused.
+  int64_t d = c.nEmbd, q = c.queryWidth(), kv = c.kvWidth();
+  struct Expect { std::string name; std::vector<int64_t> shape; bool matrix; };
+  std::vector<Expect> expected = {{"token_embd.weight", {c.nVocab, d}, true},
+                                  {"output_norm.weight", {d}, false}};
   c.tiedOutput = file.findTensor("output.weight") == nullptr;
   if (!c.tiedOutput)
-    if (Error e = checkTensor(file, "output.weight", {c.nVocab, d}, true))
-      return std::move(e);
-  // A tensor the decoder would not read (biases, experts, rope factors) means a
-  // model this importer does not describe: ignoring it would give wrong results.
-  size_t perLayer = c.arch == "qwen2" ? 12 : 9;
-  size_t expected = 2 + perLayer * c.nLayer + (c.tiedOutput ? 0 : 1) +
-                    (file.findTensor("rope_freqs.weight") ? 1 : 0);
-  if (file.tensors.size() != expected)
-    for (const gguf::TensorInfo &t : file.tensors) {
-      llvm::StringRef name = t.name;
-      int64_t layer;
-      bool known = name == "token_embd.weight" || name == "output_norm.weight" ||
-                   name == "output.weight" || name == "rope_freqs.weight";
-      if (name.consume_front("blk.") && !name.consumeInteger(10, layer) && layer >= 0 &&
-          layer < c.nLayer)
-        known = llvm::is_contained({".attn_norm.weight", ".attn_q.weight", ".attn_k.weight",
-                                    ".attn_v.weight", ".attn_output.weight", ".ffn_norm.weight",
-                                    ".ffn_gate.weight", ".ffn_up.weight", ".ffn_down.weight"},
-                                   name) ||
-                (c.arch == "qwen2" &&
-                 llvm::is_contained({".attn_q.bias", ".attn_k.bias", ".attn_v.bias"}, name));
-      if (!known)
-        return fail(llvm::formatv("unsupported tensor '{0}': a {1} model has no such "
-                                  "tensor (biases and experts are not supported)",
-                                  t.name, c.arch));
+    expected.push_back({"output.weight", {c.nVocab, d}, true});
+  for (int64_t l = 0; l < c.nLayer; ++l) {
+    auto add = [&](StringRef name, std::vector<int64_t> shape, bool matrix) {
+      expected.push_back({layerName(l, name), std::move(shape), matrix});
+    };
+    add("attn_norm.weight", {d}, false);
+    add("attn_q.weight", {q, d}, true);
+    add("attn_k.weight", {kv, d}, true);
+    add("attn_v.weight", {kv, d}, true);
+    add("attn_output.weight", {d, q}, true);
+    add("ffn_norm.weight", {d}, false);
+    add("ffn_gate.weight", {c.nFF, d}, true);
+    add("ffn_up.weight", {c.nFF, d}, true);
+    add("ffn_down.weight", {d, c.nFF}, true);
+    if (c.qkvBias) {
+      add("attn_q.bias", {q}, false);
+      add("attn_k.bias", {kv}, false);
+      add("attn_v.bias", {kv}, false);
     }
+    if (c.qkNorm) {
+      add("attn_q_norm.weight", {c.headDim}, false);
+      add("attn_k_norm.weight", {c.headDim}, false);
+    }
+    if (c.postNorms) {
+      add("post_attention_norm.weight", {d}, false);
+      add("post_ffw_norm.weight", {d}, false);
+    }
+  }
+  llvm::StringSet<> known = {"rope_freqs.weight", "rope_factors_short.weight",
+                             "rope_factors_long.weight"};
+  for (const Expect &x : expected) {
+    if (Error e = checkTensor(file, x.name, x.shape, x.matrix))
+      return std::move(e);
+    known.insert(x.name);
+  }
+  // A tensor the decoder would not read (biases, experts) means a model this
+  // importer does not describe: ignoring it would give wrong results.
+  for (const gguf::TensorInfo &t : file.tensors)
+    if (!known.contains(t.name))
+      return fail(llvm::formatv("unsupported tensor '{0}': a {1} model has no such "
+                                "tensor (biases and experts are not supported)",
+                                t.name, c.arch));
   return c;
 }
 
@@ -306,7 +475,10 @@ class DecoderBuilder {
 public:
   DecoderBuilder(OpBuilder &b, const gguf::File &file, const LlamaConfig &c,
                  int64_t capacity)
-      : b(b), file(file), c(c), capacity(capacity), loc(b.getUnknownLoc()) {}
+      : b(b), file(file), c(c), capacity(capacity), loc(b.getUnknownLoc()),
+        ropeFactors(!c.ropeFreqFactorsLong.empty() && capacity > c.ropeOriginalContext
+                        ? c.ropeFreqFactorsLong
+                        : c.ropeFreqFactors) {}
 
   void build(StringRef name, int64_t rows);
 
@@ -347,7 +519,7 @@ private:
   /// architecture has one.
   Value projection(Value x, const std::string &name) {
     Value y = matmul(x, name + ".weight");
-    if (c.arch != "qwen2")
+    if (!c.qkvBias)
       return y;
     return b.create<BiasAddOp>(loc, y.getType(), y, weight(name + ".bias"));
   }
@@ -357,12 +529,17 @@ private:
                                b.getF32FloatAttr(c.rmsEpsilon));
   }
 
-  Value rope(Value x, Value pos) {
-    return b.create<RopeOp>(loc, x.getType(), x, pos, b.getI32IntegerAttr(c.headDim),
-                            b.getI32IntegerAttr(c.ropeDim), b.getF32FloatAttr(c.ropeFreqBase),
-                            c.ropeFreqFactors.empty()
-                                ? DenseF32ArrayAttr()
-                                : b.getDenseF32ArrayAttr(c.ropeFreqFactors));
+  /// Local (sliding-window) layers of gemma3 turn with their own base and
+  /// no frequency scaling.
+  Value rope(Value x, Value pos, bool local) {
+    bool own = local && c.arch == "gemma3";
+    ArrayRef<float> factors = own ? ArrayRef<float>() : ArrayRef<float>(ropeFactors);
+    return b.create<RopeOp>(
+        loc, x.getType(), x, pos, b.getI32IntegerAttr(c.headDim), b.getI32IntegerAttr(c.ropeDim),
+        b.getF32FloatAttr(own ? c.localRopeFreqBase : c.ropeFreqBase),
+        factors.empty() ? DenseF32ArrayAttr() : b.getDenseF32ArrayAttr(factors),
+        c.neoxRope ? b.getUnitAttr() : UnitAttr(),
+        c.ropeMscale != 1.0f && !own ? b.getF32FloatAttr(c.ropeMscale) : FloatAttr());
   }
 
   RankedTensorType f32Tensor(int64_t rows, int64_t cols) {
@@ -374,6 +551,8 @@ private:
   const LlamaConfig &c;
   int64_t capacity;
   Location loc;
+  /// The rope divisors for this capacity (phi3: long ones past the original context).
+  ArrayRef<float> ropeFactors;
 };
 
 void DecoderBuilder::build(StringRef name, int64_t rows) {
@@ -388,15 +567,22 @@ void DecoderBuilder::build(StringRef name, int64_t rows) {
   b.setInsertionPointToStart(fn.addEntryBlock());
   Value tokens = fn.getArgument(0), pos = fn.getArgument(1);
 
-  Value x = b.create<EmbedOp>(loc, f32Tensor(rows, c.nEmbd), weight("token_embd.weight"),
-                              tokens);
-  int64_t kvWidth = c.nKvHead * c.headDim;
-  auto cacheType = f32Tensor(capacity, kvWidth);
+  Value x = b.create<EmbedOp>(loc, f32Tensor(rows, c.nEmbd), weight("token_embd.weight"), tokens,
+                              c.embedScale ? b.getF32FloatAttr(c.embedScale) : FloatAttr());
+  auto cacheType = f32Tensor(capacity, c.kvWidth());
   for (int64_t l = 0; l < c.nLayer; ++l) {
     std::string p = llvm::formatv("blk.{0}.", l);
+    bool local = c.localLayers[l];
     Value a = rmsNorm(x, p + "attn_norm.weight");
-    Value q = rope(projection(a, p + "attn_q"), pos);
-    Value k = rope(projection(a, p + "attn_k"), pos);
+    // Queries and keys: projected, normalized per head (qwen3, gemma3), roped.
+    auto roped = [&](StringRef part) {
+      Value y = projection(a, p + "attn_" + part.str());
+      if (c.qkNorm)
+        y = rmsNorm(y, p + "attn_" + part.str() + "_norm.weight");
+      return rope(y, pos, local);
+    };
+    Value q = roped("q");
+    Value k = roped("k");
     Value v = projection(a, p + "attn_v");
     auto cache = [&](CacheKind kind) {
       return b.create<KvCacheOp>(loc, cacheType, b.getI32IntegerAttr(l),
@@ -404,16 +590,24 @@ void DecoderBuilder::build(StringRef name, int64_t rows) {
     };
     Value keys = b.create<KvWriteOp>(loc, cacheType, cache(CacheKind::key), k, pos);
     Value values = b.create<KvWriteOp>(loc, cacheType, cache(CacheKind::value), v, pos);
-    Value o = b.create<AttentionOp>(loc, q.getType(), q, keys, values, pos,
-                                    b.getI32IntegerAttr(c.nHead),
-                                    b.getI32IntegerAttr(c.nKvHead),
-                                    b.getI32IntegerAttr(c.headDim), IntegerAttr());
-    x = b.create<AddOp>(loc, x, matmul(o, p + "attn_output.weight"));
+    Value o = b.create<AttentionOp>(
+        loc, q.getType(), q, keys, values, pos, b.getI32IntegerAttr(c.nHead),
+        b.getI32IntegerAttr(c.nKvHead), b.getI32IntegerAttr(c.headDim),
+        local ? b.getI32IntegerAttr(c.slidingWindow) : IntegerAttr(),
+        c.attentionScale ? b.getF32FloatAttr(c.attentionScale) : FloatAttr());
+    Value attn = matmul(o, p + "attn_output.weight");
+    if (c.postNorms)
+      attn = rmsNorm(attn, p + "post_attention_norm.weight");
+    x = b.create<AddOp>(loc, x, attn);
     Value f = rmsNorm(x, p + "ffn_norm.weight");
-    Value gate = b.create<SiluOp>(loc, matmul(f, p + "ffn_gate.weight"));
+    Value gateIn = matmul(f, p + "ffn_gate.weight");
+    Value gate = c.geluFfn ? Value(b.create<GeluOp>(loc, gateIn)) : b.create<SiluOp>(loc, gateIn);
     Value up = matmul(f, p + "ffn_up.weight");
     Value h = b.create<MulOp>(loc, gate, up);
-    x = b.create<AddOp>(loc, x, matmul(h, p + "ffn_down.weight"));
+    Value ffn = matmul(h, p + "ffn_down.weight");
+    if (c.postNorms)
+      ffn = rmsNorm(ffn, p + "post_ffw_norm.weight");
+    x = b.create<AddOp>(loc, x, ffn);
   }
   Value out = rmsNorm(x, "output_norm.weight");
   Value logits = matmul(out, c.tiedOutput ? "token_embd.weight" : "output.weight");
@@ -453,7 +647,7 @@ Expected<OwningOpRef<ModuleOp>> kiln::importLlama(MLIRContext &context,
   auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
   NamedAttribute modelAttrs[] = {
       b.getNamedAttr("source", b.getStringAttr(sourcePath)),
-      b.getNamedAttr("architecture", b.getStringAttr("llama")),
+      b.getNamedAttr("architecture", b.getStringAttr(c.arch)),
       b.getNamedAttr("n_embd", i64(c.nEmbd)),
       b.getNamedAttr("n_layer", i64(c.nLayer)),
       b.getNamedAttr("n_ff", i64(c.nFF)),

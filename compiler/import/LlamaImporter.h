@@ -8,17 +8,38 @@
 
 namespace kiln {
 
-/// Hyper-parameters of a llama-family decoder, read from GGUF metadata.
+/// Hyper-parameters of a llama-family decoder, read from GGUF metadata, and
+/// the few places where its architecture departs from the llama graph.
 struct LlamaConfig {
   std::string name;
-  std::string arch; // general.architecture: llama or qwen2 (which adds q/k/v biases)
+  std::string arch; // general.architecture: llama, qwen2, qwen3, gemma3 or phi3
   int64_t nEmbd = 0, nLayer = 0, nFF = 0, nHead = 0, nKvHead = 0;
   int64_t headDim = 0, ropeDim = 0, nVocab = 0, contextLength = 0;
   float ropeFreqBase = 10000.0f, rmsEpsilon = 1e-5f;
   /// One divisor per rotated pair of the rope frequencies (Llama 3's
-  /// rope_freqs tensor, linear scaling's factor); empty: none.
+  /// rope_freqs tensor, linear scaling's factor, phi3's short factors); empty: none.
   std::vector<float> ropeFreqFactors;
+  /// phi3's long-context factors, used when the context exceeds
+  /// ropeOriginalContext; empty: none.
+  std::vector<float> ropeFreqFactorsLong;
+  int64_t ropeOriginalContext = 0;
+  float ropeMscale = 1.0f; // phi3's attn_factor: rotated pairs times this
   bool tiedOutput = false;
+
+  bool neoxRope = false;   // rope pairs i and i + rope_dim/2 (all but llama)
+  bool qkvBias = false;    // qwen2
+  bool qkNorm = false;     // per-head RMSNorm of queries and keys (qwen3, gemma3)
+  bool postNorms = false;  // RMSNorm of each block's output before the residual (gemma3)
+  bool geluFfn = false;    // GELU-gated feed-forward instead of SiLU (gemma3)
+  float embedScale = 0;    // embeddings times this (gemma3: sqrt(n_embd)); 0: none
+  float attentionScale = 0; // scores times this; 0: 1/sqrt(head_dim)
+  /// Sliding-window attention: the window, and which layers have it.
+  int64_t slidingWindow = 0;
+  std::vector<bool> localLayers;
+  float localRopeFreqBase = 10000.0f; // gemma3's local layers: no scaling either
+
+  int64_t queryWidth() const { return nHead * headDim; }
+  int64_t kvWidth() const { return nKvHead * headDim; }
 };
 
 /// The vocabulary the runtime tokenizer needs, kept from the model file.
@@ -38,6 +59,11 @@ struct ImportOptions {
   int64_t maxContext = 0;   // 0: the model's context length
   std::string name;         // C identifier of the model; empty: from general.name
 };
+
+/// Renames fused tensors to the separate ones the importer reads, as views of
+/// the same bytes: phi3's attn_qkv becomes attn_q, attn_k and attn_v, its
+/// ffn_up of gate and up rows ffn_gate and ffn_up. Other files are unchanged.
+llvm::Error splitFusedTensors(gguf::File &file);
 
 /// Checks that `file` is a llama-family model Kiln supports: metadata, every
 /// tensor's presence, shape and type.

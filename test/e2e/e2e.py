@@ -191,6 +191,31 @@ SHAPES = {
     "qwen2-q8_0": (["--arch", "qwen2", "--n-embd", "64", "--n-layer", "3", "--n-head", "4",
                     "--n-head-kv", "1", "--n-ff", "96", "--vocab", "64", "--ctx", "24",
                     "--type", "q8_0"], 5),
+    # qwen3: per-head q/k norms, heads wider than n_embd / n_head.
+    "qwen3-f32": (["--arch", "qwen3", "--n-embd", "64", "--n-layer", "2", "--n-head", "4",
+                   "--n-head-kv", "2", "--head-dim", "32", "--n-ff", "96", "--vocab", "64",
+                   "--ctx", "32"], 8),
+    "qwen3-q4_k": (["--arch", "qwen3", "--n-embd", "256", "--n-layer", "2", "--n-head", "4",
+                    "--n-head-kv", "2", "--head-dim", "128", "--n-ff", "256", "--vocab", "64",
+                    "--ctx", "20", "--type", "q4_k"], 6),
+    # gemma3: scaled embeddings, q/k norms, post-norms, GELU, a window on all but
+    # every sixth layer (whose rope base is the file's), tied output.
+    "gemma3-f32": (["--arch", "gemma3", "--n-embd", "64", "--n-layer", "7", "--n-head", "4",
+                    "--n-head-kv", "1", "--head-dim", "32", "--n-ff", "96", "--vocab", "64",
+                    "--ctx", "28", "--sliding-window", "6", "--rope-base", "1000000",
+                    "--tied", "--eps", "1e-6"], 8),
+    "gemma3-q8_0": (["--arch", "gemma3", "--n-embd", "64", "--n-layer", "6", "--n-head", "2",
+                     "--n-head-kv", "1", "--head-dim", "64", "--n-ff", "128", "--vocab", "64",
+                     "--ctx", "24", "--sliding-window", "5", "--tied", "--type", "q8_0"], 6),
+    # phi3: fused qkv and gate|up tensors, partial rotary, LongRoPE past its
+    # original context (the long factors and attn_factor).
+    "phi3-f32": (["--arch", "phi3", "--n-embd", "96", "--n-layer", "2", "--n-head", "3",
+                  "--n-head-kv", "3", "--rope-dim", "24", "--n-ff", "128", "--vocab", "64",
+                  "--ctx", "32", "--rope-scaling", "longrope:8"], 8),
+    # A window on every llama layer (llama.attention.sliding_window).
+    "llama-swa-f32": (["--n-embd", "64", "--n-layer", "2", "--n-head", "4", "--n-head-kv", "2",
+                       "--n-ff", "96", "--vocab", "64", "--ctx", "24", "--sliding-window", "5"],
+                      8),
 }
 
 

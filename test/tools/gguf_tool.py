@@ -1181,24 +1181,52 @@ def gpt2_vocab(n_vocab):
     return tokens, merges, types, eos
 
 
-def llama_tensor_shapes(n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, tied=False):
-    """[(name, ne)] in file order."""
-    head_dim = n_embd // n_head
-    kv_dim = n_head_kv * head_dim
+# Where each architecture's tensors depart from llama's (as llama.cpp's
+# converters write them): qwen2's q/k/v biases, per-head q/k norms (qwen3,
+# gemma3), gemma3's post-norms, phi3's fused attn_qkv and gate|up ffn_up.
+ARCH_TRAITS = {
+    "llama": set(),
+    "qwen2": {"qkv_bias"},
+    "qwen3": {"qk_norm"},
+    "gemma3": {"qk_norm", "post_norms"},
+    "phi3": {"fused"},
+}
+
+
+def llama_tensor_shapes(n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, tied=False,
+                        arch="llama", head_dim=None):
+    """[(name, ne)] in file order; 1-D tensors are norms and biases."""
+    traits = ARCH_TRAITS[arch]
+    head_dim = head_dim or n_embd // n_head
+    q_dim, kv_dim = n_head * head_dim, n_head_kv * head_dim
     shapes = [("token_embd.weight", [n_embd, n_vocab])]
     for layer in range(n_layer):
         p = "blk.%d." % layer
-        shapes += [
-            (p + "attn_norm.weight", [n_embd]),
-            (p + "attn_q.weight", [n_embd, n_embd]),
-            (p + "attn_k.weight", [n_embd, kv_dim]),
-            (p + "attn_v.weight", [n_embd, kv_dim]),
-            (p + "attn_output.weight", [n_embd, n_embd]),
-            (p + "ffn_norm.weight", [n_embd]),
-            (p + "ffn_gate.weight", [n_embd, n_ff]),
-            (p + "ffn_up.weight", [n_embd, n_ff]),
-            (p + "ffn_down.weight", [n_ff, n_embd]),
-        ]
+        shapes.append((p + "attn_norm.weight", [n_embd]))
+        if "fused" in traits:
+            shapes.append((p + "attn_qkv.weight", [n_embd, q_dim + 2 * kv_dim]))
+        else:
+            shapes += [(p + "attn_q.weight", [n_embd, q_dim]),
+                       (p + "attn_k.weight", [n_embd, kv_dim]),
+                       (p + "attn_v.weight", [n_embd, kv_dim])]
+        if "qkv_bias" in traits:
+            shapes += [(p + "attn_q.bias", [q_dim]), (p + "attn_k.bias", [kv_dim]),
+                       (p + "attn_v.bias", [kv_dim])]
+        if "qk_norm" in traits:
+            shapes += [(p + "attn_q_norm.weight", [head_dim]),
+                       (p + "attn_k_norm.weight", [head_dim])]
+        shapes.append((p + "attn_output.weight", [q_dim, n_embd]))
+        if "post_norms" in traits:
+            shapes.append((p + "post_attention_norm.weight", [n_embd]))
+        shapes.append((p + "ffn_norm.weight", [n_embd]))
+        if "fused" in traits:
+            shapes.append((p + "ffn_up.weight", [n_embd, 2 * n_ff]))
+        else:
+            shapes += [(p + "ffn_gate.weight", [n_embd, n_ff]),
+                       (p + "ffn_up.weight", [n_embd, n_ff])]
+        shapes.append((p + "ffn_down.weight", [n_ff, n_embd]))
+        if "post_norms" in traits:
+            shapes.append((p + "post_ffw_norm.weight", [n_embd]))
     shapes.append(("output_norm.weight", [n_embd]))
     if not tied:
         shapes.append(("output.weight", [n_embd, n_vocab]))
@@ -1208,26 +1236,35 @@ def llama_tensor_shapes(n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, tied=
 def random_llama(n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=96, n_vocab=64,
                  n_ctx=64, tied=False, ggml_type=GGML_F32, seed=1, rope_base=10000.0,
                  eps=1e-5, alignment=DEFAULT_ALIGNMENT, arch="llama", name=None,
-                 vocab_model="llama", rope_scaling="none"):
-    """A llama model with seeded random weights. Returns (metadata, tensors).
+                 vocab_model="llama", rope_scaling="none", head_dim=None,
+                 sliding_window=0, rope_dim=None):
+    """A model of architecture `arch` (ARCH_TRAITS) with seeded random weights.
+    Returns (metadata, tensors).
     vocab_model picks the tokenizer: "llama" (synthetic_vocab) or "gpt2" (gpt2_vocab).
-    rope_scaling: "none", "linear:F" (rope.scaling.type linear, factor F) or
+    rope_scaling: "none", "linear:F" (rope.scaling.type linear, factor F),
     "llama3" (a rope_freqs.weight tensor of Llama 3's per-pair divisors, with
     factor 8, low/high frequency factors 1 and 4 over an original context of
-    n_ctx / 4, as Llama 3.1's converter writes it: no scaling type key)."""
-    if n_head <= 0 or n_embd % n_head:
+    n_ctx / 4, as Llama 3.1's converter writes it: no scaling type key) or
+    "longrope:C" (phi3's short and long per-pair divisors, attn_factor for a
+    training context of n_ctx over an original one of C).
+    head_dim (attention.key_length) defaults to n_embd / n_head, rope_dim to
+    head_dim; a non-zero sliding_window writes attention.sliding_window."""
+    if arch not in ARCH_TRAITS:
+        raise GGUFError("unknown architecture %r (%s)" % (arch, ", ".join(ARCH_TRAITS)))
+    if n_head <= 0 or (not head_dim and n_embd % n_head):
         raise GGUFError("n_embd %d is not divisible by n_head %d" % (n_embd, n_head))
     if n_head_kv <= 0 or n_head % n_head_kv:
         raise GGUFError("n_head %d is not divisible by n_head_kv %d" % (n_head, n_head_kv))
     if ggml_type not in FILE_TYPE_FOR:
         raise GGUFError("unsupported weight type %s" % type_name(ggml_type))
     block = GGML_TYPES[ggml_type][1]
-    if n_embd % block or n_ff % block:
-        raise GGUFError("%s needs n_embd and n_ff to be multiples of %d"
+    if n_embd % block or n_ff % block or (n_head * (head_dim or 0)) % block:
+        raise GGUFError("%s needs n_embd, n_ff and n_head * head_dim to be multiples of %d"
                         % (type_name(ggml_type), block))
     if vocab_model not in ("llama", "gpt2"):
         raise GGUFError("unknown vocab model %r (llama or gpt2)" % vocab_model)
-    head_dim = n_embd // n_head
+    head_dim = head_dim or n_embd // n_head
+    rope_dim = rope_dim or head_dim
     metadata = {
         "general.architecture": (GGUF_STRING, arch),
         "general.name": (GGUF_STRING, name or "random-" + arch),
@@ -1239,11 +1276,16 @@ def random_llama(n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=96, n_vocab=6
         arch + ".feed_forward_length": (GGUF_U32, n_ff),
         arch + ".attention.head_count": (GGUF_U32, n_head),
         arch + ".attention.head_count_kv": (GGUF_U32, n_head_kv),
-        arch + ".rope.dimension_count": (GGUF_U32, head_dim),
+        arch + ".rope.dimension_count": (GGUF_U32, rope_dim),
         arch + ".rope.freq_base": (GGUF_F32, rope_base),
         arch + ".attention.layer_norm_rms_epsilon": (GGUF_F32, eps),
         arch + ".vocab_size": (GGUF_U32, n_vocab),
     }
+    if head_dim * n_head != n_embd:
+        metadata[arch + ".attention.key_length"] = (GGUF_U32, head_dim)
+        metadata[arch + ".attention.value_length"] = (GGUF_U32, head_dim)
+    if sliding_window:
+        metadata[arch + ".attention.sliding_window"] = (GGUF_U32, sliding_window)
     if vocab_model == "llama":
         tokens, scores, token_types = synthetic_vocab(n_vocab)
         metadata.update({
@@ -1281,8 +1323,8 @@ def random_llama(n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=96, n_vocab=6
         original = max(n_ctx / 4, 1.0)
         low_wavelen, high_wavelen = original / 1.0, original / 4.0
         factors = []
-        for i in range(head_dim // 2):
-            freq = rope_base ** (-2.0 * i / head_dim)
+        for i in range(rope_dim // 2):
+            freq = rope_base ** (-2.0 * i / rope_dim)
             wavelen = 2 * math.pi / freq
             if wavelen < high_wavelen:
                 factors.append(1.0)
@@ -1291,14 +1333,32 @@ def random_llama(n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=96, n_vocab=6
             else:
                 smooth = (original / wavelen - 1.0) / (4.0 - 1.0)
                 factors.append(1.0 / ((1 - smooth) / 8.0 + smooth))
-        tensors.append({"name": "rope_freqs.weight", "ne": [head_dim // 2], "type": GGML_F32,
+        tensors.append({"name": "rope_freqs.weight", "ne": [rope_dim // 2], "type": GGML_F32,
                         "offset": None, "data": quantize(factors, GGML_F32)})
+    elif rope_scaling.startswith("longrope:"):
+        # phi3's converter: both factor lists as tensors, the original context and
+        # the magnitude scale sqrt(1 + ln(scale) / ln(original)) as metadata.
+        original = int(rope_scaling[9:])
+        metadata[arch + ".rope.scaling.original_context_length"] = (GGUF_U32, original)
+        scale = n_ctx / original
+        metadata[arch + ".rope.scaling.attn_factor"] = (
+            GGUF_F32, math.sqrt(1 + math.log(scale) / math.log(original)) if scale > 1 else 1.0)
+        for which, lo, hi in (("short", 1.0, 1.5), ("long", 1.0, 8.0)):
+            factors = [lo + (hi - lo) * i / max(rope_dim // 2 - 1, 1)
+                       for i in range(rope_dim // 2)]
+            tensors.append({"name": "rope_factors_%s.weight" % which, "ne": [rope_dim // 2],
+                            "type": GGML_F32, "offset": None,
+                            "data": quantize(factors, GGML_F32)})
     elif rope_scaling != "none":
-        raise GGUFError("unknown rope scaling %r (none, linear:F, llama3)" % rope_scaling)
+        raise GGUFError("unknown rope scaling %r (none, linear:F, llama3, longrope:C)"
+                        % rope_scaling)
     for tname, ne in llama_tensor_shapes(n_embd, n_layer, n_head, n_head_kv, n_ff,
-                                         n_vocab, tied):
+                                         n_vocab, tied, arch, head_dim):
         count = n_elements(ne)
-        if len(ne) == 1:
+        if tname.endswith(".bias"):
+            values = [rng.gauss(0.0, 0.2) for _ in range(count)]
+            ttype = GGML_F32
+        elif len(ne) == 1:
             values = [1.0 + rng.gauss(0.0, 0.1) for _ in range(count)]
             ttype = GGML_F32  # norms stay F32, as llama.cpp's converters keep them
         else:
@@ -1308,15 +1368,6 @@ def random_llama(n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=96, n_vocab=6
         tensors.append({"name": tname, "ne": ne, "type": ttype, "offset": None,
                         "data": quantize(values, ttype)})
     if arch == "qwen2":
-        # Biases on the query, key and value projections, after each layer's
-        # weights as llama.cpp's converter writes them (any order reads).
-        kv = n_head_kv * head_dim
-        for l in range(n_layer):
-            for part, width in (("q", n_embd), ("k", kv), ("v", kv)):
-                values = [rng.gauss(0.0, 0.2) for _ in range(width)]
-                tensors.append({"name": "blk.%d.attn_%s.bias" % (l, part), "ne": [width],
-                                "type": GGML_F32, "offset": None,
-                                "data": quantize(values, GGML_F32)})
         metadata["tokenizer.ggml.pre"] = (GGUF_STRING, "qwen2")
     return metadata, tensors
 
@@ -1670,7 +1721,8 @@ def _cmd_model(args):
         tied=args.tied, ggml_type=TYPE_BY_NAME[args.type], seed=args.seed,
         rope_base=args.rope_base, eps=args.eps, alignment=args.alignment,
         arch=args.arch, name=args.name, vocab_model=args.vocab_model,
-        rope_scaling=args.rope_scaling)
+        rope_scaling=args.rope_scaling, head_dim=args.head_dim,
+        sliding_window=args.sliding_window, rope_dim=args.rope_dim)
     write_gguf(args.out, metadata, tensors, args.version)
 
 
@@ -1732,11 +1784,16 @@ def main(argv=None):
     p.add_argument("--type", choices=types, default="f32", help="type of 2-D tensors")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--rope-base", type=float, default=10000.0)
-    p.add_argument("--rope-scaling", default="none", help="none, linear:F or llama3")
+    p.add_argument("--rope-scaling", default="none",
+                   help="none, linear:F, llama3 or longrope:C (phi3)")
+    p.add_argument("--head-dim", type=int, help="attention.key_length (default n_embd/n_head)")
+    p.add_argument("--rope-dim", type=int, help="rope.dimension_count (default the head dim)")
+    p.add_argument("--sliding-window", type=int, default=0,
+                   help="attention.sliding_window (gemma3: all but every sixth layer)")
     p.add_argument("--eps", type=float, default=1e-5)
     p.add_argument("--version", type=int, choices=(2, 3), default=3)
     p.add_argument("--alignment", type=int, default=DEFAULT_ALIGNMENT)
-    p.add_argument("--arch", default="llama")
+    p.add_argument("--arch", choices=sorted(ARCH_TRAITS), default="llama")
     p.add_argument("--name")
     p.add_argument("--vocab-model", choices=("llama", "gpt2"), default="llama",
                    help="tokenizer: SentencePiece-style (default) or GPT-2 byte-level BPE")

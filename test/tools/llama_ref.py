@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Naive reference forward pass of a llama GGUF model, and logit comparison helpers.
+"""Naive reference forward pass of a llama-family GGUF model (llama, qwen2, qwen3,
+gemma3, phi3), and logit comparison helpers.
 
 This is a test oracle: it is written for clarity and independence from the compiler,
 not for speed. Everything is computed in Python floats (double precision) from the
@@ -63,13 +64,37 @@ def _argmax(row):
     return max(range(len(row)), key=row.__getitem__)
 
 
+def _gelu(x):
+    # tanh approximation, as gemma3 is trained with (gelu_pytorch_tanh)
+    return 0.5 * x * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def _silu(x):
+    return x / (1.0 + math.exp(-x)) if x > -700 else 0.0
+
+
+# How each architecture's forward pass differs from llama's (HF semantics):
+# rope layout, biases, per-head q/k norms, post-norms, GELU, embedding scale,
+# fused tensors, and which layers see a sliding window.
+ARCHS = {
+    "llama": {},
+    "qwen2": {"neox": True, "qkv_bias": True},
+    "qwen3": {"neox": True, "qk_norm": True},
+    "gemma3": {"neox": True, "qk_norm": True, "post_norms": True, "gelu": True,
+               "embed_scale": True, "global_every": 6},
+    "phi3": {"neox": True, "fused": True},
+}
+
+
 class LlamaRef:
-    def __init__(self, path):
+    def __init__(self, path, max_context=None):
         _, metadata, tensors = gguf_tool.read_gguf(path)
         arch = _meta(metadata, "general.architecture", "llama")
-        if arch not in ("llama", "qwen2"):
-            raise RefError("architecture %r is not llama or qwen2" % arch)
+        if arch not in ARCHS:
+            raise RefError("architecture %r is not one of %s" % (arch, ", ".join(ARCHS)))
         self.arch = arch
+        traits = ARCHS[arch]
+        self.traits = traits
         self.n_embd = _meta(metadata, arch + ".embedding_length")
         self.n_layer = _meta(metadata, arch + ".block_count")
         self.n_ff = _meta(metadata, arch + ".feed_forward_length")
@@ -78,18 +103,25 @@ class LlamaRef:
         self.n_ctx = _meta(metadata, arch + ".context_length", 0)
         self.eps = float(_meta(metadata, arch + ".attention.layer_norm_rms_epsilon", 1e-5))
         self.freq_base = float(_meta(metadata, arch + ".rope.freq_base", 10000.0))
-        if self.n_embd % self.n_head or self.n_head % self.n_head_kv:
-            raise RefError("n_embd %d, n_head %d, n_head_kv %d do not divide"
-                           % (self.n_embd, self.n_head, self.n_head_kv))
-        self.head_dim = self.n_embd // self.n_head
+        if self.n_head % self.n_head_kv:
+            raise RefError("n_head %d is not a multiple of n_head_kv %d"
+                           % (self.n_head, self.n_head_kv))
+        self.head_dim = _meta(metadata, arch + ".attention.key_length",
+                              self.n_embd // self.n_head)
         self.rope_dim = _meta(metadata, arch + ".rope.dimension_count", self.head_dim)
         if self.rope_dim % 2 or not 0 < self.rope_dim <= self.head_dim:
             raise RefError("rope dimension %d is not even and in (0, %d]"
                            % (self.rope_dim, self.head_dim))
+        window = _meta(metadata, arch + ".attention.sliding_window", 0)
+        every = traits.get("global_every", 0)
+        # Layers with a window attend to its last `window` positions, the
+        # current one included.
+        self.windows = [window if window and (not every or (l + 1) % every) else 0
+                        for l in range(self.n_layer)]
 
         by_name = {t["name"]: t for t in tensors}
-        D, F = self.n_embd, self.n_ff
-        kv_dim = self.n_head_kv * self.head_dim
+        D, F, hd = self.n_embd, self.n_ff, self.head_dim
+        q_dim, kv_dim = self.n_head * hd, self.n_head_kv * hd
 
         def vector(name, n):
             t = self._tensor(by_name, name, [n])
@@ -105,24 +137,38 @@ class LlamaRef:
             raise RefError("token_embd.weight must have ne [%d, n_vocab]" % D)
         self.n_vocab = embd["ne"][1]
         self.token_embd = matrix("token_embd.weight", D, self.n_vocab)
+        self.embed_scale = math.sqrt(D) if traits.get("embed_scale") else 1.0
         self.layers = []
         for l in range(self.n_layer):
             p = "blk.%d." % l
-            self.layers.append({
-                "attn_norm": vector(p + "attn_norm.weight", D),
-                "wq": matrix(p + "attn_q.weight", D, D),
-                "wk": matrix(p + "attn_k.weight", D, kv_dim),
-                "wv": matrix(p + "attn_v.weight", D, kv_dim),
-                # qwen2: biases on the q, k and v projections
-                "bq": vector(p + "attn_q.bias", D) if arch == "qwen2" else None,
-                "bk": vector(p + "attn_k.bias", kv_dim) if arch == "qwen2" else None,
-                "bv": vector(p + "attn_v.bias", kv_dim) if arch == "qwen2" else None,
-                "wo": matrix(p + "attn_output.weight", D, D),
-                "ffn_norm": vector(p + "ffn_norm.weight", D),
-                "gate": matrix(p + "ffn_gate.weight", D, F),
-                "up": matrix(p + "ffn_up.weight", D, F),
-                "down": matrix(p + "ffn_down.weight", F, D),
-            })
+            layer = {"attn_norm": vector(p + "attn_norm.weight", D),
+                     "ffn_norm": vector(p + "ffn_norm.weight", D),
+                     "wo": matrix(p + "attn_output.weight", q_dim, D),
+                     "down": matrix(p + "ffn_down.weight", F, D)}
+            if traits.get("fused"):
+                # phi3: q, k, v rows in one tensor; gate rows then up rows in ffn_up.
+                qkv = matrix(p + "attn_qkv.weight", D, q_dim + 2 * kv_dim)
+                layer.update(wq=qkv[:q_dim], wk=qkv[q_dim:q_dim + kv_dim],
+                             wv=qkv[q_dim + kv_dim:])
+                gate_up = matrix(p + "ffn_up.weight", D, 2 * F)
+                layer.update(gate=gate_up[:F], up=gate_up[F:])
+            else:
+                layer.update(wq=matrix(p + "attn_q.weight", D, q_dim),
+                             wk=matrix(p + "attn_k.weight", D, kv_dim),
+                             wv=matrix(p + "attn_v.weight", D, kv_dim),
+                             gate=matrix(p + "ffn_gate.weight", D, F),
+                             up=matrix(p + "ffn_up.weight", D, F))
+            if traits.get("qkv_bias"):
+                layer.update(bq=vector(p + "attn_q.bias", q_dim),
+                             bk=vector(p + "attn_k.bias", kv_dim),
+                             bv=vector(p + "attn_v.bias", kv_dim))
+            if traits.get("qk_norm"):
+                layer.update(q_norm=vector(p + "attn_q_norm.weight", hd),
+                             k_norm=vector(p + "attn_k_norm.weight", hd))
+            if traits.get("post_norms"):
+                layer.update(post_attn=vector(p + "post_attention_norm.weight", D),
+                             post_ffn=vector(p + "post_ffw_norm.weight", D))
+            self.layers.append(layer)
         self.output_norm = vector("output_norm.weight", D)
         if "output.weight" in by_name:
             self.output = matrix("output.weight", D, self.n_vocab)
@@ -130,18 +176,30 @@ class LlamaRef:
             self.output = self.token_embd
 
         # Rotation angle per pair, relative to position: ggml scales by the rope dims,
-        # and divides by linear scaling's factor and by rope_freqs (Llama 3).
-        self.inv_freq = [self.freq_base ** (-2.0 * i / self.rope_dim)
-                         for i in range(self.rope_dim // 2)]
+        # and divides by linear scaling's factor and by rope_freqs (Llama 3) or
+        # phi3's short / long factors, whose attn_factor also scales q and k.
+        pairs = self.rope_dim // 2
+        self.inv_freq = [self.freq_base ** (-2.0 * i / self.rope_dim) for i in range(pairs)]
+        self.mscale = 1.0
         scaling = _meta(metadata, arch + ".rope.scaling.type", "none")
         if scaling == "linear":
             factor = float(_meta(metadata, arch + ".rope.scaling.factor"))
             self.inv_freq = [f / factor for f in self.inv_freq]
-        elif scaling not in ("none", "llama3"):
+        elif scaling not in ("none", "llama3", "longrope"):
             raise RefError("rope scaling %r is not modelled" % scaling)
         if "rope_freqs.weight" in by_name:
-            factors = vector("rope_freqs.weight", self.rope_dim // 2)
+            factors = vector("rope_freqs.weight", pairs)
             self.inv_freq = [f / g for f, g in zip(self.inv_freq, factors)]
+        if "rope_factors_short.weight" in by_name:
+            original = _meta(metadata, arch + ".rope.scaling.original_context_length")
+            context = max_context or self.n_ctx
+            which = "long" if context > original else "short"
+            factors = vector("rope_factors_%s.weight" % which, pairs)
+            self.inv_freq = [f / g for f, g in zip(self.inv_freq, factors)]
+            self.mscale = float(_meta(metadata, arch + ".rope.scaling.attn_factor", 1.0))
+        # gemma3's local layers: their own base, no scaling.
+        local_base = float(_meta(metadata, arch + ".rope.freq_base_swa", 10000.0))
+        self.local_inv_freq = [local_base ** (-2.0 * i / self.rope_dim) for i in range(pairs)]
         self.reset()
 
     @staticmethod
@@ -161,14 +219,17 @@ class LlamaRef:
                        [[] for _ in range(self.n_head_kv)])
                       for _ in range(self.n_layer)]
 
-    def _rope(self, vec, pos):
+    def _rope(self, vec, pos, inv_freq, mscale):
+        # Pair i: elements 2i, 2i+1 (llama's GGUF layout) or i, i + rope_dim/2 (NeoX);
+        # features past rope_dim pass unchanged.
         out = list(vec)
-        for i, f in enumerate(self.inv_freq):
+        half = self.rope_dim // 2
+        for i, f in enumerate(inv_freq):
             theta = pos * f
-            c, s = math.cos(theta), math.sin(theta)
-            x0, x1 = vec[2 * i], vec[2 * i + 1]
-            out[2 * i] = x0 * c - x1 * s
-            out[2 * i + 1] = x0 * s + x1 * c
+            c, s = math.cos(theta) * mscale, math.sin(theta) * mscale
+            a, b = (i, i + half) if self.traits.get("neox") else (2 * i, 2 * i + 1)
+            out[a] = vec[a] * c - vec[b] * s
+            out[b] = vec[a] * s + vec[b] * c
         return out
 
     def step(self, token):
@@ -179,39 +240,55 @@ class LlamaRef:
         hd = self.head_dim
         group = self.n_head // self.n_head_kv
         scale = 1.0 / math.sqrt(hd)
-        x = list(self.token_embd[token])
-        for layer, (k_cache, v_cache) in zip(self.layers, self.cache):
+        act = _gelu if self.traits.get("gelu") else _silu
+        x = [v * self.embed_scale for v in self.token_embd[token]]
+        for l, (layer, (k_cache, v_cache)) in enumerate(zip(self.layers, self.cache)):
+            window = self.windows[l]
+            local = window and "global_every" in self.traits
+            inv_freq = self.local_inv_freq if local else self.inv_freq
+            mscale = 1.0 if local else self.mscale
             a = _rmsnorm(x, layer["attn_norm"], self.eps)
             q = _matvec(layer["wq"], a)
             k = _matvec(layer["wk"], a)
             v = _matvec(layer["wv"], a)
-            if layer["bq"] is not None:
+            if "bq" in layer:
                 q = [x_ + b_ for x_, b_ in zip(q, layer["bq"])]
                 k = [x_ + b_ for x_, b_ in zip(k, layer["bk"])]
                 v = [x_ + b_ for x_, b_ in zip(v, layer["bv"])]
+            heads_q = [q[h * hd:(h + 1) * hd] for h in range(self.n_head)]
+            heads_k = [k[g * hd:(g + 1) * hd] for g in range(self.n_head_kv)]
+            if "q_norm" in layer:
+                heads_q = [_rmsnorm(h, layer["q_norm"], self.eps) for h in heads_q]
+                heads_k = [_rmsnorm(h, layer["k_norm"], self.eps) for h in heads_k]
             for g in range(self.n_head_kv):
-                k_cache[g].append(self._rope(k[g * hd:(g + 1) * hd], pos))
+                k_cache[g].append(self._rope(heads_k[g], pos, inv_freq, mscale))
                 v_cache[g].append(v[g * hd:(g + 1) * hd])
+            first = max(0, pos + 1 - window) if window else 0
             attn = []
             for h in range(self.n_head):
                 g = h // group
-                qh = self._rope(q[h * hd:(h + 1) * hd], pos)
-                scores = [_dot(qh, kp) * scale for kp in k_cache[g]]
+                qh = self._rope(heads_q[h], pos, inv_freq, mscale)
+                scores = [_dot(qh, kp) * scale for kp in k_cache[g][first:]]
                 top = max(scores)
                 weights = [math.exp(s - top) for s in scores]
                 total = sum(weights)
                 o = [0.0] * hd
-                for w, vp in zip(weights, v_cache[g]):
+                for w, vp in zip(weights, v_cache[g][first:]):
                     w /= total
                     o = [oi + w * vi for oi, vi in zip(o, vp)]
                 attn.extend(o)
-            x = [xi + yi for xi, yi in zip(x, _matvec(layer["wo"], attn))]
+            y = _matvec(layer["wo"], attn)
+            if "post_attn" in layer:
+                y = _rmsnorm(y, layer["post_attn"], self.eps)
+            x = [xi + yi for xi, yi in zip(x, y)]
             f = _rmsnorm(x, layer["ffn_norm"], self.eps)
             gate = _matvec(layer["gate"], f)
             up = _matvec(layer["up"], f)
-            hidden = [gi / (1.0 + math.exp(-gi)) * ui if gi > -700 else 0.0
-                      for gi, ui in zip(gate, up)]
-            x = [xi + yi for xi, yi in zip(x, _matvec(layer["down"], hidden))]
+            hidden = [act(gi) * ui for gi, ui in zip(gate, up)]
+            y = _matvec(layer["down"], hidden)
+            if "post_ffn" in layer:
+                y = _rmsnorm(y, layer["post_ffn"], self.eps)
+            x = [xi + yi for xi, yi in zip(x, y)]
         self.pos += 1
         return _matvec(self.output, _rmsnorm(x, self.output_norm, self.eps))
 

@@ -62,10 +62,12 @@ LogicalResult EmbedOp::verify() {
     return failure();
   int64_t tokens = getTokens().getType().getDimSize(0);
   int64_t width = getTable().getType().getDimSize(1);
+  if (getScale() && !std::isfinite(getScale()->convertToFloat()))
+    return emitOpError("expects a finite scale");
   return expectShape(*this, getResult(), {tokens, width}, "result");
 }
 
-/// Shared by the normalisations: a [rows, D] input and [D] parameters.
+/// A [rows, D] input and [D] parameters (layer_norm).
 static LogicalResult verifyNorm(Operation *op, Value input, ValueRange params,
                                 float epsilon) {
   if (failed(expectRank(op, input, 2, "input")))
@@ -80,7 +82,19 @@ static LogicalResult verifyNorm(Operation *op, Value input, ValueRange params,
 }
 
 LogicalResult RmsNormOp::verify() {
-  return verifyNorm(*this, getInput(), getWeight(), getEpsilon().convertToFloat());
+  if (failed(expectRank(*this, getInput(), 2, "input")) ||
+      failed(expectRank(*this, getWeight(), 1, "weight")))
+    return failure();
+  // A narrower weight normalizes each group of its width (per-head norms).
+  int64_t width = getInput().getType().getDimSize(1);
+  int64_t group = getWeight().getType().getDimSize(0);
+  if (group <= 0 || width % group != 0)
+    return emitOpError() << "weight of " << group << " features does not divide rows of "
+                         << width;
+  if (!(getEpsilon().convertToFloat() > 0.0f))
+    return emitOpError() << "expects a positive epsilon, got "
+                         << getEpsilon().convertToFloat();
+  return success();
 }
 
 LogicalResult LayerNormOp::verify() {
@@ -218,6 +232,9 @@ LogicalResult BiasAddOp::verify() {
 LogicalResult RopeOp::verify() {
   if (failed(expectRank(*this, getInput(), 2, "input")))
     return failure();
+  if (getMscale() && !(getMscale()->convertToFloat() > 0.0f &&
+                       std::isfinite(getMscale()->convertToFloat())))
+    return emitOpError("expects a positive, finite mscale");
   return verifyRope(*this, getInput().getType().getDimSize(1), getHeadDim(), getRopeDim(),
                     getFreqBase().convertToFloat(), getFreqFactors());
 }
@@ -244,6 +261,9 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << rows << " query rows exceed the cache capacity " << capacity;
   if (getWindow() && *getWindow() <= 0)
     return emitOpError("expects a positive window");
+  if (getScale() && !(getScale()->convertToFloat() > 0.0f &&
+                      std::isfinite(getScale()->convertToFloat())))
+    return emitOpError("expects a positive, finite scale");
   return expectShape(*this, getResult(), {rows, nHead * headDim}, "result");
 }
 

@@ -52,15 +52,20 @@ def Kiln_KvWriteOp : Kiln_Op<"kv_write", [Pure, AllTypesMatch<["cache", "result"
 //===----------------------------------------------------------------------===//
 
 def Kiln_EmbedOp : Kiln_Op<"embed", [Pure]> {
-  let summary = "gathers one table row per token";
-  let arguments = (ins Kiln_WeightTensor:$table, Kiln_TokenTensor:$tokens);
+  let summary = "gathers one table row per token, times `scale` when set (gemma3)";
+  let arguments = (ins Kiln_WeightTensor:$table, Kiln_TokenTensor:$tokens,
+                       OptionalAttr<F32Attr>:$scale);
   let results = (outs Kiln_F32Tensor:$result);
   let assemblyFormat = "$table `[` $tokens `]` attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 
 def Kiln_RmsNormOp : Kiln_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
-  let summary = "x / sqrt(mean(x^2) + epsilon) * weight, per row";
+  let summary = "x / sqrt(mean(x^2) + epsilon) * weight, per row or per head";
+  let description = [{
+    A weight narrower than the row normalizes each group of its width on its
+    own: the per-head query and key norms of qwen3 and gemma3.
+  }];
   let arguments = (ins Kiln_F32Tensor:$input, Kiln_F32Tensor:$weight, F32Attr:$epsilon);
   let results = (outs Kiln_F32Tensor:$result);
   let assemblyFormat = [{
@@ -97,10 +102,14 @@ def Kiln_RopeOp : Kiln_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
   let description = [{
     Pair i of each head turns by (pos + row) * freq_base^(-2i/rope_dim), divided
     by freq_factors[i] when they are set (Llama 3's rope_freqs, linear scaling).
+    Pair i is features 2i and 2i+1, or with `neox` features i and i + rope_dim/2
+    (GPT-NeoX's layout, which qwen2, qwen3, gemma3 and phi3 keep in GGUF).
+    With `mscale` the rotated pairs are also scaled by it (phi3's LongRoPE).
   }];
   let arguments = (ins Kiln_F32Tensor:$input, I32:$pos, I32Attr:$head_dim,
                        I32Attr:$rope_dim, F32Attr:$freq_base,
-                       OptionalAttr<DenseF32ArrayAttr>:$freq_factors);
+                       OptionalAttr<DenseF32ArrayAttr>:$freq_factors, UnitAttr:$neox,
+                       OptionalAttr<F32Attr>:$mscale);
   let results = (outs Kiln_F32Tensor:$result);
   let assemblyFormat = "$input `at` $pos attr-dict `:` type($input)";
   let hasVerifier = 1;
@@ -111,12 +120,13 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure]> {
   let description = [{
     Query row i (position pos+i) attends to cache rows 0..pos+i, or to the last
     `window` of them when a window is set. Query head h reads kv head
-    h / (n_head / n_kv_head).
+    h / (n_head / n_kv_head). Scores are q.k times `scale`, 1/sqrt(head_dim)
+    unless set.
   }];
   let arguments = (ins Kiln_F32Tensor:$query, Kiln_CacheTensor:$keys,
                        Kiln_CacheTensor:$values, I32:$pos, I32Attr:$n_head,
                        I32Attr:$n_kv_head, I32Attr:$head_dim,
-                       OptionalAttr<I32Attr>:$window);
+                       OptionalAttr<I32Attr>:$window, OptionalAttr<F32Attr>:$scale);
   let results = (outs Kiln_F32Tensor:$result);
   let assemblyFormat = [{
     $query `,` $keys `,` $values `at` $pos attr-dict `:`
@@ -219,7 +229,8 @@ def Kiln_QkvMatmulOp : Kiln_Op<"qkv_matmul", [Pure]> {
                        Kiln_CacheTensor:$values, I32:$pos, Optional<Kiln_F32Tensor>:$norm,
                        I32Attr:$head_dim, I32Attr:$rope_dim, F32Attr:$freq_base,
                        OptionalAttr<F32Attr>:$epsilon,
-                       OptionalAttr<DenseF32ArrayAttr>:$freq_factors);
+                       OptionalAttr<DenseF32ArrayAttr>:$freq_factors, UnitAttr:$neox,
+                       OptionalAttr<F32Attr>:$mscale);
   let results = (outs Kiln_F32Tensor:$query, Kiln_CacheTensor:$keys_out,
                       Kiln_CacheTensor:$values_out);
   let assemblyFormat = [{
