@@ -2,6 +2,7 @@
 
 #include "codegen_targets/EmitC.h"
 #include "compiler/pack/PackWriter.h"
+#include "compiler/pack/VocabSegment.h"
 #include "compiler/quant/BudgetPolicy.h"
 #include "compiler/quant/QuantPolicy.h"
 #include "passes/Passes.h"
@@ -207,14 +208,12 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
   llvm::Expected<Vocabulary> vocab = readVocabulary(*file);
   if (!vocab)
     return report(errs, options.input, llvm::toString(vocab.takeError()));
-  // The runtime's byte-BPE splits text as GPT-2's pre-tokenizer does; a model
-  // trained with another (tokenizer.ggml.pre) can tokenize text differently.
-  if (vocab->model == "gpt2" && !vocab->preTokenizer.empty() && vocab->preTokenizer != "default" &&
-      vocab->preTokenizer != "gpt-2")
-    errs << "kiln-compile: warning: " << options.input << ": pre-tokenizer '"
-         << vocab->preTokenizer
-         << "' (tokenizer.ggml.pre) is split as GPT-2's: text may tokenize differently "
-            "from the model's own tokenizer; token ids (kiln-generate --tokens) are exact\n";
+  // The runtime splits byte-BPE text with the model's own pre-tokenizer:
+  // another split would give other ids than the model was trained on.
+  if (vocab->model == "gpt2" && preTokenizerCode(vocab->preTokenizer) < 0)
+    return report(errs, options.input,
+                  "unsupported pre-tokenizer '" + vocab->preTokenizer +
+                      "' (tokenizer.ggml.pre; supported: " + preTokenizerNames() + ")");
   llvm::SmallString<256> packPath(options.outputDir);
   llvm::sys::path::append(packPath, name + ".kpack");
   llvm::Expected<PackInfo> pack = writePack(**module, *file, *vocab, packPath);

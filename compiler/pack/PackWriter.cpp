@@ -209,7 +209,8 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
   std::vector<uint8_t> vocabSegment = encodeVocabSegment(
       vocab.model, vocab.tokens, vocab.scores, vocab.types, vocab.merges,
       static_cast<int32_t>(vocab.bos), static_cast<int32_t>(vocab.eos),
-      static_cast<int32_t>(vocab.unk), vocab.addBos, vocab.addEos, vocab.addSpacePrefix);
+      static_cast<int32_t>(vocab.unk), vocab.addBos, vocab.addEos, vocab.addSpacePrefix,
+      vocab.model == "gpt2" ? uint32_t(std::max(0, preTokenizerCode(vocab.preTokenizer))) : 0u);
   if (vocabSegment.empty())
     return fail("the vocabulary cannot be stored for the runtime tokenizer");
   uint64_t vocabOffset = llvm::alignTo(dataBytes.getInt(), kPageBytes);

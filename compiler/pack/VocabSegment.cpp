@@ -47,7 +47,7 @@ std::vector<uint8_t> encodeVocabSegment(const std::string &model,
                                         const std::vector<std::string> &merges,
                                         int32_t bos, int32_t eos, int32_t unk,
                                         bool addBos, bool addEos,
-                                        bool addSpacePrefix) {
+                                        bool addSpacePrefix, uint32_t pre) {
   uint32_t modelCode;
   if (model == "llama")
     modelCode = 0;
@@ -56,7 +56,8 @@ std::vector<uint8_t> encodeVocabSegment(const std::string &model,
   else
     return {};
   const uint64_t nTokens = tokens.size(), nMerges = merges.size();
-  if (nTokens == 0 || nTokens > INT32_MAX || nMerges > INT32_MAX)
+  if (nTokens == 0 || nTokens > INT32_MAX || nMerges > INT32_MAX || pre > 3 ||
+      (modelCode == 0 && pre != 0))
     return {};
   auto idOk = [&](int32_t id) { return id == -1 || (id >= 0 && uint64_t(id) < nTokens); };
   if (!idOk(bos) || !idOk(eos) || !idOk(unk))
@@ -85,7 +86,7 @@ std::vector<uint8_t> encodeVocabSegment(const std::string &model,
   put32(out, uint32_t(bos));
   put32(out, uint32_t(eos));
   put32(out, uint32_t(unk));
-  put32(out, 0);
+  put32(out, pre);
   put32(out, uint32_t(total));
   put32(out, 0);
 
@@ -114,6 +115,37 @@ std::vector<uint8_t> encodeVocabSegment(const std::string &model,
   for (const std::string &s : merges)
     out.insert(out.end(), s.begin(), s.end());
   return out;
+}
+
+namespace {
+
+// llama.cpp's names for each pattern (tokenizer.ggml.pre).
+const struct {
+  const char *name;
+  int code;
+} kPreTokenizers[] = {
+    {"default", 0},   {"gpt-2", 0},     {"phi-2", 0},     {"llama-bpe", 1},
+    {"llama3", 1},    {"llama-v3", 1},  {"falcon3", 1},   {"qwen2", 2},
+    {"deepseek-r1-qwen", 2},            {"smollm", 3},    {"starcoder", 3},
+    {"refact", 3},    {"command-r", 3},
+};
+
+} // namespace
+
+int preTokenizerCode(const std::string &pre) {
+  if (pre.empty())
+    return 0;
+  for (const auto &p : kPreTokenizers)
+    if (pre == p.name)
+      return p.code;
+  return -1;
+}
+
+std::string preTokenizerNames() {
+  std::string names;
+  for (const auto &p : kPreTokenizers)
+    names += (names.empty() ? "" : ", ") + std::string(p.name);
+  return names;
 }
 
 } // namespace kiln

@@ -23,7 +23,15 @@ std::vector<uint8_t> encodeVocabSegment(const std::string &model,
                                         const std::vector<std::string> &merges,
                                         int32_t bos, int32_t eos, int32_t unk,
                                         bool addBos, bool addEos,
-                                        bool addSpacePrefix);
+                                        bool addSpacePrefix, uint32_t pre = 0);
+
+/// The runtime's code (KILN_VOCAB_PRE_*) of the byte-BPE pre-tokenizer that
+/// tokenizer.ggml.pre names, -1 for one it does not implement. Empty and
+/// "default" are GPT-2's.
+int preTokenizerCode(const std::string &pre);
+
+/// The names preTokenizerCode knows, comma-separated.
+std::string preTokenizerNames();
 
 } // namespace kiln
 

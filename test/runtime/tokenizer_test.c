@@ -5,6 +5,9 @@
  *   tokenizer_test SEGMENT decode            stdin: lines of ids; stdout: one
  *                                            record per line (is_first on the
  *                                            first id after leading BOS ids)
+ *   tokenizer_test SEGMENT split             stdin: records as for encode; stdout:
+ *                                            the byte length of each piece the
+ *                                            pre-tokenizer splits a record into
  *   tokenizer_test SEGMENT time [REPEAT]     stdin: one text; prints
  *                                            "ids N bytes B seconds S" (best run)
  *   tokenizer_test SEGMENT check             init and argument checks on copies
@@ -70,6 +73,29 @@ static kiln_status tokenize_alloc(const kiln_tokenizer *t, const uint8_t *text, 
   s = kiln_tokenize(t, (const char *)text, len, special, *ids, max_ids, n, work, work_bytes);
   free(work);
   return s;
+}
+
+static int mode_split(const kiln_tokenizer *t) {
+  size_t size, pos = 0;
+  uint8_t *in = read_all(stdin, &size);
+  while (in != NULL && pos + 4 <= size) {
+    size_t len = get_le32(in + pos), i = 0;
+    pos += 4;
+    if (len > size - pos) {
+      fprintf(stderr, "truncated record\n");
+      free(in);
+      return 1;
+    }
+    while (i < len) {
+      size_t end = kiln_pretokenize_next(t, (const char *)in + pos, len, i);
+      printf(i ? " %zu" : "%zu", end - i);
+      i = end;
+    }
+    printf("\n");
+    pos += len;
+  }
+  free(in);
+  return 0;
 }
 
 static int mode_encode(const kiln_tokenizer *t, int special) {
@@ -236,7 +262,14 @@ static void check_init(tally *c, const uint8_t *seg, size_t size) {
   check(c, init_patched(seg, size, buf, 24, n_tokens) == KILN_ERR_BOUNDS, "bos out of range");
   check(c, init_patched(seg, size, buf, 28, (uint32_t)-2) == KILN_ERR_BOUNDS, "eos below -1");
   check(c, init_patched(seg, size, buf, 32, n_tokens + 5) == KILN_ERR_BOUNDS, "unk out of range");
-  check(c, init_patched(seg, size, buf, 36, 1) == KILN_ERR_BOUNDS, "reserved word 36");
+  check(c, init_patched(seg, size, buf, 36, KILN_VOCAB_PRE_SMOLLM + 1) == KILN_ERR_BOUNDS,
+        "unknown pre-tokenizer");
+  if (get_le32(seg + 16) == KILN_VOCAB_MODEL_SPM)
+    check(c, init_patched(seg, size, buf, 36, KILN_VOCAB_PRE_LLAMA3) == KILN_ERR_BOUNDS,
+          "a pre-tokenizer for a SentencePiece vocab");
+  else
+    check(c, init_patched(seg, size, buf, 36, KILN_VOCAB_PRE_QWEN2) == KILN_OK,
+          "a byte-BPE vocab with each pre-tokenizer");
   check(c, init_patched(seg, size, buf, 44, 1) == KILN_ERR_BOUNDS, "reserved word 44");
   check(c, init_patched(seg, size, buf, 40, (uint32_t)size + 1) == KILN_ERR_TRUNCATED,
         "total_bytes past the end");
@@ -406,6 +439,8 @@ int main(int argc, char **argv) {
   }
   if (strcmp(argv[2], "encode") == 0)
     rc = mode_encode(&t, argc > 3 && atoi(argv[3]) != 0);
+  else if (strcmp(argv[2], "split") == 0)
+    rc = mode_split(&t);
   else if (strcmp(argv[2], "decode") == 0)
     rc = mode_decode(&t);
   else if (strcmp(argv[2], "time") == 0)

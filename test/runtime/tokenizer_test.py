@@ -21,6 +21,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import unicodedata
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -158,15 +159,80 @@ def bytes_to_unicode():
 
 
 BYTE_CHAR = bytes_to_unicode()
-PRETOKEN = re.compile(rb"'s|'t|'re|'ve|'m|'ll|'d| ?[A-Za-z\x80-\xff]+| ?[0-9]+"
-                      rb"| ?[^\sA-Za-z0-9\x80-\xff]+|\s+(?!\S)|\s+")
 
 
-def bpe_reference(vocab, text):
+# ---- pre-tokenizers, from their regex definitions ------------------------------
+
+def _class_ranges(pred):
+    out, start = [], None
+    for cp in range(0x110000):
+        inside = pred(chr(cp))
+        if inside and start is None:
+            start = cp
+        elif not inside and start is not None:
+            out.append((start, cp - 1))
+            start = None
+    return "".join(re.escape(chr(a)) + ("-" + re.escape(chr(b)) if b > a else "")
+                   for a, b in out)
+
+
+# \p{L}, \p{N} by general category; \s as Unicode's White_Space property.
+LETTERS = _class_ranges(lambda c: unicodedata.category(c).startswith("L"))
+NUMBERS = _class_ranges(lambda c: unicodedata.category(c).startswith("N"))
+SPACES = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+
+# llama.cpp's patterns (llama-vocab.cpp) per tokenizer.ggml.pre family, in the
+# order they are applied; text no match covers stays a piece of its own.
+_CONTRACTIONS_ANY_CASE = "'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]"
+_GPT2 = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)"
+_LLAMA3 = (_CONTRACTIONS_ANY_CASE + r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+           r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+PATTERNS = {
+    0: [_GPT2],                                   # gpt-2
+    1: [_LLAMA3],                                 # llama-bpe
+    2: [_LLAMA3.replace(r"\p{N}{1,3}", r"\p{N}")],  # qwen2
+    3: [r"\p{N}", _GPT2],                         # smollm
+}
+
+
+def _compile(pattern):
+    # Inside a class the escapes expand to ranges; \S outside one is [^\s].
+    pattern = pattern.replace(r"[^\s\p{L}\p{N}]", "[^" + SPACES + LETTERS + NUMBERS + "]")
+    pattern = pattern.replace(r"[^\r\n\p{L}\p{N}]", "[^\r\n" + LETTERS + NUMBERS + "]")
+    pattern = pattern.replace(r"(?!\S)", "(?![^" + SPACES + "])")
+    pattern = pattern.replace(r"\p{L}", "[" + LETTERS + "]").replace(r"\p{N}", "[" + NUMBERS + "]")
+    pattern = pattern.replace(r"\s", "[" + SPACES + "]")
+    return re.compile(pattern)
+
+
+COMPILED = {pre: [_compile(p) for p in pats] for pre, pats in PATTERNS.items()}
+
+
+def pre_split(data, pre):
+    """The byte pieces of data under pre-tokenizer `pre`; bytes that are not
+    UTF-8 are characters of their own (surrogate escapes: neither L, N nor \\s)."""
+    pieces = [data.decode("utf-8", "surrogateescape")] if data else []
+    for regex in COMPILED[pre]:
+        out = []
+        for piece in pieces:
+            pos = 0
+            for m in regex.finditer(piece):
+                if m.start() > pos:
+                    out.append(piece[pos:m.start()])
+                if m.end() > m.start():
+                    out.append(m.group())
+                pos = m.end()
+            if pos < len(piece):
+                out.append(piece[pos:])
+        pieces = out
+    return [p.encode("utf-8", "surrogateescape") for p in pieces]
+
+
+def bpe_reference(vocab, text, pre=0):
     """GPT-2 encoder loop: merge every occurrence of the lowest-rank pair."""
     ranks, ids, unk = vocab["ranks"], vocab["ids"], vocab["unk"]
     out = []
-    for word in PRETOKEN.findall(text):
+    for word in pre_split(text, pre):
         parts = [BYTE_CHAR[b] for b in word]
         while len(parts) > 1:
             pairs = set(zip(parts, parts[1:]))
@@ -390,6 +456,51 @@ def test_gpt2(t, tools, rng):
         t.check(tools.decode(seg, got) == noise, tag + ": random bytes round trip")
 
 
+PRE_NAMES = {0: "gpt-2", 1: "llama-bpe", 2: "qwen2", 3: "smollm"}
+
+# Digits, contractions in both cases, CJK, emoji, other scripts' letters and
+# numbers, runs of spaces, tabs and line breaks, punctuation runs.
+CRAFTED = ["Hello world", "I'm 12345 they'LL WE'VE it's", "  spaces   and\n\nnewlines\r\n x",
+           "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8 123", "emoji \U0001F600\U0001F389 ok",
+           "tabs\t\tx\t", "mixed: (foo)bar... 'quote' \"dq\"", "\u0661\u0662\u0663\u0664 arabic",
+           "\u216b roman x\u00b2", "\u3000full\u3000width", "caf\u00e9 na\u00efve", "a\n\n\nb",
+           "end with spaces   ", "1234567", " 12 345 6789 ", "!!!\n\n", "x \n y", "\u00a0nbsp",
+           "\u0e2a\u0e27\u0e31\u0e2a\u0e14\u0e35", "\u041f\u0440\u0438\u0432\u0435\u0442 \u043c\u0438\u0440",
+           "'", "''", "'s", " 's", "don't", "\r\r\n\t \n", "$100.00", "a-b_c", "   \n   ", ""]
+
+
+def test_pre_tokenizers(t, tools, rng):
+    fragments = [c.encode() for c in CRAFTED if c] + [
+        b" ", b"  ", b"\n", b"\r\n", b"\t", b"'", b"'S", b"'ll", b"1", b"22", b"\xff", b"\x80",
+        b"\xe6\x97", b"\xed\xa0\x80", b"\xc0\xaf", b"\xe3\x80\x80", b"\xf0\x9f\x98\x80",
+        b"ab", b"X", b".", b",", b"(", b"\xd9\xa1", b"\xe2\x85\xab"]
+    texts = ([c.encode() for c in CRAFTED] +
+             [b"".join(rng.choice(fragments) for _ in range(rng.randint(1, 12)))
+              for _ in range(400)])
+    raw, vocab = gpt2_vocab(False)
+    for pre, name in PRE_NAMES.items():
+        raw["pre"] = pre
+        seg = tools.segment(raw, "pre-%d" % pre)
+        data = b"".join(struct.pack("<I", len(x)) + x for x in texts)
+        r = subprocess.run([tools.tokenizer_test, seg, "split"], input=data,
+                           capture_output=True, check=True)
+        got = [[int(n) for n in line.split()] for line in r.stdout.decode().split("\n")[:len(texts)]]
+        want = [[len(p) for p in pre_split(x, pre)] for x in texts]
+        bad = [i for i in range(len(texts)) if got[i] != want[i]]
+        t.check(not bad, "%s: pieces match the regex split (%d texts)" % (name, len(texts)),
+                "%d mismatches, first %r: got %s want %s" % (
+                    len(bad), texts[bad[0]], got[bad[0]], want[bad[0]]) if bad else "")
+        ids = tools.encode(seg, texts, special=False)
+        t.check(all(ids[i] == bpe_reference(vocab, x, pre) for i, x in enumerate(texts)),
+                "%s: ids match the reference BPE over those pieces" % name)
+    # By hand, from the patterns' definitions.
+    split = lambda s, pre: [p.decode() for p in pre_split(s.encode(), pre)]
+    t.check(split("I'LL 12345", 0) == ["I", "'", "LL", " 12345"], "gpt-2 by hand")
+    t.check(split("I'LL 12345", 1) == ["I", "'LL", " ", "123", "45"], "llama-bpe by hand")
+    t.check(split("I'LL 12345", 2) == ["I", "'LL", " ", "1", "2", "3", "4", "5"], "qwen2 by hand")
+    t.check(split("a 12\n\nb", 3) == ["a", " ", "1", "2", "\n", "\n", "b"], "smollm by hand")
+
+
 def main(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("tools_dir")
@@ -405,6 +516,7 @@ def main(argv):
         rng = random.Random(args.seed)
         test_model_a(t, tools, rng)
         test_gpt2(t, tools, rng)
+        test_pre_tokenizers(t, tools, rng)
     print("%d passed, %d failed" % (t.passed, t.failed))
     return 1 if t.failed else 0
 

@@ -149,7 +149,7 @@ struct Vocab {
   std::vector<std::string> tokens, merges;
   std::vector<float> scores;
   std::vector<int32_t> types;
-  long long bos = -1, eos = -1, unk = -1;
+  long long bos = -1, eos = -1, unk = -1, pre = 0;
   bool addBos = true, addEos = false, addSpacePrefix = true;
 };
 
@@ -191,6 +191,8 @@ bool parseVocab(Parser &p, Vocab &v) {
       ok = p.integer(-1, INT32_MAX, v.eos);
     } else if (key == "unk") {
       ok = p.integer(-1, INT32_MAX, v.unk);
+    } else if (key == "pre") {
+      ok = p.integer(0, 3, v.pre);
     } else if (key == "add_bos") {
       ok = p.boolean(v.addBos);
     } else if (key == "add_eos") {
@@ -230,7 +232,7 @@ int main(int argc, char **argv) {
   }
   std::vector<uint8_t> seg = kiln::encodeVocabSegment(
       v.model, v.tokens, v.scores, v.types, v.merges, int32_t(v.bos), int32_t(v.eos),
-      int32_t(v.unk), v.addBos, v.addEos, v.addSpacePrefix);
+      int32_t(v.unk), v.addBos, v.addEos, v.addSpacePrefix, uint32_t(v.pre));
   if (seg.empty()) {
     std::fprintf(stderr, "%s: %s: vocabulary rejected by encodeVocabSegment\n", argv[0], argv[1]);
     return 1;

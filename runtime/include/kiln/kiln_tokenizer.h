@@ -13,7 +13,9 @@
  *                                          1 GPT-2 byte-level BPE "gpt2")
  *   20  u32 flags (bit0 add_bos, bit1 add_eos, bit2 add_space_prefix)
  *   24  i32 bos   28  i32 eos   32  i32 unk   (-1 when absent)
- *   36  u32 0     40  u32 total_bytes          44  u32 0
+ *   36  u32 pre (model 1's pre-tokenizer: 0 GPT-2, 1 Llama 3, 2 Qwen2,
+ *               3 SmolLM; 0 for model 0)
+ *   40  u32 total_bytes          44  u32 0
  *   48  u32 token_offset[n_tokens + 1]   into the blob, non-decreasing
  *       f32 score[n_tokens]
  *       i32 type[n_tokens]                 llama.cpp token types (1 normal,
@@ -41,9 +43,14 @@
  *    concatenation is a piece with the highest score (ties: leftmost) until
  *    none is left, then emit each symbol's id, or its bytes as <0xXX> tokens,
  *    or one unk when a byte token is missing.
- *  - model 1: GPT-2 style pre-split into words ('s 't 're 've 'm 'll 'd;
- *    optional space + letters, digits, or other symbols; whitespace runs, whose
- *    last space joins a following word; any byte >= 0x80 counts as a letter),
+ *  - model 1: pre-split into pieces by the pattern `pre` names, as llama.cpp
+ *    splits them (\p{L}, \p{N} Unicode letters and numbers, \s White_Space;
+ *    a byte that is not well-formed UTF-8 is a character of its own, neither):
+ *      GPT-2   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ *      Llama 3 (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+ *               ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ *      Qwen2   Llama 3's with \p{N} for \p{N}{1,3}
+ *      SmolLM  every \p{N} alone, GPT-2's pattern between them;
  *    bytes mapped to GPT-2's printable alphabet, merges applied lowest rank
  *    first (ties: leftmost), each symbol emitted as its id (an unknown symbol
  *    falls back to one id per character, else unk). add_space_prefix is ignored.
@@ -67,6 +74,12 @@ extern "C" {
 #define KILN_VOCAB_ADD_EOS 2u
 #define KILN_VOCAB_ADD_SPACE_PREFIX 4u
 
+/* Pre-tokenizers of model 1 (tokenizer.ggml.pre). */
+#define KILN_VOCAB_PRE_GPT2 0u
+#define KILN_VOCAB_PRE_LLAMA3 1u
+#define KILN_VOCAB_PRE_QWEN2 2u
+#define KILN_VOCAB_PRE_SMOLLM 3u
+
 /* Token types (tokenizer.ggml.token_type). */
 #define KILN_TOKEN_NORMAL 1
 #define KILN_TOKEN_UNKNOWN 2
@@ -79,7 +92,7 @@ extern "C" {
  * outlive it. Read-only afterwards and safe to share between threads. */
 typedef struct kiln_tokenizer {
   const uint8_t *segment;
-  uint32_t n_tokens, n_merges, model, flags;
+  uint32_t n_tokens, n_merges, model, flags, pre;
   int32_t bos, eos, unk;     /* -1 when absent */
   uint32_t max_token_bytes;  /* longest token text: enough cap for any piece */
   const uint8_t *token_offset, *score, *type, *sorted_tokens;
@@ -107,6 +120,11 @@ size_t kiln_tokenize_work_bytes(const kiln_tokenizer *t, size_t len);
 kiln_status kiln_tokenize(const kiln_tokenizer *t, const char *text, size_t len, int add_special,
                           int32_t *ids, int32_t max_ids, int32_t *n_ids, void *work,
                           size_t work_bytes);
+
+/* Byte-BPE vocabs: the end of the piece of text[0..len) that starts at
+ * `start`, as kiln_tokenize splits it before merging (see `pre` above). len
+ * for any other vocab, a NULL pointer or start >= len. */
+size_t kiln_pretokenize_next(const kiln_tokenizer *t, const char *text, size_t len, size_t start);
 
 /* The bytes token `id` adds to the text. is_first drops the space the SPM
  * space prefix put in front of the text: pass 1 for the first token after BOS
