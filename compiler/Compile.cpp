@@ -214,6 +214,11 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
     return report(errs, options.input,
                   "unsupported pre-tokenizer '" + vocab->preTokenizer +
                       "' (tokenizer.ggml.pre; supported: " + preTokenizerNames() + ")");
+  if (!vocab->chatTemplate.empty() && chatTemplateCode(vocab->chatTemplate) == 0)
+    errs << "kiln-compile: warning: " << options.input
+         << ": chat template not recognized (tokenizer.chat_template begins '"
+         << llvm::StringRef(vocab->chatTemplate).take_until([](char c) { return c == '\n'; }).take_front(60)
+         << "'; known: llama3, chatml, gemma, phi3): kiln-generate --chat will refuse it\n";
   llvm::SmallString<256> packPath(options.outputDir);
   llvm::sys::path::append(packPath, name + ".kpack");
   llvm::Expected<PackInfo> pack = writePack(**module, *file, *vocab, packPath);

@@ -450,6 +450,24 @@ Expected<Vocabulary> kiln::readVocabulary(const gguf::File &file) {
     return std::move(e);
   if (Error e = id("tokenizer.ggml.unknown_token_id", v.unk))
     return std::move(e);
+  int64_t eot = -1, eom = -1;
+  if (Error e = id("tokenizer.ggml.eot_token_id", eot))
+    return std::move(e);
+  if (Error e = id("tokenizer.ggml.eom_token_id", eom))
+    return std::move(e);
+  for (int64_t x : {v.eos, eot, eom})
+    if (x >= 0)
+      v.endOfGeneration.push_back(int32_t(x));
+  // As llama.cpp: control tokens that end a turn in these families' templates.
+  for (size_t i = 0; i < n; ++i)
+    if (i < v.types.size() && v.types[i] == 3 &&
+        llvm::is_contained({"<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
+                            "<|endoftext|>", "<EOT>"},
+                           StringRef(v.tokens[i])))
+      v.endOfGeneration.push_back(int32_t(i));
+  if (const gguf::Value *t = file.find("tokenizer.chat_template");
+      t && t->type == gguf::ValueType::String)
+    v.chatTemplate = t->str;
   if (const gguf::Value *b = file.find("tokenizer.ggml.add_bos_token"))
     v.addBos = b->bits != 0;
   if (const gguf::Value *b = file.find("tokenizer.ggml.add_eos_token"))

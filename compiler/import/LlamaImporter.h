@@ -52,6 +52,10 @@ struct Vocabulary {
   std::vector<std::string> merges;
   int64_t bos = -1, eos = -1, unk = -1;
   bool addBos = true, addEos = false, addSpacePrefix = true;
+  /// The ids that end a reply: EOS, EOT, EOM, and the control tokens the
+  /// families' templates end turns with.
+  std::vector<int32_t> endOfGeneration;
+  std::string chatTemplate; // tokenizer.chat_template, empty when absent
 };
 
 struct ImportOptions {

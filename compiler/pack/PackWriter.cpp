@@ -206,11 +206,23 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
   if (!dataBytes)
     return fail("the module has no pack layout (run kiln-pack-layout first)");
 
-  std::vector<uint8_t> vocabSegment = encodeVocabSegment(
-      vocab.model, vocab.tokens, vocab.scores, vocab.types, vocab.merges,
-      static_cast<int32_t>(vocab.bos), static_cast<int32_t>(vocab.eos),
-      static_cast<int32_t>(vocab.unk), vocab.addBos, vocab.addEos, vocab.addSpacePrefix,
-      vocab.model == "gpt2" ? uint32_t(std::max(0, preTokenizerCode(vocab.preTokenizer))) : 0u);
+  VocabSegmentSpec spec;
+  spec.model = vocab.model;
+  spec.tokens = vocab.tokens;
+  spec.scores = vocab.scores;
+  spec.types = vocab.types;
+  spec.merges = vocab.merges;
+  spec.bos = static_cast<int32_t>(vocab.bos);
+  spec.eos = static_cast<int32_t>(vocab.eos);
+  spec.unk = static_cast<int32_t>(vocab.unk);
+  spec.addBos = vocab.addBos;
+  spec.addEos = vocab.addEos;
+  spec.addSpacePrefix = vocab.addSpacePrefix;
+  if (vocab.model == "gpt2")
+    spec.pre = uint32_t(std::max(0, preTokenizerCode(vocab.preTokenizer)));
+  spec.endOfGeneration = vocab.endOfGeneration;
+  spec.chat = chatTemplateCode(vocab.chatTemplate);
+  std::vector<uint8_t> vocabSegment = encodeVocabSegment(spec);
   if (vocabSegment.empty())
     return fail("the vocabulary cannot be stored for the runtime tokenizer");
   uint64_t vocabOffset = llvm::alignTo(dataBytes.getInt(), kPageBytes);

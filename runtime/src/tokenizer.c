@@ -186,6 +186,31 @@ static int offsets_ok(const uint8_t *offsets, uint32_t n, uint32_t blob_bytes) {
 
 static int id_ok(int32_t id, uint32_t n_tokens) { return id == -1 || (id >= 0 && (uint32_t)id < n_tokens); }
 
+/* Special tokens: control or user-defined, non-empty, longest text first;
+ * end-of-generation ids ascending. Notes each special's first byte. */
+static int specials_ok(kiln_tokenizer *t) {
+  uint32_t i, prev_len = UINT32_MAX;
+  for (i = 0; i < t->n_specials; ++i) {
+    uint32_t id = u32_at(t->specials, i), type, len;
+    if (id >= t->n_tokens)
+      return 0;
+    type = u32_at(t->type, id);
+    len = u32_at(t->token_offset, id + 1u) - u32_at(t->token_offset, id);
+    if ((type != KILN_TOKEN_CONTROL && type != KILN_TOKEN_USER_DEFINED) || len == 0u ||
+        len > prev_len)
+      return 0;
+    prev_len = len;
+    {
+      uint8_t b = t->blob[u32_at(t->token_offset, id)];
+      t->special_first[b >> 3] = (uint8_t)(t->special_first[b >> 3] | 1u << (b & 7u));
+    }
+  }
+  for (i = 0; i < t->n_eog; ++i)
+    if (u32_at(t->eog, i) >= t->n_tokens || (i > 0 && u32_at(t->eog, i) <= u32_at(t->eog, i - 1)))
+      return 0;
+  return 1;
+}
+
 static kiln_status check_segment(kiln_tokenizer *t, const uint8_t *s, size_t size) {
   uint64_t arrays, total;
   uint32_t i, blob_bytes;
@@ -205,13 +230,17 @@ static kiln_status check_segment(kiln_tokenizer *t, const uint8_t *s, size_t siz
   t->eos = (int32_t)load_le32(s + 28);
   t->unk = (int32_t)load_le32(s + 32);
   total = load_le32(s + 40);
+  t->n_specials = load_le32(s + 44);
+  t->n_eog = load_le32(s + 48);
+  t->chat = load_le32(s + 52);
   if (total > size)
     return KILN_ERR_TRUNCATED;
   t->pre = load_le32(s + 36);
   if (t->model > KILN_VOCAB_MODEL_BPE || (t->flags & ~7u) != 0u || t->pre > KILN_VOCAB_PRE_SMOLLM ||
-      (t->model == KILN_VOCAB_MODEL_SPM && t->pre != 0u) || load_le32(s + 44) != 0u)
+      (t->model == KILN_VOCAB_MODEL_SPM && t->pre != 0u) || t->chat > KILN_CHAT_PHI3)
     return KILN_ERR_BOUNDS;
-  if (t->n_tokens == 0u || t->n_tokens > (uint32_t)INT32_MAX || t->n_merges > (uint32_t)INT32_MAX)
+  if (t->n_tokens == 0u || t->n_tokens > (uint32_t)INT32_MAX || t->n_merges > (uint32_t)INT32_MAX ||
+      t->n_specials > t->n_tokens || t->n_eog > t->n_tokens)
     return KILN_ERR_BOUNDS;
   if (!id_ok(t->bos, t->n_tokens) || !id_ok(t->eos, t->n_tokens) || !id_ok(t->unk, t->n_tokens))
     return KILN_ERR_BOUNDS;
@@ -219,7 +248,7 @@ static kiln_status check_segment(kiln_tokenizer *t, const uint8_t *s, size_t siz
     return KILN_ERR_BOUNDS;
   /* n_tokens, n_merges < 2^31: this cannot wrap in 64 bits. */
   arrays = KILN_VOCAB_HEADER_BYTES + 4u * ((uint64_t)t->n_tokens * 4u + 1u) +
-           4u * ((uint64_t)t->n_merges * 2u + 1u);
+           4u * ((uint64_t)t->n_merges * 2u + 1u) + 4u * ((uint64_t)t->n_specials + t->n_eog);
   if (arrays > total)
     return KILN_ERR_BOUNDS;
   t->token_offset = s + KILN_VOCAB_HEADER_BYTES;
@@ -228,7 +257,9 @@ static kiln_status check_segment(kiln_tokenizer *t, const uint8_t *s, size_t siz
   t->sorted_tokens = t->type + 4u * (size_t)t->n_tokens;
   t->merge_offset = t->sorted_tokens + 4u * (size_t)t->n_tokens;
   t->sorted_merges = t->merge_offset + 4u * ((size_t)t->n_merges + 1u);
-  t->blob = t->sorted_merges + 4u * (size_t)t->n_merges;
+  t->specials = t->sorted_merges + 4u * (size_t)t->n_merges;
+  t->eog = t->specials + 4u * (size_t)t->n_specials;
+  t->blob = t->eog + 4u * (size_t)t->n_eog;
   blob_bytes = (uint32_t)(total - arrays);
   if (!offsets_ok(t->token_offset, t->n_tokens, blob_bytes) ||
       !offsets_ok(t->merge_offset, t->n_merges, blob_bytes))
@@ -236,6 +267,8 @@ static kiln_status check_segment(kiln_tokenizer *t, const uint8_t *s, size_t siz
   if (!sorted_ok(t, t->sorted_tokens, t->n_tokens, 0) || !sorted_ok(t, t->sorted_merges, t->n_merges, 1))
     return KILN_ERR_BOUNDS;
 
+  if (!specials_ok(t))
+    return KILN_ERR_BOUNDS;
   t->max_token_bytes = 0;
   for (i = 0; i < t->n_tokens; ++i) {
     uint32_t len = u32_at(t->token_offset, i + 1u) - u32_at(t->token_offset, i);
@@ -277,6 +310,17 @@ kiln_status kiln_tokenizer_init(kiln_tokenizer *t, const uint8_t *segment, size_
 int32_t kiln_tokenizer_bos(const kiln_tokenizer *t) { return t != NULL ? t->bos : -1; }
 int32_t kiln_tokenizer_eos(const kiln_tokenizer *t) { return t != NULL ? t->eos : -1; }
 int32_t kiln_tokenizer_n_tokens(const kiln_tokenizer *t) { return t != NULL ? (int32_t)t->n_tokens : 0; }
+uint32_t kiln_tokenizer_chat(const kiln_tokenizer *t) { return t != NULL ? t->chat : KILN_CHAT_NONE; }
+
+int kiln_tokenizer_is_eog(const kiln_tokenizer *t, int32_t id) {
+  uint32_t i;
+  if (t == NULL || t->segment == NULL || id < 0)
+    return 0;
+  for (i = 0; i < t->n_eog; ++i)
+    if (u32_at(t->eog, i) == (uint32_t)id)
+      return 1;
+  return 0;
+}
 
 const char *kiln_token_text(const kiln_tokenizer *t, int32_t id, size_t *len) {
   size_t n;
@@ -753,12 +797,38 @@ size_t kiln_tokenize_work_bytes(const kiln_tokenizer *t, size_t len) {
   return 8u + max_symbols(len) * (sizeof(symbol) + sizeof(int32_t)) + 3u * (len + 1u);
 }
 
-kiln_status kiln_tokenize(const kiln_tokenizer *t, const char *text, size_t len, int add_special,
+/* The special token whose text starts at text[i], the longest, or -1; control
+ * tokens only with `control`. */
+static int32_t special_at(const kiln_tokenizer *t, const uint8_t *text, size_t len, size_t i,
+                          int control) {
+  uint32_t k;
+  if (!(t->special_first[text[i] >> 3] & 1u << (text[i] & 7u)))
+    return -1;
+  for (k = 0; k < t->n_specials; ++k) {
+    uint32_t id = u32_at(t->specials, k);
+    size_t n;
+    const uint8_t *p = token_bytes(t, id, &n);
+    if (n <= len - i && memcmp(p, text + i, n) == 0 &&
+        (control || u32_at(t->type, id) == KILN_TOKEN_USER_DEFINED))
+      return (int32_t)id;
+  }
+  return -1;
+}
+
+static void encode_text(encoder *e, const uint8_t *text, size_t len) {
+  if (e->t->model == KILN_VOCAB_MODEL_SPM)
+    encode_spm(e, text, len);
+  else
+    encode_bpe(e, text, len);
+}
+
+kiln_status kiln_tokenize(const kiln_tokenizer *t, const char *text, size_t len, int flags,
                           int32_t *ids, int32_t max_ids, int32_t *n_ids, void *work,
                           size_t work_bytes) {
   encoder e;
   uint8_t *base;
-  size_t n_sym, need = kiln_tokenize_work_bytes(t, len);
+  const uint8_t *in = (const uint8_t *)text;
+  size_t n_sym, start = 0, i = 0, need = kiln_tokenize_work_bytes(t, len);
 
   if (n_ids != NULL)
     *n_ids = 0;
@@ -779,17 +849,93 @@ kiln_status kiln_tokenize(const kiln_tokenizer *t, const char *text, size_t len,
   e.max_ids = max_ids;
   e.n_ids = 0;
 
-  if (add_special && (t->flags & KILN_VOCAB_ADD_BOS))
+  if ((flags & KILN_TOKENIZE_ADD_SPECIAL) && (t->flags & KILN_VOCAB_ADD_BOS))
     emit(&e, t->bos);
-  if (t->model == KILN_VOCAB_MODEL_SPM)
-    encode_spm(&e, (const uint8_t *)text, len);
-  else
-    encode_bpe(&e, (const uint8_t *)text, len);
-  if (add_special && (t->flags & KILN_VOCAB_ADD_EOS))
+  /* The text between special tokens is encoded fragment by fragment. */
+  while (i < len) {
+    int32_t sp = special_at(t, in, len, i, flags & KILN_TOKENIZE_PARSE_SPECIAL);
+    size_t n;
+    if (sp < 0) {
+      i++;
+      continue;
+    }
+    encode_text(&e, in + start, i - start);
+    emit(&e, sp);
+    (void)token_bytes(t, (uint32_t)sp, &n);
+    i += n;
+    start = i;
+  }
+  encode_text(&e, in + start, len - start);
+  if ((flags & KILN_TOKENIZE_ADD_SPECIAL) && (t->flags & KILN_VOCAB_ADD_EOS))
     emit(&e, t->eos);
 
   *n_ids = e.n_ids;
   return e.n_ids <= max_ids ? KILN_OK : KILN_ERR_ARGUMENT;
+}
+
+/* ---- chat ---------------------------------------------------------------- */
+
+typedef struct appender {
+  char *out;
+  size_t cap, n;
+} appender;
+
+static void append(appender *a, const char *s) {
+  size_t k = strlen(s);
+  if (a->out != NULL && a->n + k <= a->cap)
+    memcpy(a->out + a->n, s, k);
+  a->n += k;
+}
+
+kiln_status kiln_chat_prompt(uint32_t chat, int first, const char *system, const char *user,
+                             char *out, size_t cap, size_t *n) {
+  /* Per template: end of an assistant turn, then the open and close of a turn
+   * around its role, and the assistant's role name. */
+  static const char *const end_turn[] = {"", "<|eot_id|>", "<|im_end|>\n", "<end_of_turn>\n",
+                                         "<|end|>\n"};
+  static const char *const open[] = {"", "<|start_header_id|>", "<|im_start|>",
+                                     "<start_of_turn>", "<|"};
+  static const char *const close[] = {"", "<|end_header_id|>\n\n", "\n", "\n", "|>\n"};
+  static const char *const assistant[] = {"", "assistant", "assistant", "model", "assistant"};
+  appender a;
+  int pass;
+
+  if (n != NULL)
+    *n = 0;
+  if (n == NULL || user == NULL || (out == NULL && cap > 0) || chat == KILN_CHAT_NONE ||
+      chat > KILN_CHAT_PHI3)
+    return KILN_ERR_ARGUMENT;
+  /* Measure, then write when it fits. */
+  for (pass = 0; pass < 2; ++pass) {
+    a.out = pass ? out : NULL;
+    a.cap = pass ? cap : 0;
+    a.n = 0;
+    if (!first)
+      append(&a, end_turn[chat]);
+    if (system != NULL && chat != KILN_CHAT_GEMMA) {
+      append(&a, open[chat]);
+      append(&a, "system");
+      append(&a, close[chat]);
+      append(&a, system);
+      append(&a, end_turn[chat]);
+    }
+    append(&a, open[chat]);
+    append(&a, "user");
+    append(&a, close[chat]);
+    if (system != NULL && chat == KILN_CHAT_GEMMA) {
+      append(&a, system);
+      append(&a, "\n\n");
+    }
+    append(&a, user);
+    append(&a, end_turn[chat]);
+    append(&a, open[chat]);
+    append(&a, assistant[chat]);
+    append(&a, close[chat]);
+    *n = a.n;
+    if (a.n > cap)
+      return KILN_ERR_ARGUMENT;
+  }
+  return KILN_OK;
 }
 
 /* ---- decoding ------------------------------------------------------------ */

@@ -1,6 +1,6 @@
 /* Driver for the runtime tokenizer, run by tokenizer_test.py:
  *
- *   tokenizer_test SEGMENT encode [SPECIAL]  stdin: records (u32 LE length, bytes);
+ *   tokenizer_test SEGMENT encode [FLAGS]    stdin: records (u32 LE length, bytes);
  *                                            stdout: one line of ids per record
  *   tokenizer_test SEGMENT decode            stdin: lines of ids; stdout: one
  *                                            record per line (is_first on the
@@ -8,6 +8,9 @@
  *   tokenizer_test SEGMENT split             stdin: records as for encode; stdout:
  *                                            the byte length of each piece the
  *                                            pre-tokenizer splits a record into
+ *   tokenizer_test SEGMENT eog               the ids that end generation, one line
+ *   tokenizer_test SEGMENT chat T FIRST [SYS] stdin: a user turn; stdout: the
+ *                                            kiln_chat_prompt text of template T
  *   tokenizer_test SEGMENT time [REPEAT]     stdin: one text; prints
  *                                            "ids N bytes B seconds S" (best run)
  *   tokenizer_test SEGMENT check             init and argument checks on copies
@@ -95,6 +98,39 @@ static int mode_split(const kiln_tokenizer *t) {
     pos += len;
   }
   free(in);
+  return 0;
+}
+
+static int mode_eog(const kiln_tokenizer *t) {
+  int32_t id, n = 0;
+  for (id = -1; id <= kiln_tokenizer_n_tokens(t); ++id)
+    if (kiln_tokenizer_is_eog(t, id))
+      printf(n++ ? " %d" : "%d", (int)id);
+  printf("\n");
+  return 0;
+}
+
+static int mode_chat(uint32_t chat, int first, const char *system) {
+  size_t size, n;
+  char *user, *out;
+  uint8_t *in = read_all(stdin, &size);
+  kiln_status s;
+  if (in == NULL || (user = malloc(size + 1)) == NULL)
+    return 1;
+  memcpy(user, in, size);
+  user[size] = 0;
+  free(in);
+  s = kiln_chat_prompt(chat, first, system, user, NULL, 0, &n);
+  out = malloc(n + 1);
+  if (out == NULL || (s != KILN_OK && s != KILN_ERR_ARGUMENT) ||
+      (n > 0 && kiln_chat_prompt(chat, first, system, user, out, n - 1, &n) != KILN_ERR_ARGUMENT) ||
+      kiln_chat_prompt(chat, first, system, user, out, n, &n) != KILN_OK) {
+    fprintf(stderr, "kiln_chat_prompt failed\n");
+    return 1;
+  }
+  fwrite(out, 1, n, stdout);
+  free(out);
+  free(user);
   return 0;
 }
 
@@ -232,8 +268,11 @@ static kiln_status init_patched(const uint8_t *seg, size_t size, uint8_t *buf, s
 static void check_init(tally *c, const uint8_t *seg, size_t size) {
   uint8_t *buf = malloc(size + 8);
   uint32_t n_tokens = get_le32(seg + 8), n_merges = get_le32(seg + 12);
-  size_t token_offset = 48, sorted_tokens = 48 + 4 * ((size_t)n_tokens + 1) + 8 * (size_t)n_tokens;
+  uint32_t n_specials = get_le32(seg + 44), n_eog = get_le32(seg + 48);
+  size_t token_offset = KILN_VOCAB_HEADER_BYTES;
+  size_t sorted_tokens = token_offset + 4 * ((size_t)n_tokens + 1) + 8 * (size_t)n_tokens;
   size_t merge_offset = sorted_tokens + 4 * (size_t)n_tokens;
+  size_t specials = merge_offset + 4 * (2 * (size_t)n_merges + 1), eog = specials + 4 * (size_t)n_specials;
   kiln_tokenizer t;
   size_t cut;
   int all_truncated = 1;
@@ -253,7 +292,8 @@ static void check_init(tally *c, const uint8_t *seg, size_t size) {
   check(c, t.segment == NULL && t.n_tokens == 0, "failed init zeroes the tokenizer");
 
   check(c, init_patched(seg, size, buf, 0, 0x434F564Cu) == KILN_ERR_MAGIC, "bad magic");
-  check(c, init_patched(seg, size, buf, 4, 2) == KILN_ERR_VERSION, "bad version");
+  check(c, init_patched(seg, size, buf, 4, KILN_VOCAB_VERSION - 1) == KILN_ERR_VERSION,
+        "bad version");
   check(c, init_patched(seg, size, buf, 8, 0) == KILN_ERR_BOUNDS, "zero tokens");
   check(c, init_patched(seg, size, buf, 8, 0x7FFFFFFFu) == KILN_ERR_BOUNDS, "huge n_tokens");
   check(c, init_patched(seg, size, buf, 12, 0xFFFFFFFFu) == KILN_ERR_BOUNDS, "huge n_merges");
@@ -270,7 +310,36 @@ static void check_init(tally *c, const uint8_t *seg, size_t size) {
   else
     check(c, init_patched(seg, size, buf, 36, KILN_VOCAB_PRE_QWEN2) == KILN_OK,
           "a byte-BPE vocab with each pre-tokenizer");
-  check(c, init_patched(seg, size, buf, 44, 1) == KILN_ERR_BOUNDS, "reserved word 44");
+  check(c, init_patched(seg, size, buf, 52, KILN_CHAT_PHI3 + 1) == KILN_ERR_BOUNDS,
+        "unknown chat template");
+  check(c, init_patched(seg, size, buf, 44, n_tokens + 1) == KILN_ERR_BOUNDS, "n_specials > n_tokens");
+  check(c, init_patched(seg, size, buf, 48, n_tokens + 1) == KILN_ERR_BOUNDS, "n_eog > n_tokens");
+  if (n_specials > 0) {
+    /* A normal token (the first sorted one is never special in the test vocabs)
+     * or one out of range as a special. */
+    check(c, init_patched(seg, size, buf, specials, n_tokens) == KILN_ERR_BOUNDS,
+          "special id out of range");
+    check(c, init_patched(seg, size, buf, specials, get_le32(seg + sorted_tokens + 4)) ==
+                 KILN_ERR_BOUNDS,
+          "a normal token as special");
+  }
+  if (n_specials > 1) {
+    /* The first and last specials swapped: shortest first, unless equal. */
+    size_t last = specials + 4 * ((size_t)n_specials - 1);
+    uint32_t a = get_le32(seg + specials), b = get_le32(seg + last);
+    uint32_t len_a = get_le32(seg + token_offset + 4 * ((size_t)a + 1)) - get_le32(seg + token_offset + 4 * (size_t)a);
+    uint32_t len_b = get_le32(seg + token_offset + 4 * ((size_t)b + 1)) - get_le32(seg + token_offset + 4 * (size_t)b);
+    memcpy(buf, seg, size);
+    put_le32(buf + specials, b);
+    put_le32(buf + last, a);
+    check(c, len_a == len_b || kiln_tokenizer_init(&t, buf, size) == KILN_ERR_BOUNDS,
+          "specials shortest first");
+  }
+  if (n_eog > 0)
+    check(c, init_patched(seg, size, buf, eog, n_tokens) == KILN_ERR_BOUNDS, "eog id out of range");
+  if (n_eog > 1)
+    check(c, init_patched(seg, size, buf, eog, get_le32(seg + eog + 4)) == KILN_ERR_BOUNDS,
+          "eog ids not ascending");
   check(c, init_patched(seg, size, buf, 40, (uint32_t)size + 1) == KILN_ERR_TRUNCATED,
         "total_bytes past the end");
   check(c, init_patched(seg, size, buf, 40, (uint32_t)merge_offset) == KILN_ERR_BOUNDS,
@@ -423,7 +492,7 @@ int main(int argc, char **argv) {
   int rc;
 
   if (argc < 3) {
-    fprintf(stderr, "usage: %s SEGMENT encode [SPECIAL] | decode | time [REPEAT] | check\n", argv[0]);
+    fprintf(stderr, "usage: %s SEGMENT encode [FLAGS] | split | eog | chat T FIRST [SYS] | decode | time [REPEAT] | check\n", argv[0]);
     return 2;
   }
   seg = read_file(argv[1], &size);
@@ -438,9 +507,13 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (strcmp(argv[2], "encode") == 0)
-    rc = mode_encode(&t, argc > 3 && atoi(argv[3]) != 0);
+    rc = mode_encode(&t, argc > 3 ? atoi(argv[3]) : 0);
   else if (strcmp(argv[2], "split") == 0)
     rc = mode_split(&t);
+  else if (strcmp(argv[2], "eog") == 0)
+    rc = mode_eog(&t);
+  else if (strcmp(argv[2], "chat") == 0 && argc >= 5)
+    rc = mode_chat((uint32_t)atoi(argv[3]), atoi(argv[4]), argc > 5 ? argv[5] : NULL);
   else if (strcmp(argv[2], "decode") == 0)
     rc = mode_decode(&t);
   else if (strcmp(argv[2], "time") == 0)

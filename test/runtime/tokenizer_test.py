@@ -61,8 +61,9 @@ class Tools:
         return seg
 
     def encode(self, seg, texts, special):
+        """special: False, True (add BOS/EOS) or KILN_TOKENIZE_* flags."""
         data = b"".join(struct.pack("<I", len(t)) + t for t in texts)
-        r = subprocess.run([self.tokenizer_test, seg, "encode", "1" if special else "0"],
+        r = subprocess.run([self.tokenizer_test, seg, "encode", str(int(special))],
                            input=data, capture_output=True, check=True)
         lines = r.stdout.decode().split("\n")[:len(texts)]
         return [[int(x) for x in line.split()] for line in lines]
@@ -501,6 +502,117 @@ def test_pre_tokenizers(t, tools, rng):
     t.check(split("a 12\n\nb", 3) == ["a", " ", "1", "2", "\n", "\n", "b"], "smollm by hand")
 
 
+ADD_SPECIAL, PARSE_SPECIAL = 1, 2
+CONTROL, USER_DEFINED = 3, 4
+
+
+def partition(text, tokens, types, parse):
+    """llama.cpp's special-token partition: at each position the longest
+    special text (control ones only when parse), the rest raw fragments."""
+    specials = sorted(((tok, i) for i, tok in enumerate(tokens)
+                       if tok and (types[i] == USER_DEFINED or (parse and types[i] == CONTROL))),
+                      key=lambda x: (-len(x[0]), x[1]))
+    out, start, i = [], 0, 0
+    while i < len(text):
+        hit = next((x for x in specials if text.startswith(x[0], i)), None)
+        if hit is None:
+            i += 1
+            continue
+        out += [text[start:i], hit[1]]
+        i += len(hit[0])
+        start = i
+    return out + [text[start:]]
+
+
+def test_special_tokens(t, tools, rng):
+    raw, vocab = gpt2_vocab(False)
+    raw["tokens"] = list(raw["tokens"])
+    raw["types"] = list(raw["types"])
+    extra = [("<|im_start|>", CONTROL), ("<|im_end|>", CONTROL), ("<|im", USER_DEFINED),
+             ("[U]", USER_DEFINED), ("<|eot|>", CONTROL)]
+    for text, kind in extra:
+        vocab["ids"][text] = len(raw["tokens"])
+        raw["tokens"].append(list(text.encode()))
+        raw["types"].append(kind)
+    eot = vocab["ids"]["<|eot|>"]
+    raw["eog"] = [eot, raw["eos"], eot]
+    tokens = [bytes(x) for x in raw["tokens"]]
+    seg = tools.segment(raw, "specials")
+    r = tools.run(seg, "check")
+    t.check(r.returncode == 0, "specials: C checks", r.stdout.decode().strip().split("\n")[-1])
+    pieces = [b"<|im_start|>", b"<|im_end|>", b"<|im", b"[U]", b"<|eot|>", b"<|", b"im", b"the",
+              b" ", b"\n", b"user", b"[", b"U]", b"'s", b"12", b"\xe6\x97\xa5", b"<|endoftext|>"]
+    texts = [b"<|im_start|>user\nthe and<|im_end|>\n<|im_start|>assistant\n", b"<|im_x",
+             b"[U][U]", b"a<|endoftext|>b", b""] + [
+        b"".join(rng.choice(pieces) for _ in range(rng.randint(1, 10))) for _ in range(300)]
+    for flags, tag in ((0, "plain"), (PARSE_SPECIAL, "parse_special")):
+        want = []
+        for x in texts:
+            ids = []
+            for part in partition(x, tokens, raw["types"], flags & PARSE_SPECIAL):
+                ids += bpe_reference(vocab, part) if isinstance(part, bytes) else [part]
+            want.append(ids)
+        got = tools.encode(seg, texts, flags)
+        bad = [i for i in range(len(texts)) if got[i] != want[i]]
+        t.check(not bad, "specials (%s): ids match the partition reference" % tag,
+                "%d mismatches, first %r: got %s want %s" % (len(bad), texts[bad[0]], got[bad[0]],
+                                                             want[bad[0]]) if bad else "")
+    got = tools.encode(seg, [texts[0]], PARSE_SPECIAL)[0]
+    t.check(got[0] == vocab["ids"]["<|im_start|>"] and vocab["ids"]["<|im_end|>"] in got,
+            "specials: chat markup by hand", str(got))
+    r = tools.run(seg, "eog")
+    t.check(r.stdout.decode().split() == [str(x) for x in sorted({eot, raw["eos"]})],
+            "specials: end-of-generation ids", r.stdout.decode().strip())
+
+    # SentencePiece: <s> and </s> of model A are control tokens; each fragment
+    # after one gets its own space prefix.
+    js = os.path.join(tools.workdir, "model-a.json")
+    with open(js) as f:
+        raw = json.load(f)
+    tokens = [bytes(x) for x in raw["tokens"]]
+    spm = {"ids": {tok: i for i, tok in enumerate(tokens)}, "scores": raw["scores"]}
+    seg = os.path.join(tools.workdir, "model-a.seg")
+    texts = [b"<s>Hello</s> world", b"x</s></s>y", b"</s", b"The <s> end"]
+    want = []
+    for x in texts:
+        ids = []
+        for part in partition(x, tokens, raw["types"], True):
+            ids += spm_reference(spm, part, True) if isinstance(part, bytes) else [part]
+        want.append(ids)
+    got = tools.encode(seg, texts, PARSE_SPECIAL)
+    t.check(got == want, "specials: model A control tokens in text", "got %s want %s" % (got, want))
+
+
+# The templates, written out from each family's chat template.
+CHAT = {
+    1: ("<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+        "<|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|>"
+        "<|start_header_id|>assistant<|end_header_id|>\n\n",
+        "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|>"
+        "<|start_header_id|>assistant<|end_header_id|>\n\n"),
+    2: ("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n"
+        "<|im_start|>assistant\n",
+        "<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n"),
+    3: ("<start_of_turn>user\nBe brief.\n\nHi there<end_of_turn>\n<start_of_turn>model\n",
+        "<end_of_turn>\n<start_of_turn>user\nHi there<end_of_turn>\n<start_of_turn>model\n"),
+    4: ("<|system|>\nBe brief.<|end|>\n<|user|>\nHi there<|end|>\n<|assistant|>\n",
+        "<|end|>\n<|user|>\nHi there<|end|>\n<|assistant|>\n"),
+}
+
+
+def test_chat(t, tools):
+    seg = os.path.join(tools.workdir, "model-a.seg")
+    for chat, (first, later) in CHAT.items():
+        r = tools.run(seg, "chat", str(chat), "1", "Be brief.", stdin=b"Hi there")
+        t.check(r.returncode == 0 and r.stdout.decode() == first,
+                "chat template %d: first exchange with a system turn" % chat, repr(r.stdout))
+        r = tools.run(seg, "chat", str(chat), "0", stdin=b"Hi there")
+        t.check(r.returncode == 0 and r.stdout.decode() == later,
+                "chat template %d: a later exchange" % chat, repr(r.stdout))
+    r = tools.run(seg, "chat", "0", "1", stdin=b"Hi")
+    t.check(r.returncode != 0, "chat: no template is refused")
+
+
 def main(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("tools_dir")
@@ -517,6 +629,8 @@ def main(argv):
         test_model_a(t, tools, rng)
         test_gpt2(t, tools, rng)
         test_pre_tokenizers(t, tools, rng)
+        test_special_tokens(t, tools, rng)
+        test_chat(t, tools)
     print("%d passed, %d failed" % (t.passed, t.failed))
     return 1 if t.failed else 0
 

@@ -144,14 +144,7 @@ struct Parser {
   }
 };
 
-struct Vocab {
-  std::string model = "llama";
-  std::vector<std::string> tokens, merges;
-  std::vector<float> scores;
-  std::vector<int32_t> types;
-  long long bos = -1, eos = -1, unk = -1, pre = 0;
-  bool addBos = true, addEos = false, addSpacePrefix = true;
-};
+using Vocab = kiln::VocabSegmentSpec;
 
 bool parseVocab(Parser &p, Vocab &v) {
   if (!p.expect('{'))
@@ -185,14 +178,22 @@ bool parseVocab(Parser &p, Vocab &v) {
         v.types.push_back(int32_t(x));
         return true;
       });
-    } else if (key == "bos") {
-      ok = p.integer(-1, INT32_MAX, v.bos);
-    } else if (key == "eos") {
-      ok = p.integer(-1, INT32_MAX, v.eos);
-    } else if (key == "unk") {
-      ok = p.integer(-1, INT32_MAX, v.unk);
-    } else if (key == "pre") {
-      ok = p.integer(0, 3, v.pre);
+    } else if (key == "bos" || key == "eos" || key == "unk") {
+      long long x = 0;
+      ok = p.integer(-1, INT32_MAX, x);
+      (key == "bos" ? v.bos : key == "eos" ? v.eos : v.unk) = int32_t(x);
+    } else if (key == "pre" || key == "chat") {
+      long long x = 0;
+      ok = p.integer(0, UINT32_MAX, x);
+      (key == "pre" ? v.pre : v.chat) = uint32_t(x);
+    } else if (key == "eog") {
+      ok = p.array([&] {
+        long long x = 0;
+        if (!p.integer(INT32_MIN, INT32_MAX, x))
+          return false;
+        v.endOfGeneration.push_back(int32_t(x));
+        return true;
+      });
     } else if (key == "add_bos") {
       ok = p.boolean(v.addBos);
     } else if (key == "add_eos") {
@@ -230,9 +231,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "%s: %s: %s\n", argv[0], argv[1], parser.error.c_str());
     return 1;
   }
-  std::vector<uint8_t> seg = kiln::encodeVocabSegment(
-      v.model, v.tokens, v.scores, v.types, v.merges, int32_t(v.bos), int32_t(v.eos),
-      int32_t(v.unk), v.addBos, v.addEos, v.addSpacePrefix, uint32_t(v.pre));
+  std::vector<uint8_t> seg = kiln::encodeVocabSegment(v);
   if (seg.empty()) {
     std::fprintf(stderr, "%s: %s: vocabulary rejected by encodeVocabSegment\n", argv[0], argv[1]);
     return 1;
