@@ -5,6 +5,7 @@
  *   kiln-generate [--pack FILE] --tokens ID,ID,... [-n N] [--no-prefill] [--dump-logits FILE]
  *   kiln-generate [--pack FILE] --perplexity TEXTFILE [--ctx N] [--chunks K]
  *   kiln-generate [--pack FILE] --tokenize -p TEXT
+ *   kiln-generate [--pack FILE] --chat [-sys TEXT] [-n N] [sampling options]
  * and with any of them -t N: N threads (a model compiled with --threads=M
  * uses at most M).
  *
@@ -40,9 +41,9 @@ static float logits[(size_t)KILN_PREFILL_CHUNK * KILN_VOCAB];
 static int32_t tokens[KILN_MAX_CONTEXT];
 
 typedef struct options {
-  const char *pack, *prompt, *ids, *dump, *perplexity, *kl_base;
+  const char *pack, *prompt, *ids, *dump, *perplexity, *kl_base, *system;
   int32_t n_generate, ctx, chunks, threads;
-  int prefill, tokenize, ignore_eos;
+  int prefill, tokenize, ignore_eos, chat;
   kiln_sampler_params sampling;
 } options;
 
@@ -55,6 +56,7 @@ static void usage(void) {
           "       kiln-generate [--pack FILE] --perplexity TEXTFILE [--ctx N] [--chunks K]\n"
           "                     [--dump-logits FILE] [--kl-base FILE]\n"
           "       kiln-generate [--pack FILE] --tokenize -p TEXT\n"
+          "       kiln-generate [--pack FILE] --chat [-sys TEXT] [-n N] [sampling options]\n"
           "  -t N           threads (at most the --threads the model was compiled with)\n"
           "  --dump-logits  float32 logits, one row of vocab floats per evaluated\n"
           "                 position (prompt positions, then generated ones)\n"
@@ -62,7 +64,10 @@ static void usage(void) {
           "  --perplexity   perplexity over chunks of --ctx tokens, each [BOS] + ctx-1\n"
           "                 tokens of the text, all ctx predictions scored\n"
           "  --kl-base      logits dumped by a reference run of --perplexity: also\n"
-          "                 print the mean KL divergence from them\n");
+          "                 print the mean KL divergence from them\n"
+          "  --chat         a conversation in the model's chat template: each line of\n"
+          "                 stdin is a user turn, answered with at most -n tokens\n"
+          "  -sys TEXT      the system turn that opens the conversation\n");
 }
 
 static double now(void) {
@@ -90,6 +95,7 @@ static int parse(int argc, char **argv, options *o) {
     if (!strcmp(a, "--no-prefill")) o->prefill = 0;
     else if (!strcmp(a, "--tokenize")) o->tokenize = 1;
     else if (!strcmp(a, "--ignore-eos")) o->ignore_eos = 1;
+    else if (!strcmp(a, "--chat")) o->chat = 1;
     else if (!v) return 0;
     else if (!strcmp(a, "--pack")) o->pack = v, ++i;
     else if (!strcmp(a, "-p")) o->prompt = v, ++i;
@@ -101,6 +107,7 @@ static int parse(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--ctx")) o->ctx = atoi(v), ++i;
     else if (!strcmp(a, "--chunks")) o->chunks = atoi(v), ++i;
     else if (!strcmp(a, "--kl-base")) o->kl_base = v, ++i;
+    else if (!strcmp(a, "-sys") || !strcmp(a, "--system")) o->system = v, ++i;
     else if (!strcmp(a, "--temp")) o->sampling.temperature = (float)atof(v), ++i;
     else if (!strcmp(a, "--top-k")) o->sampling.top_k = atoi(v), ++i;
     else if (!strcmp(a, "--top-p")) o->sampling.top_p = (float)atof(v), ++i;
@@ -108,7 +115,8 @@ static int parse(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--seed")) o->sampling.seed = strtoull(v, NULL, 10), ++i;
     else return 0;
   }
-  return (o->prompt || o->ids || o->perplexity) && o->n_generate >= 0 && o->threads >= 1;
+  return (o->prompt || o->ids || o->perplexity || o->chat) && o->n_generate >= 0 &&
+         o->threads >= 1 && (!o->system || o->chat);
 }
 
 /* Tokenizes `len` bytes into `out` (at most `cap` ids). */
@@ -275,7 +283,7 @@ static int generate(const kiln_model_api *api, const kiln_tokenizer *t, const op
                             sampler_work, sizeof sampler_work, &next);
     if (s != KILN_OK)
       return fail("sample", s);
-    if (!o->ids && next == api->eos && !o->ignore_eos)
+    if (!o->ids && kiln_tokenizer_is_eog(t, next) && !o->ignore_eos)
       break;
     ++generated;
     if (o->ids)
@@ -423,6 +431,76 @@ static int perplexity(const kiln_model_api *api, const kiln_tokenizer *t, const 
   return 0;
 }
 
+/* Samples and prints a reply from the logits of the prompt just evaluated,
+ * until an end-of-generation token or n tokens; the tokens are decoded into the
+ * cache but for the last one (an end of turn is left to the next prompt). */
+static kiln_status reply(const kiln_model_api *api, const kiln_tokenizer *t, kiln_sampler *sampler,
+                         int32_t n) {
+  static uint8_t sampler_work[4 * KILN_VOCAB + 64];
+  int32_t i, next;
+  kiln_status s;
+  for (i = 0; i < n; ++i) {
+    s = kiln_sampler_sample(sampler, logits, KILN_VOCAB, tokens, api->position(&model),
+                            sampler_work, sizeof sampler_work, &next);
+    if (s != KILN_OK || kiln_tokenizer_is_eog(t, next))
+      return s;
+    print_piece(t, next, 0);
+    if (api->position(&model) >= KILN_MAX_CONTEXT)
+      return KILN_ERR_CONTEXT_FULL;
+    tokens[api->position(&model)] = next;
+    s = api->decode(&model, next, logits);
+    if (s != KILN_OK)
+      return s;
+  }
+  return KILN_OK;
+}
+
+/* --chat: each line of stdin is a user turn, formatted with the model's
+ * template and answered; the KV cache keeps the whole conversation. */
+static int chat(const kiln_model_api *api, const kiln_tokenizer *t, const options *o) {
+  static char line[16384];
+  kiln_sampler sampler;
+  kiln_status s;
+  int first = 1;
+  uint32_t template_ = kiln_tokenizer_chat(t);
+
+  if (template_ == KILN_CHAT_NONE) {
+    fprintf(stderr, "kiln-generate: --chat: the model has no chat template Kiln knows "
+                    "(tokenizer.chat_template; known: llama3, chatml, gemma, phi3)\n");
+    return 1;
+  }
+  s = kiln_sampler_init(&sampler, &o->sampling);
+  if (s != KILN_OK)
+    return fail("sampling options", s);
+  while (fgets(line, sizeof line, stdin)) {
+    size_t len = strcspn(line, "\r\n"), n = 0;
+    int32_t pos = api->position(&model), n_ids = 0;
+    char *text;
+    line[len] = 0;
+    if (len == 0)
+      continue;
+    kiln_chat_prompt(template_, first, first ? o->system : NULL, line, NULL, 0, &n);
+    text = malloc(n + 1);
+    if (!text || kiln_chat_prompt(template_, first, first ? o->system : NULL, line, text, n, &n) !=
+                     KILN_OK)
+      return fail("chat prompt", KILN_ERR_ARGUMENT);
+    s = encode(t, text, n, KILN_TOKENIZE_PARSE_SPECIAL | (first ? KILN_TOKENIZE_ADD_SPECIAL : 0),
+               tokens + pos, KILN_MAX_CONTEXT - pos, &n_ids);
+    free(text);
+    if (s != KILN_OK)
+      return fail("the conversation no longer fits the context", s);
+    s = api->prefill_last(&model, tokens + pos, n_ids, logits);
+    if (s == KILN_OK)
+      s = reply(api, t, &sampler, o->n_generate);
+    printf("\n");
+    fflush(stdout);
+    if (s != KILN_OK)
+      return fail("reply", s);
+    first = 0;
+  }
+  return 0;
+}
+
 #if KILN_THREADS > 1
 static kiln_pool pool;
 #endif
@@ -476,7 +554,8 @@ int main(int argc, char **argv) {
 #endif
   if (!start_threads(&o))
     return 1;
-  rc = o.perplexity ? perplexity(api, &tok, &o) : generate(api, &tok, &o);
+  rc = o.perplexity ? perplexity(api, &tok, &o) : o.chat ? chat(api, &tok, &o)
+                                                         : generate(api, &tok, &o);
 #ifdef KILN_PROFILE
   print_profile();
 #endif

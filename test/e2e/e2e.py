@@ -666,7 +666,65 @@ def gpt2_vocab(args):
         cont, want = r.stdout[len(head):], decode(greedy) + b"\n"
         res.check(cont == want, f"{prompt!r}: continuation {cont!r} equals the decoded ids "
                   + ("" if cont == want else f"{want!r}"))
+
+    r = subprocess.run(gen + ["--chat"], input="hi\n", capture_output=True, text=True)
+    res.check(r.returncode == 1 and "no chat template Kiln knows" in r.stderr,
+              f"--chat without a known template fails cleanly: {r.stderr.strip()}")
+    chat_model(args, res, gguf, md, vocab, decode)
     return res.finish()
+
+
+def chat_model(args, res, gguf, md, vocab, decode):
+    """--chat over the same weights with two tokens renamed to ChatML's markers
+    and a ChatML template: each reply equals the greedy ids (--tokens) of the
+    conversation so far, as Python formats and tokenizes it, cut at the first
+    end-of-generation id."""
+    _, md, tensors = gguf_tool.read_gguf(gguf)
+    tokens = list(md["tokenizer.ggml.tokens"][1][1])
+    types = list(md["tokenizer.ggml.token_type"][1][1])
+    # The two normal tokens before the vocab's <|endoftext|>.
+    start, end = tokens.index("<|endoftext|>") - 2, tokens.index("<|endoftext|>") - 1
+    tokens[start], tokens[end] = "<|im_start|>", "<|im_end|>"
+    types[start] = types[end] = 3
+    md["tokenizer.ggml.tokens"] = (gguf_tool.GGUF_ARRAY, (gguf_tool.GGUF_STRING, tokens))
+    md["tokenizer.ggml.token_type"] = (gguf_tool.GGUF_ARRAY, (gguf_tool.GGUF_I32, types))
+    md["tokenizer.chat_template"] = (gguf_tool.GGUF_STRING,
+                                     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+                                     "{{ m['content'] }}<|im_end|>\n{% endfor %}")
+    chat_gguf = os.path.join(args.work, "chat.gguf")
+    gguf_tool.write_gguf(chat_gguf, md, tensors)
+    out = os.path.join(args.work, "chat-out")
+    name = compile_model(args, chat_gguf, out)
+    b = build(out, args.cc[0])
+    gen = [os.path.join(b, "kiln-generate"), "--pack", os.path.join(out, name + ".kpack")]
+    vocab = dict(vocab, ids={tok: i for i, tok in enumerate(tokens)})
+    eog = {md["tokenizer.ggml.eos_token_id"][1], end}
+
+    def tokenize(text):
+        ids = []
+        for part in tokenizer_test.partition(text.encode(), [t.encode() for t in tokens], types,
+                                             True):
+            ids += tokenizer_test.bpe_reference(vocab, part) if isinstance(part, bytes) else [part]
+        return ids
+
+    turns = ["hello there", "the cat", "and then"]
+    prompts = ["<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhello there<|im_end|>\n"
+               "<|im_start|>assistant\n"] + [
+        f"<|im_end|>\n<|im_start|>user\n{t}<|im_end|>\n<|im_start|>assistant\n" for t in turns[1:]]
+    conversation, want = [], b""
+    for prompt in prompts:
+        conversation += tokenize(prompt)
+        r = run(gen + ["--tokens", ",".join(map(str, conversation)), "-n", "6"])
+        greedy = [int(x) for x in r.stdout.split("ids:")[1].split(",")]
+        reply = greedy[:next((i for i, x in enumerate(greedy) if x in eog), len(greedy))]
+        conversation += reply
+        want += decode(reply) + b"\n"
+    r = subprocess.run(gen + ["--chat", "-sys", "Be brief.", "-n", "6"],
+                       input="\n".join(turns).encode() + b"\n", capture_output=True)
+    res.check(r.returncode == 0 and r.stdout == want,
+              f"--chat, 3 turns: replies {r.stdout!r} equal the greedy ids of the conversation "
+              f"(ChatML markers as single tokens, {len(conversation)} tokens)"
+              + ("" if r.stdout == want else f"; want {want!r}"))
 
 
 # How to build for and run on each cross architecture: compiler, CMake
