@@ -102,7 +102,8 @@ static llvm::Expected<std::string> fitMemoryBudget(ModuleOp module, const gguf::
 }
 
 /// The --report table: every weight as stored, then the memory plan.
-static void printReport(ModuleOp module, const PackInfo &pack, llvm::raw_ostream &os) {
+static void printReport(ModuleOp module, const PackInfo &pack, const Vocabulary &vocab,
+                        llvm::raw_ostream &os) {
   os << llvm::formatv("{0,-32} {1,-7} {2,12} {3,12}\n", "tensor", "format", "bytes",
                       "rms error");
   uint64_t weights = 0;
@@ -125,6 +126,20 @@ static void printReport(ModuleOp module, const PackInfo &pack, llvm::raw_ostream
                         attr(fn, "kiln.activation_bytes"),
                         attr(fn, "kiln.activation_lower_bound"));
   os << llvm::formatv("total (pack + arena): {0} bytes\n", pack.fileSize + arena);
+  // What the runtime tokenizer does with text.
+  int64_t specials = llvm::count_if(vocab.types, [](int32_t t) { return t == 3 || t == 4; });
+  std::vector<int32_t> eog = vocab.endOfGeneration;
+  llvm::sort(eog);
+  eog.erase(std::unique(eog.begin(), eog.end()), eog.end());
+  os << llvm::formatv("tokenizer: {0} of {1} tokens, pre-tokenizer {2}, {3} special tokens, "
+                      "end of generation {4}, chat template {5}\n",
+                      vocab.model, vocab.tokens.size(),
+                      vocab.model == "gpt2" && !vocab.preTokenizer.empty() ? vocab.preTokenizer
+                                                                            : "none",
+                      specials, eog.empty() ? "none" : llvm::join(llvm::map_range(eog, [](int32_t id) {
+                        return std::to_string(id);
+                      }), ","),
+                      chatTemplateName(chatTemplateCode(vocab.chatTemplate)));
 }
 
 LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &out,
@@ -227,7 +242,7 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
   if (failed(emitC(**module, *target, *pack, options.outputDir, options.embedWeights)))
     return report(errs, options.input, "code generation failed");
   if (options.report)
-    printReport(**module, *pack, out);
+    printReport(**module, *pack, *vocab, out);
   if (options.memoryBudget > 0) {
     int64_t total = pack->fileSize +
                     (**module)->getAttrOfType<IntegerAttr>("kiln.arena_bytes").getInt();

@@ -179,4 +179,9 @@ uint32_t chatTemplateCode(const std::string &t) {
   return 0;
 }
 
+const char *chatTemplateName(uint32_t code) {
+  static const char *const names[] = {"none", "llama3", "chatml", "gemma", "phi3"};
+  return code < 5 ? names[code] : "none";
+}
+
 } // namespace kiln

@@ -34,6 +34,9 @@ std::vector<uint8_t> encodeVocabSegment(const VocabSegmentSpec &spec);
 /// markers each family's template uses; 0 for one Kiln does not know.
 uint32_t chatTemplateCode(const std::string &chatTemplate);
 
+/// "none", "llama3", "chatml", "gemma" or "phi3".
+const char *chatTemplateName(uint32_t code);
+
 /// The runtime's code (KILN_VOCAB_PRE_*) of the byte-BPE pre-tokenizer that
 /// tokenizer.ggml.pre names, -1 for one it does not implement. Empty and
 /// "default" are GPT-2's.
