@@ -7,9 +7,9 @@
  * activations quantized per group of 32 by the weights: each block of a
  * weight row unpacked once to int16 (unpack_block), then an exact int32 dot
  * per group of 32 for every activation row (block_dot, which an ISA header
- * may replace with KILN_UK_HAS_BLOCK_DOT); or, but for q2_k and q3_k, where an
- * ISA header defines KILN_UK_HAS_QDOT_BLOCKS before including this one, its
- * dots straight from the blocks, row by row (qdot_isa_q45k, qdot_isa_q6k and
+ * may replace with KILN_UK_HAS_BLOCK_DOT); or, where an ISA header defines
+ * KILN_UK_HAS_QDOT_BLOCKS before including this one, its dots straight from
+ * the blocks, row by row (qdot_isa_q45k, qdot_isa_q6k, qdot_isa_q23k and
  * qdot_isa_b32, declared below). */
 #ifndef KILN_UK_BLOCKS_H
 #define KILN_UK_BLOCKS_H
@@ -113,17 +113,23 @@ static inline void unpack_q6k(const uint8_t *ql, const uint8_t *qh, int8_t *v) {
     }
 }
 
-/* q3_k codes -4..3 and scales minus 32 of a super-block. Loops over l
- * innermost, with constant shifts, so that they vectorize. */
-static inline void unpack_q3k(const uint8_t *blk, int8_t *v, int32_t *sc) {
-  const uint8_t *hm = blk, *qs = blk + 32, *p = blk + 96;
-  int32_t s, h, j, l;
+/* q3_k's 16 six-bit scales, packed in 12 bytes at p, minus 32. */
+static inline void unpack_q3k_scales(const uint8_t *p, int32_t *sc) {
+  int32_t s;
   for (s = 0; s < 16; ++s) {
     int32_t group = s / 4, i = s % 4;
     uint8_t byte = p[(group & 1) ? 4 + i : i];
     int32_t low = group < 2 ? byte & 15 : byte >> 4;
     sc[s] = (low | (((p[8 + i] >> (2 * group)) & 3) << 4)) - 32;
   }
+}
+
+/* q3_k codes -4..3 and scales minus 32 of a super-block. Loops over l
+ * innermost, with constant shifts, so that they vectorize. */
+static inline void unpack_q3k(const uint8_t *blk, int8_t *v, int32_t *sc) {
+  const uint8_t *hm = blk, *qs = blk + 32;
+  int32_t h, j, l;
+  unpack_q3k_scales(blk + 96, sc);
   for (h = 0; h < 2; ++h)
     for (j = 0; j < 4; ++j)
       for (l = 0; l < 32; ++l)
@@ -275,6 +281,28 @@ static inline float qdot_isa_q6k(const int8_t *xq, const float *xd, const float 
                                  const uint8_t *w, int32_t k);
 static inline float qdot_isa_b32(int fmt, const int8_t *xq, const float *xd, const float *xa,
                                  const uint8_t *w, int32_t k);
+static inline float qdot_isa_q23k(const int8_t *xq, const float *xd, const float *xa,
+                                  const uint8_t *w, int32_t k, int32_t three);
+
+/* q2_k (three = 0) or q3_k: for each sub-block of 16 its integer scale sc
+ * (q2_k's low nibble, q3_k's six bits minus 32), and the float that its
+ * activations' scaled sum is subtracted times: q2_k's dmin x min, q3_k's
+ * 4 x d x sc for its codes' offset of 4 (the ISA dots take codes 0..3 / 0..7). */
+static inline void blocks_q23k_scales(const uint8_t *blk, int32_t three, int32_t *sc, float *off) {
+  int32_t s;
+  if (three) {
+    const float d = load_f16(blk + 108);
+    unpack_q3k_scales(blk + 96, sc);
+    for (s = 0; s < 16; ++s)
+      off[s] = 4.0f * d * (float)sc[s];
+  } else {
+    const float dmin = load_f16(blk + 82);
+    for (s = 0; s < 16; ++s) {
+      sc[s] = blk[s] & 15;
+      off[s] = dmin * (float)(blk[s] >> 4);
+    }
+  }
+}
 #endif
 
 #ifndef KILN_UK_HAS_DOT_BF16
@@ -424,25 +452,27 @@ KILN_UK_INLINE void matmul_blocks(int fmt, const uint8_t *w, float *y, const voi
   const int32_t e = kiln_uk_block_elements(fmt), bb = kiln_uk_block_bytes(fmt);
   const size_t stride = blocks_act_stride(k), rb = (size_t)(k / e) * (size_t)bb;
   const uint8_t *s = (const uint8_t *)scratch;
+  int32_t j, r;
+#ifdef KILN_UK_HAS_QDOT_BLOCKS
+  /* the ISA's dot, row by row */
+  for (j = j0; j < j1; ++j)
+    for (r = 0; r < rows; ++r) {
+      const float *xd = (const float *)(const void *)(s + (size_t)r * stride), *xa = xd + k / 32;
+      const int8_t *xq = (const int8_t *)(const void *)(xa + k / 16);
+      const uint8_t *row = w + (size_t)j * rb;
+      y[(size_t)r * (size_t)n + j] =
+          fmt == KILN_UK_Q6_K ? qdot_isa_q6k(xq, xd, xa, row, k)
+          : fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K
+              ? qdot_isa_q45k(xq, xd, xa, row, k, fmt == KILN_UK_Q5_K)
+          : fmt == KILN_UK_Q2_K || fmt == KILN_UK_Q3_K
+              ? qdot_isa_q23k(xq, xd, xa, row, k, fmt == KILN_UK_Q3_K)
+              : qdot_isa_b32(fmt, xq, xd, xa, row, k);
+    }
+  (void)e;
+#else
   int16_t v[256];
   float ws[8], wm[16];
-  int32_t j, b, r;
-#ifdef KILN_UK_HAS_QDOT_BLOCKS
-  if (fmt != KILN_UK_Q2_K && fmt != KILN_UK_Q3_K) { /* the ISA's dot, row by row */
-    for (j = j0; j < j1; ++j)
-      for (r = 0; r < rows; ++r) {
-        const float *xd = (const float *)(const void *)(s + (size_t)r * stride), *xa = xd + k / 32;
-        const int8_t *xq = (const int8_t *)(const void *)(xa + k / 16);
-        const uint8_t *row = w + (size_t)j * rb;
-        y[(size_t)r * (size_t)n + j] =
-            fmt == KILN_UK_Q6_K ? qdot_isa_q6k(xq, xd, xa, row, k)
-            : fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K
-                ? qdot_isa_q45k(xq, xd, xa, row, k, fmt == KILN_UK_Q5_K)
-                : qdot_isa_b32(fmt, xq, xd, xa, row, k);
-      }
-    return;
-  }
-#endif
+  int32_t b;
   for (j = j0; j < j1; ++j) {
     const uint8_t *row = w + (size_t)j * rb;
     for (r = 0; r < rows; ++r)
@@ -457,6 +487,7 @@ KILN_UK_INLINE void matmul_blocks(int fmt, const uint8_t *w, float *y, const voi
       }
     }
   }
+#endif
 }
 
 #endif /* KILN_UK_BLOCKS_H */

@@ -90,6 +90,46 @@ static inline float qdot_isa_q6k(const int8_t *xq, const float *xd, const float 
   return vaddvq_f32(acc);
 }
 
+/* q2_k (three = 0) or q3_k: codes 0..3 from two bits of qs (q3_k: 0..7 with
+ * hmask's bit as 4, its offset of 4 taken off through the activations' sums),
+ * each 16 of them in one sdot times its sub-block's integer scale. */
+static inline float qdot_isa_q23k(const int8_t *xq, const float *xd, const float *xa,
+                                  const uint8_t *w, int32_t k, int32_t three) {
+  const uint8x16_t m2 = vdupq_n_u8(3), one = vdupq_n_u8(1);
+  float32x4_t acc = vdupq_n_f32(0.0f);
+  float offsets = 0.0f;
+  int32_t sb, h, j, half;
+  for (sb = 0; sb < k / 256; ++sb) {
+    const uint8_t *blk = w + (three ? 110 : 84) * sb;
+    const uint8_t *qs = blk + (three ? 32 : 16);
+    const float d = load_f16(blk + (three ? 108 : 80));
+    int32_t sc[16];
+    float off[16];
+    blocks_q23k_scales(blk, three, sc, off);
+    for (h = 0; h < 2; ++h)
+      for (j = 0; j < 4; ++j) {
+        const int32_t b = 8 * sb + 4 * h + j, s = 8 * h + 2 * j;
+        int32x4_t t = vdupq_n_s32(0);
+        for (half = 0; half < 2; ++half) {
+          const uint8x16_t q = vld1q_u8(qs + 32 * h + 16 * half);
+          uint8x16_t u = vandq_u8(vshlq_u8(q, vdupq_n_s8((int8_t)(-2 * j))), m2);
+          if (three) {
+            const uint8x16_t hb = vld1q_u8(blk + 16 * half);
+            u = vorrq_u8(u, vshlq_n_u8(vandq_u8(vshlq_u8(hb, vdupq_n_s8((int8_t)-(4 * h + j))),
+                                                one),
+                                       2));
+          }
+          t = vmlaq_n_s32(t, vdotq_s32(vdupq_n_s32(0), vreinterpretq_s8_u8(u),
+                                       vld1q_s8(xq + 32 * b + 16 * half)),
+                          sc[s + half]);
+        }
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(t), xd[b] * d);
+        offsets += off[s] * xa[2 * b] + off[s + 1] * xa[2 * b + 1];
+      }
+  }
+  return vaddvq_f32(acc) - offsets;
+}
+
 /* For the 16 codes from bit `shift` of q5_0 / q5_1's qh: 16 where the code's
  * fifth bit is set. */
 static inline uint8x16_t blocks_q5_bits(uint32_t qh, int32_t shift) {

@@ -94,6 +94,47 @@ static inline float qdot_isa_q6k(const int8_t *xq, const float *xd, const float 
   return hsum_ps(acc) - offsets;
 }
 
+/* q2_k (three = 0) or q3_k: codes 0..3 from two bits of qs (q3_k: 0..7 with
+ * hmask's bit as 4, its offset of 4 taken off through the activations' sums),
+ * each sub-block of 16's integer scale on its eight pair sums. */
+static inline float qdot_isa_q23k(const int8_t *xq, const float *xd, const float *xa,
+                                  const uint8_t *w, int32_t k, int32_t three) {
+  const __m256i m2 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+  __m256 acc = _mm256_setzero_ps();
+  float offsets = 0.0f;
+  int32_t sb, h, j;
+  for (sb = 0; sb < k / 256; ++sb) {
+    const uint8_t *blk = w + (three ? 110 : 84) * sb;
+    const uint8_t *qs = blk + (three ? 32 : 16);
+    const float d = load_f16(blk + (three ? 108 : 80));
+    const __m256i hm = three ? _mm256_loadu_si256((const __m256i *)(const void *)blk)
+                             : _mm256_setzero_si256();
+    int32_t sc[16];
+    float off[16];
+    blocks_q23k_scales(blk, three, sc, off);
+    for (h = 0; h < 2; ++h) {
+      const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * h));
+      for (j = 0; j < 4; ++j) {
+        const int32_t b = 8 * sb + 4 * h + j, s = 8 * h + 2 * j;
+        __m256i u = _mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * j)), m2);
+        if (three)
+          u = _mm256_or_si256(
+              u, _mm256_slli_epi16(
+                     _mm256_and_si256(_mm256_srl_epi16(hm, _mm_cvtsi32_si128(4 * h + j)), one), 2));
+        const __m256i pairs = _mm256_maddubs_epi16(
+            u, _mm256_loadu_si256((const __m256i *)(const void *)(xq + 32 * b)));
+        const __m256i scales = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_set1_epi16((short)sc[s])), _mm_set1_epi16((short)sc[s + 1]),
+            1);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, scales)),
+                              _mm256_set1_ps(xd[b] * d), acc);
+        offsets += off[s] * xa[2 * b] + off[s + 1] * xa[2 * b + 1];
+      }
+    }
+  }
+  return hsum_ps(acc) - offsets;
+}
+
 /* The 32 codes of a block of 32 as bytes in the activations' order: nibbles
  * (iq4_nl: looked up in its table), with q5_0 / q5_1's fifth bits from qh. */
 KILN_UK_INLINE __m256i blocks_codes32(int fmt, const uint8_t *blk) {
