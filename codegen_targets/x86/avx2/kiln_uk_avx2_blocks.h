@@ -12,23 +12,41 @@
 #define KILN_UK_HAS_QDOT_BLOCKS 1
 #include "codegen_targets/c99/kiln_uk_blocks.h"
 
-/* q4_k and q5_k (five: the fifth bits in qh). */
+/* q4_k / q5_k's eight 6-bit scales (bytes 0..7) and mins (bytes 8..15) from
+ * the 12 bytes at q, four at a time. */
+static inline __m128i blocks_scale_min_k4(const uint8_t *q) {
+  const uint32_t a = load_u32le(q), b = load_u32le(q + 4), c = load_u32le(q + 8);
+  const uint32_t six = 0x3f3f3f3fu, four = 0x0f0f0f0fu, two = 0x03030303u;
+  return _mm_setr_epi32((int)(a & six), (int)((c & four) | (((a >> 6) & two) << 4)),
+                        (int)(b & six), (int)(((c >> 4) & four) | (((b >> 6) & two) << 4)));
+}
+
+/* q4_k and q5_k (five: the fifth bits in qh). Per super-block, the eight
+ * sub-block scales times d and the activations' scales form one vector, and
+ * the mins meet the activations' sums in another. */
 static inline float qdot_isa_q45k(const int8_t *xq, const float *xd, const float *xa,
                                     const uint8_t *w, int32_t k, int32_t five) {
-  const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
-  __m256 acc = _mm256_setzero_ps();
-  float mins = 0.0f;
+  const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1), zero = _mm256_setzero_si256();
+  /* two accumulators: the fmadds of a super-block form two chains, not one */
+  __m256 acc = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), mins = _mm256_setzero_ps();
   int32_t sb, c;
-  /* mins: the sum over super-blocks of dmin x (their mins' dot with xa) */
   for (sb = 0; sb < k / 256; ++sb) {
     const uint8_t *blk = w + (five ? 176 : 144) * sb;
     const uint8_t *qs = blk + (five ? 48 : 16);
-    const float d = load_f16(blk), dmin = load_f16(blk + 2);
     const __m256i hbits = five ? _mm256_loadu_si256((const __m256i *)(const void *)(blk + 16))
                                : _mm256_setzero_si256();
-    int32_t sc[8], m[8];
-    float sbmins = 0.0f;
-    unpack_scale_min_k4(blk + 4, sc, m);
+    const __m128i scm = blocks_scale_min_k4(blk + 4);
+    /* sums of the activations' pairs of 16: sub-block i's sum */
+    const __m256 pairs = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_hadd_ps(_mm256_loadu_ps(xa + 16 * sb), _mm256_loadu_ps(xa + 16 * sb + 8))),
+        0xD8));
+    const __m256 fs = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(scm)),
+                                                  _mm256_set1_ps(load_f16(blk))),
+                                    _mm256_loadu_ps(xd + 8 * sb));
+    mins = _mm256_fmadd_ps(
+        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(scm, 8))),
+                      _mm256_set1_ps(load_f16(blk + 2))),
+        pairs, mins);
     for (c = 0; c < 4; ++c) {
       const int32_t b = 8 * sb + 2 * c;
       const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * c));
@@ -40,19 +58,16 @@ static inline float qdot_isa_q45k(const int8_t *xq, const float *xd, const float
         hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits, s1),
                                                                     one), 4));
       }
-      const __m256i zero = _mm256_setzero_si256();
       const __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)(xq + 32 * b));
       const __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(xq + 32 * b + 32));
+      /* lanes 2c and 2c+1 of fs, broadcast in registers */
       acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8(zero, lo, x0)),
-                            _mm256_set1_ps(xd[b] * (d * (float)sc[2 * c])), acc);
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8(zero, hi, x1)),
-                            _mm256_set1_ps(xd[b + 1] * (d * (float)sc[2 * c + 1])), acc);
-      sbmins += (float)m[2 * c] * (xa[2 * b] + xa[2 * b + 1]) +
-                (float)m[2 * c + 1] * (xa[2 * b + 2] + xa[2 * b + 3]);
+                            _mm256_permutevar8x32_ps(fs, _mm256_set1_epi32(2 * c)), acc);
+      acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8(zero, hi, x1)),
+                             _mm256_permutevar8x32_ps(fs, _mm256_set1_epi32(2 * c + 1)), acc1);
     }
-    mins += dmin * sbmins;
   }
-  return hsum_ps(acc) - mins;
+  return hsum_ps(_mm256_add_ps(acc, acc1)) - hsum_ps(mins);
 }
 
 /* q6_k: codes 0..63 as bytes, each sub-block of 16's int8 scale on its eight
