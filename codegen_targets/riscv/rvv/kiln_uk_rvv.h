@@ -1,5 +1,6 @@
-/* riscv-rvv: RISC-V Vector 1.0 dot products. Vector length agnostic: loops
- * take whatever the hardware's VLEN gives them. */
+/* riscv-rvv: RISC-V Vector 1.0 dot products, of the int8/int4 groups and of
+ * the block formats' unpacked blocks. Vector length agnostic: loops take
+ * whatever the hardware's VLEN gives them. */
 #ifndef KILN_UK_RVV_H
 #define KILN_UK_RVV_H
 
@@ -80,6 +81,31 @@ static inline float qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w,
       j += (int32_t)vl;
     }
     acc += (float)__riscv_vmv_x_s_i32m1_i32(sum) * (xd[b] * load_f16(blk));
+  }
+  return acc;
+}
+
+#define KILN_UK_HAS_BLOCK_DOT 1
+/* The block formats (kiln_uk_blocks.h): one unpacked block's int16 values
+ * against an activation row's int8, per group of 32, the products widened to
+ * int32 and reduced; the floats as the portable block_dot combines them. */
+static inline float block_dot(const int8_t *xq, const float *xd, const float *xa,
+                              const int16_t *v, const float *ws, const float *wm,
+                              int32_t groups) {
+  float acc = 0.0f;
+  int32_t g;
+  for (g = 0; g < groups; ++g) {
+    vint32m1_t sum = __riscv_vmv_s_x_i32m1(0, 1);
+    int32_t j = 0;
+    while (j < 32) {
+      size_t vl = __riscv_vsetvl_e16m4((size_t)(32 - j));
+      vint16m4_t x = __riscv_vsext_vf2_i16m4(__riscv_vle8_v_i8m2(xq + 32 * g + j, vl), vl);
+      sum = __riscv_vredsum_vs_i32m8_i32m1(
+          __riscv_vwmul_vv_i32m8(x, __riscv_vle16_v_i16m4(v + 32 * g + j, vl), vl), sum, vl);
+      j += (int32_t)vl;
+    }
+    acc += xd[g] * ws[g] * (float)__riscv_vmv_x_s_i32m1_i32(sum) +
+           (wm[2 * g] * xa[2 * g] + wm[2 * g + 1] * xa[2 * g + 1]);
   }
   return acc;
 }
