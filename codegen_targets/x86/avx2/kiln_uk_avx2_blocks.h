@@ -75,14 +75,21 @@ static inline float qdot_isa_q45k(const int8_t *xq, const float *xd, const float
 static inline float qdot_isa_q6k(const int8_t *xq, const float *xd, const float *xa,
                                   const uint8_t *w, int32_t k) {
   const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
-  __m256 acc = _mm256_setzero_ps();
-  float offsets = 0.0f;
+  __m256 acc = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), offsets = _mm256_setzero_ps();
   int32_t sb, h, i;
   for (sb = 0; sb < k / 256; ++sb) {
     const uint8_t *blk = w + 210 * sb;
     const int8_t *sc = (const int8_t *)(const void *)(blk + 192);
-    const float d = load_f16(blk + 208);
-    float sboffsets = 0.0f;
+    const __m256 d = _mm256_set1_ps(load_f16(blk + 208));
+    /* d x the 8 activation scales; 32 d x each sub-block's scale on its sum */
+    const __m256 fs = _mm256_mul_ps(d, _mm256_loadu_ps(xd + 8 * sb));
+    const __m128i sc16 = _mm_loadu_si128((const __m128i *)(const void *)sc);
+    const __m256 d32 = _mm256_mul_ps(d, _mm256_set1_ps(32.0f));
+    offsets = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc16)), d32),
+                              _mm256_loadu_ps(xa + 16 * sb), offsets);
+    offsets = _mm256_fmadd_ps(
+        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc16, 8))), d32),
+        _mm256_loadu_ps(xa + 16 * sb + 8), offsets);
     for (h = 0; h < 2; ++h) {
       const __m256i la = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h));
       const __m256i lb = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h + 32));
@@ -99,14 +106,17 @@ static inline float qdot_isa_q6k(const int8_t *xq, const float *xd, const float 
             _mm256_loadu_si256((const __m256i *)(const void *)(xq + 32 * b)));
         const __m256i scales = _mm256_inserti128_si256(
             _mm256_castsi128_si256(_mm_set1_epi16((short)s0)), _mm_set1_epi16((short)s1), 1);
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, scales)),
-                              _mm256_set1_ps(xd[b] * d), acc);
-        sboffsets += (float)s0 * xa[2 * b] + (float)s1 * xa[2 * b + 1];
+        const __m256 dots = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, scales));
+        const __m256 f = _mm256_permutevar8x32_ps(fs, _mm256_set1_epi32(4 * h + i));
+        /* two accumulator chains */
+        if (i & 1)
+          acc1 = _mm256_fmadd_ps(dots, f, acc1);
+        else
+          acc = _mm256_fmadd_ps(dots, f, acc);
       }
     }
-    offsets += 32.0f * d * sboffsets;
   }
-  return hsum_ps(acc) - offsets;
+  return hsum_ps(_mm256_add_ps(acc, acc1)) - hsum_ps(offsets);
 }
 
 /* q2_k (three = 0) or q3_k: codes 0..3 from two bits of qs (q3_k: 0..7 with
