@@ -20,6 +20,7 @@ static const char *const kTexts[] = {
     " the  quick\n\tbrown fox's 12 jumps!! they'll we've  ",
     "caf\xC3\xA9 \xE6\x97\xA5\xE6\x9C\xAC \xF0\x9F\x99\x82 \xE2\x96\x81x",
     "\xFF\xFE\x80 \xE2\x96 \xC3 <0x41><s></s>\r\n",
+    "<|endoftext|>x<|im_start|>user\n<|im_end|><|endoftext|",
 };
 
 static uint32_t load_le32(const uint8_t *p) {
@@ -111,12 +112,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (id = 0; id < (int32_t)t.n_tokens && id < 4096; ++id)
     decode(&t, id, id == 0, piece);
   for (k = 0; k < sizeof kTexts / sizeof kTexts[0]; ++k) {
-    tokenize(&t, kTexts[k], strlen(kTexts[k]), 1, piece);
-    tokenize(&t, kTexts[k], strlen(kTexts[k]), 0, piece);
+    tokenize(&t, kTexts[k], strlen(kTexts[k]), KILN_TOKENIZE_ADD_SPECIAL, piece);
+    tokenize(&t, kTexts[k], strlen(kTexts[k]), KILN_TOKENIZE_PARSE_SPECIAL, piece);
   }
   /* At most 1 KiB of it: longer texts take no other paths, only time that the
-   * mutations of the segment itself need more. */
-  tokenize(&t, (const char *)data + total, size - total < 1024u ? size - total : 1024u, 1, piece);
+   * mutations of the segment itself need more. Special tokens' texts are read
+   * as those tokens, and the pieces of the split cover the text. */
+  {
+    const char *text = (const char *)data + total;
+    size_t len = size - total < 1024u ? size - total : 1024u, at = 0;
+    tokenize(&t, text, len, KILN_TOKENIZE_ADD_SPECIAL | KILN_TOKENIZE_PARSE_SPECIAL, piece);
+    while (at < len) {
+      size_t end = kiln_pretokenize_next(&t, text, len, at);
+      if (end <= at || end > len)
+        abort();
+      at = end;
+    }
+  }
+  (void)kiln_tokenizer_is_eog(&t, (int32_t)(size % (t.n_tokens + 1u)));
   free(piece);
   return 0;
 }
