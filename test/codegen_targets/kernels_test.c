@@ -474,6 +474,9 @@ int main(void) {
       test_blocks(fmt, 1, 17, e);
       test_blocks(fmt, 3, 16, 2 * e);
       test_blocks(fmt, MAX_ROWS, 5, e == 32 ? 7 * e : e);
+      /* Blocks of 32 eight at a time, then one more (the ISA dots' two loops). */
+      if (e == 32)
+        test_blocks(fmt, 2, 9, 9 * e);
     }
   }
   printf("%d passed, %d failed\n", passed, failed);

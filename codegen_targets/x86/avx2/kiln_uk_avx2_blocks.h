@@ -12,6 +12,12 @@
 #define KILN_UK_HAS_QDOT_BLOCKS 1
 #include "codegen_targets/c99/kiln_uk_blocks.h"
 
+/* The sums of the activations' eight pairs of 16 at xa: block i's sum. */
+static inline __m256 blocks_pair_sums(const float *xa) {
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(
+      _mm256_castps_pd(_mm256_hadd_ps(_mm256_loadu_ps(xa), _mm256_loadu_ps(xa + 8))), 0xD8));
+}
+
 /* q4_k / q5_k's eight 6-bit scales (bytes 0..7) and mins (bytes 8..15) from
  * the 12 bytes at q, four at a time. */
 static inline __m128i blocks_scale_min_k4(const uint8_t *q) {
@@ -37,9 +43,7 @@ static inline float qdot_isa_q45k(const int8_t *xq, const float *xd, const float
                                : _mm256_setzero_si256();
     const __m128i scm = blocks_scale_min_k4(blk + 4);
     /* sums of the activations' pairs of 16: sub-block i's sum */
-    const __m256 pairs = _mm256_castpd_ps(_mm256_permute4x64_pd(
-        _mm256_castps_pd(_mm256_hadd_ps(_mm256_loadu_ps(xa + 16 * sb), _mm256_loadu_ps(xa + 16 * sb + 8))),
-        0xD8));
+    const __m256 pairs = blocks_pair_sums(xa + 16 * sb);
     const __m256 fs = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(scm)),
                                                   _mm256_set1_ps(load_f16(blk))),
                                     _mm256_loadu_ps(xd + 8 * sb));
@@ -187,26 +191,63 @@ KILN_UK_INLINE __m256i blocks_codes32(int fmt, const uint8_t *blk) {
   return codes;
 }
 
+/* The f16 at byte `at` of each of eight blocks `bb` bytes apart, as floats. */
+static inline __m256 blocks_f16x8(const uint8_t *blk, int32_t bb, int32_t at) {
+  const uint8_t *p = blk + at;
+  return _mm256_cvtph_ps(_mm_setr_epi16(
+      (short)(p[0] | p[1] << 8), (short)(p[bb] | p[bb + 1] << 8),
+      (short)(p[2 * bb] | p[2 * bb + 1] << 8), (short)(p[3 * bb] | p[3 * bb + 1] << 8),
+      (short)(p[4 * bb] | p[4 * bb + 1] << 8), (short)(p[5 * bb] | p[5 * bb + 1] << 8),
+      (short)(p[6 * bb] | p[6 * bb + 1] << 8), (short)(p[7 * bb] | p[7 * bb + 1] << 8)));
+}
+
+/* Blocks of 32, eight at a time: their scales times the activations' as one
+ * vector (lanes broadcast in registers), the mins (q4_1, q5_1) or offsets
+ * (q5_0) against the activations' sums as another; the last k/32 % 8 blocks
+ * one by one. */
 static inline float qdot_isa_b32(int fmt, const int8_t *xq, const float *xd, const float *xa,
                                    const uint8_t *w, int32_t k) {
-  const int32_t bb = kiln_uk_block_bytes(fmt);
-  __m256 acc = _mm256_setzero_ps();
-  float extra = 0.0f; /* mins (q4_1, q5_1) or offsets (q5_0) */
-  int32_t b;
-  for (b = 0; b < k / 32; ++b) {
-    const uint8_t *blk = w + bb * b;
+  const int32_t bb = kiln_uk_block_bytes(fmt), nb = k / 32;
+  const int32_t mins = fmt == KILN_UK_Q4_1 || fmt == KILN_UK_Q5_1, q5_0 = fmt == KILN_UK_Q5_0;
+  __m256 acc = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), extra = _mm256_setzero_ps();
+  const int32_t full = nb - nb % 8;
+  float tail = 0.0f;
+  int32_t b, i;
+  for (b = 0; b < full; b += 8) {
+    const uint8_t *blk = w + (size_t)bb * (size_t)b;
+    const __m256 d = blocks_f16x8(blk, bb, 0);
+    const __m256 fs = _mm256_mul_ps(d, _mm256_loadu_ps(xd + b));
+    if (mins)
+      extra = _mm256_fmadd_ps(blocks_f16x8(blk, bb, 2), blocks_pair_sums(xa + 2 * b), extra);
+    else if (q5_0)
+      extra = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(-16.0f)),
+                              blocks_pair_sums(xa + 2 * b), extra);
+    for (i = 0; i < 8; ++i) {
+      const __m256i codes = blocks_codes32(fmt, blk + bb * i);
+      const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(xq + (size_t)32 * (size_t)(b + i)));
+      const __m256i dot = fmt == KILN_UK_IQ4_NL ? dot_i8x32(codes, x)
+                                                : dot_u8s8(_mm256_setzero_si256(), codes, x);
+      const __m256 f = _mm256_permutevar8x32_ps(fs, _mm256_set1_epi32(i));
+      if (i & 1)
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), f, acc1);
+      else
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), f, acc);
+    }
+  }
+  for (b = full; b < nb; ++b) {
+    const uint8_t *blk = w + (size_t)bb * (size_t)b;
     const float d = load_f16(blk);
     const __m256i codes = blocks_codes32(fmt, blk);
-    const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(xq + 32 * b));
+    const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(xq + (size_t)32 * (size_t)b));
     const __m256i dot = fmt == KILN_UK_IQ4_NL ? dot_i8x32(codes, x)
                                               : dot_u8s8(_mm256_setzero_si256(), codes, x);
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(xd[b] * d), acc);
-    if (fmt == KILN_UK_Q4_1 || fmt == KILN_UK_Q5_1)
-      extra += load_f16(blk + 2) * (xa[2 * b] + xa[2 * b + 1]);
-    else if (fmt == KILN_UK_Q5_0)
-      extra -= 16.0f * d * (xa[2 * b] + xa[2 * b + 1]);
+    if (mins)
+      tail += load_f16(blk + 2) * (xa[2 * b] + xa[2 * b + 1]);
+    else if (q5_0)
+      tail -= 16.0f * d * (xa[2 * b] + xa[2 * b + 1]);
   }
-  return hsum_ps(acc) + extra;
+  return hsum_ps(_mm256_add_ps(acc, acc1)) + (hsum_ps(extra) + tail);
 }
 
 #endif /* KILN_UK_AVX2_BLOCKS_H */
