@@ -164,8 +164,28 @@ static inline float qdot_isa_q23k(const int8_t *xq, const float *xd, const float
   return hsum_ps(acc) - offsets;
 }
 
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
+/* With a VNNI dot (no 16-bit saturation), iq4_nl's levels plus 128 as unsigned
+ * bytes for the u8 x s8 dot; the 128 comes off through the activations' sums. */
+#define KILN_UK_IQ4NL_OFFSET 128.0f
+static const uint8_t kiln_uk_iq4nl_biased[16] = {1,   24,  45,  63,  79,  93,  106, 118,
+                                                 129, 141, 153, 166, 181, 197, 217, 241};
+static const void *const kiln_uk_iq4nl_codes = kiln_uk_iq4nl_biased;
+#else
+/* Without, its signed levels and the signed dot. */
+#define KILN_UK_IQ4NL_OFFSET 0.0f
+static const void *const kiln_uk_iq4nl_codes = kiln_uk_iq4nl_values;
+#endif
+
+/* A block of 32's codes (blocks_codes32) dotted with 32 activations. */
+static inline __m256i blocks_dot32(int fmt, __m256i codes, __m256i x) {
+  if (fmt == KILN_UK_IQ4_NL && KILN_UK_IQ4NL_OFFSET == 0.0f)
+    return dot_i8x32(codes, x);
+  return dot_u8s8(_mm256_setzero_si256(), codes, x);
+}
+
 /* The 32 codes of a block of 32 as bytes in the activations' order: nibbles
- * (iq4_nl: looked up in its table), with q5_0 / q5_1's fifth bits from qh. */
+ * (iq4_nl: its levels, looked up), with q5_0 / q5_1's fifth bits from qh. */
 KILN_UK_INLINE __m256i blocks_codes32(int fmt, const uint8_t *blk) {
   const __m128i m4 = _mm_set1_epi8(15);
   const int32_t at = fmt == KILN_UK_Q4_1 ? 4 : fmt == KILN_UK_Q5_0 ? 6 : fmt == KILN_UK_Q5_1 ? 8 : 2;
@@ -186,7 +206,7 @@ KILN_UK_INLINE __m256i blocks_codes32(int fmt, const uint8_t *blk) {
   if (fmt == KILN_UK_IQ4_NL)
     codes = _mm256_shuffle_epi8(
         _mm256_broadcastsi128_si256(
-            _mm_loadu_si128((const __m128i *)(const void *)kiln_uk_iq4nl_values)),
+            _mm_loadu_si128((const __m128i *)kiln_uk_iq4nl_codes)),
         codes);
   return codes;
 }
@@ -203,12 +223,14 @@ static inline __m256 blocks_f16x8(const uint8_t *blk, int32_t bb, int32_t at) {
 
 /* Blocks of 32, eight at a time: their scales times the activations' as one
  * vector (lanes broadcast in registers), the mins (q4_1, q5_1) or offsets
- * (q5_0) against the activations' sums as another; the last k/32 % 8 blocks
+ * (q5_0, iq4_nl) against the activations' sums as another; the last k/32 % 8 blocks
  * one by one. */
 static inline float qdot_isa_b32(int fmt, const int8_t *xq, const float *xd, const float *xa,
                                    const uint8_t *w, int32_t k) {
   const int32_t bb = kiln_uk_block_bytes(fmt), nb = k / 32;
-  const int32_t mins = fmt == KILN_UK_Q4_1 || fmt == KILN_UK_Q5_1, q5_0 = fmt == KILN_UK_Q5_0;
+  const int32_t mins = fmt == KILN_UK_Q4_1 || fmt == KILN_UK_Q5_1;
+  /* the codes' offset taken off through the activations' sums: q5_0's 16, iq4_nl's 128 */
+  const float offset = fmt == KILN_UK_Q5_0 ? 16.0f : fmt == KILN_UK_IQ4_NL ? KILN_UK_IQ4NL_OFFSET : 0.0f;
   __m256 acc = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), extra = _mm256_setzero_ps();
   const int32_t full = nb - nb % 8;
   float tail = 0.0f;
@@ -219,14 +241,13 @@ static inline float qdot_isa_b32(int fmt, const int8_t *xq, const float *xd, con
     const __m256 fs = _mm256_mul_ps(d, _mm256_loadu_ps(xd + b));
     if (mins)
       extra = _mm256_fmadd_ps(blocks_f16x8(blk, bb, 2), blocks_pair_sums(xa + 2 * b), extra);
-    else if (q5_0)
-      extra = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(-16.0f)),
+    else if (offset != 0.0f)
+      extra = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(-offset)),
                               blocks_pair_sums(xa + 2 * b), extra);
     for (i = 0; i < 8; ++i) {
       const __m256i codes = blocks_codes32(fmt, blk + bb * i);
       const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(xq + (size_t)32 * (size_t)(b + i)));
-      const __m256i dot = fmt == KILN_UK_IQ4_NL ? dot_i8x32(codes, x)
-                                                : dot_u8s8(_mm256_setzero_si256(), codes, x);
+      const __m256i dot = blocks_dot32(fmt, codes, x);
       const __m256 f = _mm256_permutevar8x32_ps(fs, _mm256_set1_epi32(i));
       if (i & 1)
         acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), f, acc1);
@@ -239,13 +260,12 @@ static inline float qdot_isa_b32(int fmt, const int8_t *xq, const float *xd, con
     const float d = load_f16(blk);
     const __m256i codes = blocks_codes32(fmt, blk);
     const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(xq + (size_t)32 * (size_t)b));
-    const __m256i dot = fmt == KILN_UK_IQ4_NL ? dot_i8x32(codes, x)
-                                              : dot_u8s8(_mm256_setzero_si256(), codes, x);
+    const __m256i dot = blocks_dot32(fmt, codes, x);
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(xd[b] * d), acc);
     if (mins)
       tail += load_f16(blk + 2) * (xa[2 * b] + xa[2 * b + 1]);
-    else if (q5_0)
-      tail -= 16.0f * d * (xa[2 * b] + xa[2 * b + 1]);
+    else
+      tail -= offset * d * (xa[2 * b] + xa[2 * b + 1]);
   }
   return hsum_ps(_mm256_add_ps(acc, acc1)) + (hsum_ps(extra) + tail);
 }
