@@ -267,9 +267,8 @@ Expected<LlamaConfig> kiln::readLlamaConfig(const gguf::File &file) {
 
   // Sliding-window attention: every layer, or gemma3's local layers (all but
   // every sixth). Local layers there turn with their own base and no scaling.
-  if (file.find(key("attention.sliding_window")))
-    if (Error e = read(c.slidingWindow, key("attention.sliding_window")))
-      return std::move(e);
+  if (Error e = read(c.slidingWindow, key("attention.sliding_window"), 0))
+    return std::move(e);
   c.localLayers.assign(c.nLayer, false);
   if (c.slidingWindow)
     for (int64_t l = 0; l < c.nLayer; ++l)
@@ -550,7 +549,7 @@ private:
   /// Local (sliding-window) layers of gemma3 turn with their own base and
   /// no frequency scaling.
   Value rope(Value x, Value pos, bool local) {
-    bool own = local && c.arch == "gemma3";
+    bool own = local && c.localRopeFreqBase > 0.0f;
     ArrayRef<float> factors = own ? ArrayRef<float>() : ArrayRef<float>(ropeFactors);
     return b.create<RopeOp>(
         loc, x.getType(), x, pos, b.getI32IntegerAttr(c.headDim), b.getI32IntegerAttr(c.ropeDim),

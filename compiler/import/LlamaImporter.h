@@ -36,7 +36,9 @@ struct LlamaConfig {
   /// Sliding-window attention: the window, and which layers have it.
   int64_t slidingWindow = 0;
   std::vector<bool> localLayers;
-  float localRopeFreqBase = 10000.0f; // gemma3's local layers: no scaling either
+  /// The rope base of local layers that turn on their own, unscaled (gemma3);
+  /// 0: local layers rope as the others.
+  float localRopeFreqBase = 0.0f;
 
   int64_t queryWidth() const { return nHead * headDim; }
   int64_t kvWidth() const { return nKvHead * headDim; }
