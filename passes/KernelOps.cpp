@@ -50,9 +50,7 @@ std::optional<KernelWork> kiln::kernelWork(Operation *op) {
       .Default([](Operation *) { return std::nullopt; });
 }
 
-int64_t kiln::activationGroup(Type element) {
-  return isGgmlBlockType(element) ? 32 : getBlockElements(element);
-}
+int64_t kiln::activationGroup(Type element) { return getBlockElements(element); }
 
 int64_t kiln::activationScratchBytes(int64_t rows, int64_t k, int64_t group, int64_t sumGroup) {
   return rows * (k / group * 4 + (sumGroup ? k / sumGroup * 4 : 0) + k);

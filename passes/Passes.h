@@ -16,8 +16,8 @@ namespace kiln {
 #include "passes/Passes.h.inc"
 
 /// The group its matmul kernels quantize the input in for a quantized weight
-/// format: the format's group, or 32 (the sub-block the scales of the other
-/// GGUF block formats refine) for those.
+/// format: the format's group or block (256 for the k-quants, whose dots then
+/// sum a whole super-block in integers before one float scale).
 int64_t activationGroup(mlir::Type element);
 
 /// Bytes a matmul over a quantized weight needs to hold `rows` input rows of `k`

@@ -21,7 +21,8 @@ namespace {
 /// integer families, the group its input is quantized in. Q8_0 and Q4_0 share
 /// the group-wise layouts (an f16 scale, then the values), with groups of 32.
 /// The other GGUF block formats have helpers of their own name (qdot_q4_k,
-/// row_q4_k, ...) that read the input quantized per 32 with each group's sum.
+/// row_q4_k, ...) that read the input quantized per block (32 or 256) with the
+/// scaled sum of each 16.
 struct ElementCode {
   std::string family; // f32, f16, bf16, i8, i4, or a GGUF block format
   int64_t group = 1;
@@ -296,13 +297,13 @@ private:
       return q;
     }
     if (w.element.blocks) {
-      q.name = formatv("{0}_blocks_quantize_k{1}", prefix, k);
+      q.name = formatv("{0}_blocks_quantize_k{1}_g{2}", prefix, k, g);
       q.body = formatv(R"c(  uint8_t *s = (uint8_t *)scratch;
   int32_t r;
   for (r = 0; r < rows; ++r)
-    blocks_quantize_row(x + (size_t)r * {0}, s + (size_t)r * {1}u, {0});
+    blocks_quantize_row(x + (size_t)r * {0}, s + (size_t)r * {1}u, {0}, {2});
 )c",
-                       k, w.stride);
+                       k, w.stride, g);
       return q;
     }
     // Per row: the group scales, then the int8 values.
@@ -414,7 +415,8 @@ private:
     q.args = {input, norm, scratch, "rows"};
     std::string quantize =
         w.element.blocks
-            ? formatv("    blocks_quantize_row(t, s + (size_t)r * {0}u, {1});\n", stride, k).str()
+            ? formatv("    blocks_quantize_row(t, s + (size_t)r * {0}u, {1}, {2});\n", stride, k, g)
+                  .str()
         : w.panel ? formatv("    float *d = (float *)(void *)(s + (size_t)r * {0}u);\n"
                           "    int32_t *sum = (int32_t *)(void *)(d + {1});\n"
                           "    quantize_act_sums(t, d, sum, (int8_t *)(void *)(sum + {1}), {2}, {3});\n",

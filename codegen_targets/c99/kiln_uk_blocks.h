@@ -4,9 +4,10 @@
  *
  * row_<fmt>(w, y, k) decodes a row as ggml does (each product rounded; the
  * generated library builds with -ffp-contract=off). matmul_blocks multiplies
- * activations quantized per group of 32 by the weights: each block of a
- * weight row unpacked once to int16 (unpack_block), then an exact int32 dot
- * per group of 32 for every activation row (block_dot, which an ISA header
+ * activations quantized with one scale per weight block (32, or 256 for the
+ * k-quants, so that an ISA's dot sums a whole super-block in integers) by the
+ * weights: each block of a weight row unpacked once to int16 (unpack_block),
+ * then an exact int32 dot per 32 for every activation row (block_dot, which an ISA header
  * may replace with KILN_UK_HAS_BLOCK_DOT); or, where an ISA header defines
  * KILN_UK_HAS_QDOT_BLOCKS before including this one, its dots straight from
  * the blocks, row by row (qdot_isa_q45k, qdot_isa_q6k, qdot_isa_q23k and
@@ -330,21 +331,24 @@ static inline int32_t kiln_uk_block_bytes(int fmt) {
   return bytes[fmt];
 }
 
-/* The activations of the block-format kernels: per group of 32 an f32 scale
- * and int8 values, as quantize_act, plus for each 16 the scale times the sum
- * of its values (the mins and offsets of a block meet the activations only
- * through it; q2_k's mins are per 16). Scratch per row: k/32 scales, k/16 of
- * those products, k values. */
-static inline size_t blocks_act_stride(int32_t k) { return (size_t)(k / 32) * 12u + (size_t)k; }
+/* The activations of the block-format kernels: per group of g (the weight
+ * format's block: 32, or 256 for the k-quants) an f32 scale and int8 values,
+ * as quantize_act, plus for each 16 the scale times the sum of its values (the
+ * mins and offsets of a block meet the activations only through it; q2_k's
+ * mins are per 16). Scratch per row: k/g scales, k/16 of those products, k
+ * values. */
+static inline size_t blocks_act_stride(int32_t k, int32_t g) {
+  return (size_t)(k / g + k / 16) * 4u + (size_t)k;
+}
 
-static inline void blocks_quantize_row(const float *x, uint8_t *row, int32_t k) {
+static inline void blocks_quantize_row(const float *x, uint8_t *row, int32_t k, int32_t g) {
   float *d = (float *)(void *)row;
-  float *a = d + k / 32;
+  float *a = d + k / g;
   int8_t *q = (int8_t *)(void *)(a + k / 16);
   int32_t h;
-  quantize_act(x, d, q, k, 32);
+  quantize_act(x, d, q, k, g);
   for (h = 0; h < k / 16; ++h)
-    a[h] = d[h / 2] * (float)isum_i8(q + 16 * h, 16);
+    a[h] = d[h * 16 / g] * (float)isum_i8(q + 16 * h, 16);
 }
 
 /* One block unpacked: int16 values with every integer offset and sub-block
@@ -430,14 +434,14 @@ static inline int32_t idot_i8_i16(const int8_t *x, const int16_t *v, int32_t n) 
 }
 
 #ifndef KILN_UK_HAS_BLOCK_DOT
-/* One unpacked block of `groups` groups of 32 against one activation row's. */
-static inline float block_dot(const int8_t *xq, const float *xd, const float *xa,
-                              const int16_t *v, const float *ws, const float *wm,
-                              int32_t groups) {
+/* One unpacked block of `groups` groups of 32 against one activation row's,
+ * whose scale for the block is xd. */
+static inline float block_dot(const int8_t *xq, float xd, const float *xa, const int16_t *v,
+                              const float *ws, const float *wm, int32_t groups) {
   float acc = 0.0f;
   int32_t g;
   for (g = 0; g < groups; ++g)
-    acc += xd[g] * ws[g] * (float)idot_i8_i16(xq + 32 * g, v + 32 * g, 32) +
+    acc += xd * ws[g] * (float)idot_i8_i16(xq + 32 * g, v + 32 * g, 32) +
            (wm[2 * g] * xa[2 * g] + wm[2 * g + 1] * xa[2 * g + 1]);
   return acc;
 }
@@ -450,14 +454,14 @@ static inline float block_dot(const int8_t *xq, const float *xd, const float *xa
 KILN_UK_INLINE void matmul_blocks(int fmt, const uint8_t *w, float *y, const void *scratch,
                                   int32_t rows, int32_t n, int32_t k, int32_t j0, int32_t j1) {
   const int32_t e = kiln_uk_block_elements(fmt), bb = kiln_uk_block_bytes(fmt);
-  const size_t stride = blocks_act_stride(k), rb = (size_t)(k / e) * (size_t)bb;
+  const size_t stride = blocks_act_stride(k, e), rb = (size_t)(k / e) * (size_t)bb;
   const uint8_t *s = (const uint8_t *)scratch;
   int32_t j, r;
 #ifdef KILN_UK_HAS_QDOT_BLOCKS
   /* the ISA's dot, row by row */
   for (j = j0; j < j1; ++j)
     for (r = 0; r < rows; ++r) {
-      const float *xd = (const float *)(const void *)(s + (size_t)r * stride), *xa = xd + k / 32;
+      const float *xd = (const float *)(const void *)(s + (size_t)r * stride), *xa = xd + k / e;
       const int8_t *xq = (const int8_t *)(const void *)(xa + k / 16);
       const uint8_t *row = w + (size_t)j * rb;
       y[(size_t)r * (size_t)n + j] =
@@ -468,7 +472,6 @@ KILN_UK_INLINE void matmul_blocks(int fmt, const uint8_t *w, float *y, const voi
               ? qdot_isa_q23k(xq, xd, xa, row, k, fmt == KILN_UK_Q3_K)
               : qdot_isa_b32(fmt, xq, xd, xa, row, k);
     }
-  (void)e;
 #else
   int16_t v[256];
   float ws[8], wm[16];
@@ -480,10 +483,10 @@ KILN_UK_INLINE void matmul_blocks(int fmt, const uint8_t *w, float *y, const voi
     for (b = 0; b < k / e; ++b) {
       unpack_block(fmt, row + (size_t)b * (size_t)bb, v, ws, wm);
       for (r = 0; r < rows; ++r) {
-        const float *xd = (const float *)(const void *)(s + (size_t)r * stride), *xa = xd + k / 32;
+        const float *xd = (const float *)(const void *)(s + (size_t)r * stride), *xa = xd + k / e;
         const int8_t *xq = (const int8_t *)(const void *)(xa + k / 16);
-        y[(size_t)r * (size_t)n + j] += block_dot(xq + b * e, xd + b * (e / 32),
-                                                  xa + b * (e / 16), v, ws, wm, e / 32);
+        y[(size_t)r * (size_t)n + j] +=
+            block_dot(xq + b * e, xd[b], xa + b * (e / 16), v, ws, wm, e / 32);
       }
     }
   }

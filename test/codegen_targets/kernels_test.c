@@ -370,7 +370,7 @@ static void test_blocks(int fmt, int32_t rows, int32_t n, int32_t k) {
   static const int32_t scale_at[][2] = {{0, 2}, {0, -1}, {0, 2}, {0, -1}, {80, 82},
                                         {108, -1}, {0, 2}, {0, 2}, {208, -1}};
   const int32_t e = kiln_uk_block_elements(fmt), bb = kiln_uk_block_bytes(fmt);
-  const size_t rb = (size_t)(k / e) * (size_t)bb, stride = blocks_act_stride(k);
+  const size_t rb = (size_t)(k / e) * (size_t)bb, stride = blocks_act_stride(k, e);
   static float wrow[MAX_K], y_part[MAX_ROWS * MAX_N];
   double worst = 0.0;
   int32_t i, r, j, b, same = 1;
@@ -386,16 +386,16 @@ static void test_blocks(int fmt, int32_t rows, int32_t n, int32_t k) {
   for (i = 0; i < rows * k; ++i)
     x[i] = uniform() * 2.0f;
   for (r = 0; r < rows; ++r)
-    blocks_quantize_row(x + (size_t)r * (size_t)k, scratch + (size_t)r * stride, k);
+    blocks_quantize_row(x + (size_t)r * (size_t)k, scratch + (size_t)r * stride, k, e);
   matmul_blocks(fmt, w_rows, y, scratch, rows, n, k, 0, n);
   for (j = 0; j < n; ++j) {
     block_row(fmt, w_rows + (size_t)j * rb, wrow, k);
     for (r = 0; r < rows; ++r) {
       const float *d = (const float *)(const void *)(scratch + (size_t)r * stride);
-      const int8_t *q = (const int8_t *)(const void *)(d + k / 32 + k / 16);
+      const int8_t *q = (const int8_t *)(const void *)(d + k / e + k / 16);
       double sum = 0.0, mag = 0.0;
       for (b = 0; b < k; ++b) {
-        double t = (double)q[b] * (double)d[b / 32] * (double)wrow[b];
+        double t = (double)q[b] * (double)d[b / e] * (double)wrow[b];
         sum += t;
         mag += t < 0 ? -t : t;
       }

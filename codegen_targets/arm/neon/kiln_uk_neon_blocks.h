@@ -2,9 +2,10 @@
  * blocks of 32 (q4_1, q5_0, q5_1, iq4_nl) dotted with a quantized activation
  * row straight from the file's blocks. The codes fit
  * int8 (q6_k's with its offset of 32 taken off), so each 16 of them meets 16
- * activations in one sdot; sub-block scales enter as integers (q6_k) or in
- * the group's float scale (q4_k, q5_k), the mins through the activations'
- * scaled sums per 16. */
+ * activations in one sdot; sub-block scales enter as integers, a
+ * super-block summed in int32 before its one float scale (the activations'
+ * is per 256 for the k-quants), the mins through the activations' scaled sums
+ * per 16. */
 #ifndef KILN_UK_NEON_BLOCKS_H
 #define KILN_UK_NEON_BLOCKS_H
 
@@ -35,6 +36,7 @@ static inline float qdot_isa_q45k(const int8_t *xq, const float *xd, const float
     const float d = load_f16(blk), dmin = load_f16(blk + 2);
     const uint8x16_t h0 = vld1q_u8(blk + 16), h1 = vld1q_u8(blk + 32); /* q5_k's qh */
     int32_t sc[8], m[8];
+    int32x4_t sum = vdupq_n_s32(0);
     float sbmins = 0.0f;
     unpack_scale_min_k4(blk + 4, sc, m);
     for (c = 0; c < 4; ++c) {
@@ -48,13 +50,12 @@ static inline float qdot_isa_q45k(const int8_t *xq, const float *xd, const float
         hi0 = vorrq_u8(hi0, blocks_bit4(h0, 2 * c + 1));
         hi1 = vorrq_u8(hi1, blocks_bit4(h1, 2 * c + 1));
       }
-      acc = vfmaq_n_f32(acc, vcvtq_f32_s32(blocks_sdot32(lo0, lo1, xq + 32 * b)),
-                        xd[b] * (d * (float)sc[2 * c]));
-      acc = vfmaq_n_f32(acc, vcvtq_f32_s32(blocks_sdot32(hi0, hi1, xq + 32 * b + 32)),
-                        xd[b + 1] * (d * (float)sc[2 * c + 1]));
+      sum = vmlaq_n_s32(sum, blocks_sdot32(lo0, lo1, xq + 32 * b), sc[2 * c]);
+      sum = vmlaq_n_s32(sum, blocks_sdot32(hi0, hi1, xq + 32 * b + 32), sc[2 * c + 1]);
       sbmins += (float)m[2 * c] * (xa[2 * b] + xa[2 * b + 1]) +
                 (float)m[2 * c + 1] * (xa[2 * b + 2] + xa[2 * b + 3]);
     }
+    acc = vfmaq_n_f32(acc, vcvtq_f32_s32(sum), xd[sb] * d);
     mins += dmin * sbmins;
   }
   return vaddvq_f32(acc) - mins;
@@ -69,11 +70,10 @@ static inline float qdot_isa_q6k(const int8_t *xq, const float *xd, const float 
   for (sb = 0; sb < k / 256; ++sb) {
     const uint8_t *blk = w + 210 * sb;
     const int8_t *sc = (const int8_t *)(const void *)(blk + 192);
-    const float d = load_f16(blk + 208);
+    int32x4_t t = vdupq_n_s32(0);
     for (h = 0; h < 2; ++h)
       for (i = 0; i < 4; ++i) {
         const int32_t b = 8 * sb + 4 * h + i;
-        int32x4_t t = vdupq_n_s32(0);
         for (half = 0; half < 2; ++half) {
           const uint8x16_t src = vld1q_u8(blk + 64 * h + 32 * (i & 1) + 16 * half);
           const uint8x16_t hq = vld1q_u8(blk + 128 + 32 * h + 16 * half);
@@ -84,8 +84,8 @@ static inline float qdot_isa_q6k(const int8_t *xq, const float *xd, const float 
           t = vmlaq_n_s32(t, vdotq_s32(vdupq_n_s32(0), q, vld1q_s8(xq + 32 * b + 16 * half)),
                           sc[8 * h + 2 * i + half]);
         }
-        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(t), xd[b] * d);
       }
+    acc = vfmaq_n_f32(acc, vcvtq_f32_s32(t), xd[sb] * load_f16(blk + 208));
   }
   return vaddvq_f32(acc);
 }
@@ -105,11 +105,11 @@ static inline float qdot_isa_q23k(const int8_t *xq, const float *xd, const float
     const float d = load_f16(blk + (three ? 108 : 80));
     int32_t sc[16];
     float off[16];
+    int32x4_t t = vdupq_n_s32(0);
     blocks_q23k_scales(blk, three, sc, off);
     for (h = 0; h < 2; ++h)
       for (j = 0; j < 4; ++j) {
         const int32_t b = 8 * sb + 4 * h + j, s = 8 * h + 2 * j;
-        int32x4_t t = vdupq_n_s32(0);
         for (half = 0; half < 2; ++half) {
           const uint8x16_t q = vld1q_u8(qs + 32 * h + 16 * half);
           uint8x16_t u = vandq_u8(vshlq_u8(q, vdupq_n_s8((int8_t)(-2 * j))), m2);
@@ -123,9 +123,9 @@ static inline float qdot_isa_q23k(const int8_t *xq, const float *xd, const float
                                        vld1q_s8(xq + 32 * b + 16 * half)),
                           sc[s + half]);
         }
-        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(t), xd[b] * d);
         offsets += off[s] * xa[2 * b] + off[s + 1] * xa[2 * b + 1];
       }
+    acc = vfmaq_n_f32(acc, vcvtq_f32_s32(t), xd[sb] * d);
   }
   return vaddvq_f32(acc) - offsets;
 }

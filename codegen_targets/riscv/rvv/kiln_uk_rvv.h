@@ -89,9 +89,8 @@ static inline float qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w,
 /* The block formats (kiln_uk_blocks.h): one unpacked block's int16 values
  * against an activation row's int8, per group of 32, the products widened to
  * int32 and reduced; the floats as the portable block_dot combines them. */
-static inline float block_dot(const int8_t *xq, const float *xd, const float *xa,
-                              const int16_t *v, const float *ws, const float *wm,
-                              int32_t groups) {
+static inline float block_dot(const int8_t *xq, float xd, const float *xa, const int16_t *v,
+                              const float *ws, const float *wm, int32_t groups) {
   float acc = 0.0f;
   int32_t g;
   for (g = 0; g < groups; ++g) {
@@ -104,7 +103,7 @@ static inline float block_dot(const int8_t *xq, const float *xd, const float *xa
           __riscv_vwmul_vv_i32m8(x, __riscv_vle16_v_i16m4(v + 32 * g + j, vl), vl), sum, vl);
       j += (int32_t)vl;
     }
-    acc += xd[g] * ws[g] * (float)__riscv_vmv_x_s_i32m1_i32(sum) +
+    acc += xd * ws[g] * (float)__riscv_vmv_x_s_i32m1_i32(sum) +
            (wm[2 * g] * xa[2 * g] + wm[2 * g + 1] * xa[2 * g + 1]);
   }
   return acc;

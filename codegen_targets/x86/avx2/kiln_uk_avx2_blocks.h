@@ -1,16 +1,25 @@
 /* x86 AVX2: the k-quants most files hold (q4_k, q5_k, q6_k) and the blocks of
  * 32 (q4_1, q5_0, q5_1, iq4_nl) dotted with a quantized activation row
- * straight from the file's blocks: codes stay
- * unsigned bytes for vpmaddubsw against the int8 activations, sub-block scales
- * enter through vpmaddwd (q6_k) or the float scale of the group (q4_k, q5_k),
- * and the offsets and mins through the activations' scaled sums per 16. One
- * vector accumulator per row, summed once at the end. */
+ * straight from the file's blocks: codes stay unsigned bytes for vpmaddubsw
+ * against the int8 activations, the k-quants' sub-block scales enter through
+ * vpmaddwd (a super-block summed in integers, the activations' scale being
+ * per 256), and the offsets and mins through the activations' scaled sums per
+ * 16. One vector accumulator per row, summed once at the end. */
 #ifndef KILN_UK_AVX2_BLOCKS_H
 #define KILN_UK_AVX2_BLOCKS_H
 
 /* matmul_blocks (in the portable header) calls the qdot_isa_* below. */
 #define KILN_UK_HAS_QDOT_BLOCKS 1
 #include "codegen_targets/c99/kiln_uk_blocks.h"
+
+/* Prefetches the weight stream KILN_UK_PREFETCH_BYTES past the `bytes` at p:
+ * the rows of one matrix follow each other, so this runs ahead of the next ones
+ * across the 4 KiB pages the hardware prefetchers stop at. */
+static inline void blocks_prefetch(const uint8_t *p, int32_t bytes) {
+  int32_t o;
+  for (o = 0; o < bytes; o += 64)
+    KILN_UK_PREFETCH(p + o);
+}
 
 /* The sums of the activations' eight pairs of 16 at xa: block i's sum. */
 static inline __m256 blocks_pair_sums(const float *xa) {
@@ -19,22 +28,50 @@ static inline __m256 blocks_pair_sums(const float *xa) {
 }
 
 /* q4_k / q5_k's eight 6-bit scales (bytes 0..7) and mins (bytes 8..15) from
- * the 12 bytes at q, four at a time. */
+ * the 12 bytes at q (reads 16): scales 0..3 and mins 0..3 are the low six bits
+ * of bytes 0..7; scales and mins 4..7 take the nibbles of bytes 8..11 and, as
+ * bits 4..5, the top two bits of bytes 0..3 and 4..7. */
 static inline __m128i blocks_scale_min_k4(const uint8_t *q) {
-  const uint32_t a = load_u32le(q), b = load_u32le(q + 4), c = load_u32le(q + 8);
-  const uint32_t six = 0x3f3f3f3fu, four = 0x0f0f0f0fu, two = 0x03030303u;
-  return _mm_setr_epi32((int)(a & six), (int)((c & four) | (((a >> 6) & two) << 4)),
-                        (int)(b & six), (int)(((c >> 4) & four) | (((b >> 6) & two) << 4)));
+  const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)q);
+  const __m128i a = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  /* (index -128 gives zero) */
+  const __m128i b = _mm_shuffle_epi8(
+      v, _mm_setr_epi8(-128, -128, -128, -128, 0, 1, 2, 3, -128, -128, -128, -128, 4, 5, 6, 7));
+  const __m128i low = _mm_or_si128(
+      _mm_and_si128(a, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)),
+      _mm_and_si128(_mm_srli_epi16(a, 4),
+                    _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+  return _mm_or_si128(low, _mm_and_si128(_mm_srli_epi16(b, 2), _mm_set1_epi8(0x30)));
 }
 
-/* q4_k and q5_k (five: the fifth bits in qh). Per super-block, the eight
- * sub-block scales times d and the activations' scales form one vector, and
- * the mins meet the activations' sums in another. */
+/* acc plus the int16 pairs p times the int16 scales s, summed in pairs:
+ * vpdpwssd where the compiler may use it. */
+static inline __m256i blocks_madd_acc(__m256i acc, __m256i p, __m256i s) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  return _mm256_dpwssd_epi32(acc, p, s);
+#elif defined(__AVXVNNI__)
+  return _mm256_dpwssd_avx_epi32(acc, p, s);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(p, s));
+#endif
+}
+
+/* From 16-bit scales (eight per 128-bit lane), scale a in the low lane's
+ * words and b in the high lane's. */
+static inline __m256i blocks_scale_pair(__m256i scales, int32_t a, int32_t b) {
+  const __m128i lo = _mm_set1_epi16((short)(2 * a | (2 * a + 1) << 8));
+  const __m128i hi = _mm_set1_epi16((short)(2 * b | (2 * b + 1) << 8));
+  return _mm256_shuffle_epi8(scales, _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+}
+
+/* q4_k and q5_k (five: the fifth bits in qh). Codes (0..31) times activations
+ * in 16-bit pairs, times the sub-block's 6-bit scale into int32: a super-block
+ * sums in integers, then d times the activations' scale once; the mins meet
+ * the activations' sums as floats. */
 static inline float qdot_isa_q45k(const int8_t *xq, const float *xd, const float *xa,
                                     const uint8_t *w, int32_t k, int32_t five) {
-  const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1), zero = _mm256_setzero_si256();
-  /* two accumulators: the fmadds of a super-block form two chains, not one */
-  __m256 acc = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), mins = _mm256_setzero_ps();
+  const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+  __m256 acc = _mm256_setzero_ps(), mins = _mm256_setzero_ps();
   int32_t sb, c;
   for (sb = 0; sb < k / 256; ++sb) {
     const uint8_t *blk = w + (five ? 176 : 144) * sb;
@@ -42,18 +79,17 @@ static inline float qdot_isa_q45k(const int8_t *xq, const float *xd, const float
     const __m256i hbits = five ? _mm256_loadu_si256((const __m256i *)(const void *)(blk + 16))
                                : _mm256_setzero_si256();
     const __m128i scm = blocks_scale_min_k4(blk + 4);
-    /* sums of the activations' pairs of 16: sub-block i's sum */
-    const __m256 pairs = blocks_pair_sums(xa + 16 * sb);
-    const __m256 fs = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(scm)),
-                                                  _mm256_set1_ps(load_f16(blk))),
-                                    _mm256_loadu_ps(xd + 8 * sb));
+    const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));
+    /* two chains of integer sums */
+    __m256i sum = _mm256_setzero_si256(), sum1 = _mm256_setzero_si256();
+    blocks_prefetch(blk, five ? 176 : 144);
     mins = _mm256_fmadd_ps(
         _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(scm, 8))),
                       _mm256_set1_ps(load_f16(blk + 2))),
-        pairs, mins);
+        blocks_pair_sums(xa + 16 * sb), mins);
     for (c = 0; c < 4; ++c) {
-      const int32_t b = 8 * sb + 2 * c;
       const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * c));
+      const int8_t *x = xq + 256 * sb + 64 * c;
       __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
       if (five) {
         const __m128i s0 = _mm_cvtsi32_si128(2 * c), s1 = _mm_cvtsi32_si128(2 * c + 1);
@@ -62,44 +98,47 @@ static inline float qdot_isa_q45k(const int8_t *xq, const float *xd, const float
         hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits, s1),
                                                                     one), 4));
       }
-      const __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)(xq + 32 * b));
-      const __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(xq + 32 * b + 32));
-      /* lanes 2c and 2c+1 of fs, broadcast in registers */
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8(zero, lo, x0)),
-                            _mm256_permutevar8x32_ps(fs, _mm256_set1_epi32(2 * c)), acc);
-      acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8(zero, hi, x1)),
-                             _mm256_permutevar8x32_ps(fs, _mm256_set1_epi32(2 * c + 1)), acc1);
+      sum = blocks_madd_acc(
+          sum, _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(const void *)x)),
+          blocks_scale_pair(scales, 2 * c, 2 * c));
+      sum1 = blocks_madd_acc(
+          sum1, _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(const void *)(x + 32))),
+          blocks_scale_pair(scales, 2 * c + 1, 2 * c + 1));
     }
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(sum, sum1)),
+                          _mm256_set1_ps(load_f16(blk) * xd[sb]), acc);
   }
-  return hsum_ps(_mm256_add_ps(acc, acc1)) - hsum_ps(mins);
+  return hsum_ps(acc) - hsum_ps(mins);
 }
 
 /* q6_k: codes 0..63 as bytes, each sub-block of 16's int8 scale on its eight
- * pair sums, and 32 x scale x the activations' sum for the offset. */
+ * pair sums, a super-block summed in integers, and 32 x scale x the
+ * activations' sum for the offset. */
 static inline float qdot_isa_q6k(const int8_t *xq, const float *xd, const float *xa,
                                   const uint8_t *w, int32_t k) {
   const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
-  __m256 acc = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), offsets = _mm256_setzero_ps();
+  __m256 acc = _mm256_setzero_ps(), offsets = _mm256_setzero_ps();
   int32_t sb, h, i;
   for (sb = 0; sb < k / 256; ++sb) {
     const uint8_t *blk = w + 210 * sb;
-    const int8_t *sc = (const int8_t *)(const void *)(blk + 192);
-    const __m256 d = _mm256_set1_ps(load_f16(blk + 208));
-    /* d x the 8 activation scales; 32 d x each sub-block's scale on its sum */
-    const __m256 fs = _mm256_mul_ps(d, _mm256_loadu_ps(xd + 8 * sb));
-    const __m128i sc16 = _mm_loadu_si128((const __m128i *)(const void *)sc);
-    const __m256 d32 = _mm256_mul_ps(d, _mm256_set1_ps(32.0f));
-    offsets = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc16)), d32),
+    const __m128i sc8 = _mm_loadu_si128((const __m128i *)(const void *)(blk + 192));
+    const float d = load_f16(blk + 208);
+    const __m256 d32 = _mm256_set1_ps(32.0f * d);
+    __m256i sum = _mm256_setzero_si256(), sum1 = _mm256_setzero_si256();
+    blocks_prefetch(blk, 210);
+    offsets = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)), d32),
                               _mm256_loadu_ps(xa + 16 * sb), offsets);
     offsets = _mm256_fmadd_ps(
-        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc16, 8))), d32),
+        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8))), d32),
         _mm256_loadu_ps(xa + 16 * sb + 8), offsets);
     for (h = 0; h < 2; ++h) {
       const __m256i la = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h));
       const __m256i lb = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h + 32));
       const __m256i hq = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 128 + 32 * h));
+      /* this half's eight scales as words in both lanes */
+      const __m256i scales = _mm256_broadcastsi128_si256(
+          _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)(blk + 192 + 8 * h))));
       for (i = 0; i < 4; ++i) {
-        const int32_t b = 8 * sb + 4 * h + i, s0 = sc[8 * h + 2 * i], s1 = sc[8 * h + 2 * i + 1];
         const __m256i src = (i & 1) ? lb : la;
         const __m256i low = i < 2 ? _mm256_and_si256(src, m4)
                                   : _mm256_and_si256(_mm256_srli_epi16(src, 4), m4);
@@ -107,25 +146,24 @@ static inline float qdot_isa_q6k(const int8_t *xq, const float *xd, const float 
             _mm256_and_si256(_mm256_srl_epi16(hq, _mm_cvtsi32_si128(2 * i)), m2), 4);
         const __m256i pairs = _mm256_maddubs_epi16(
             _mm256_or_si256(low, high),
-            _mm256_loadu_si256((const __m256i *)(const void *)(xq + 32 * b)));
-        const __m256i scales = _mm256_inserti128_si256(
-            _mm256_castsi128_si256(_mm_set1_epi16((short)s0)), _mm_set1_epi16((short)s1), 1);
-        const __m256 dots = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, scales));
-        const __m256 f = _mm256_permutevar8x32_ps(fs, _mm256_set1_epi32(4 * h + i));
-        /* two accumulator chains */
+            _mm256_loadu_si256((const __m256i *)(const void *)(xq + 256 * sb + 128 * h + 32 * i)));
+        const __m256i s = blocks_scale_pair(scales, 2 * i, 2 * i + 1);
         if (i & 1)
-          acc1 = _mm256_fmadd_ps(dots, f, acc1);
+          sum1 = blocks_madd_acc(sum1, pairs, s);
         else
-          acc = _mm256_fmadd_ps(dots, f, acc);
+          sum = blocks_madd_acc(sum, pairs, s);
       }
     }
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(sum, sum1)),
+                          _mm256_set1_ps(d * xd[sb]), acc);
   }
-  return hsum_ps(_mm256_add_ps(acc, acc1)) - hsum_ps(offsets);
+  return hsum_ps(acc) - hsum_ps(offsets);
 }
 
 /* q2_k (three = 0) or q3_k: codes 0..3 from two bits of qs (q3_k: 0..7 with
  * hmask's bit as 4, its offset of 4 taken off through the activations' sums),
- * each sub-block of 16's integer scale on its eight pair sums. */
+ * each sub-block of 16's integer scale on its eight pair sums, a super-block
+ * summed in integers. */
 static inline float qdot_isa_q23k(const int8_t *xq, const float *xd, const float *xa,
                                   const uint8_t *w, int32_t k, int32_t three) {
   const __m256i m2 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
@@ -138,8 +176,10 @@ static inline float qdot_isa_q23k(const int8_t *xq, const float *xd, const float
     const float d = load_f16(blk + (three ? 108 : 80));
     const __m256i hm = three ? _mm256_loadu_si256((const __m256i *)(const void *)blk)
                              : _mm256_setzero_si256();
+    __m256i sum = _mm256_setzero_si256();
     int32_t sc[16];
     float off[16];
+    blocks_prefetch(blk, three ? 110 : 84);
     blocks_q23k_scales(blk, three, sc, off);
     for (h = 0; h < 2; ++h) {
       const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * h));
@@ -150,16 +190,14 @@ static inline float qdot_isa_q23k(const int8_t *xq, const float *xd, const float
           u = _mm256_or_si256(
               u, _mm256_slli_epi16(
                      _mm256_and_si256(_mm256_srl_epi16(hm, _mm_cvtsi32_si128(4 * h + j)), one), 2));
-        const __m256i pairs = _mm256_maddubs_epi16(
-            u, _mm256_loadu_si256((const __m256i *)(const void *)(xq + 32 * b)));
-        const __m256i scales = _mm256_inserti128_si256(
-            _mm256_castsi128_si256(_mm_set1_epi16((short)sc[s])), _mm_set1_epi16((short)sc[s + 1]),
-            1);
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, scales)),
-                              _mm256_set1_ps(xd[b] * d), acc);
+        sum = blocks_madd_acc(
+            sum, _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)(const void *)(xq + 32 * b))),
+            _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16((short)sc[s])),
+                                    _mm_set1_epi16((short)sc[s + 1]), 1));
         offsets += off[s] * xa[2 * b] + off[s + 1] * xa[2 * b + 1];
       }
     }
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(xd[sb] * d), acc);
   }
   return hsum_ps(acc) - offsets;
 }
@@ -238,6 +276,7 @@ static inline float qdot_isa_b32(int fmt, const int8_t *xq, const float *xd, con
   for (b = 0; b < full; b += 8) {
     const uint8_t *blk = w + (size_t)bb * (size_t)b;
     const __m256 d = blocks_f16x8(blk, bb, 0);
+    blocks_prefetch(blk, 8 * bb);
     const __m256 fs = _mm256_mul_ps(d, _mm256_loadu_ps(xd + b));
     if (mins)
       extra = _mm256_fmadd_ps(blocks_f16x8(blk, bb, 2), blocks_pair_sums(xa + 2 * b), extra);
