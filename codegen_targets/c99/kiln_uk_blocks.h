@@ -276,10 +276,19 @@ static inline void row_q6_k(const uint8_t *w, float *y, int32_t k) {
 /* A row of q4_k (five = 0) or q5_k, of q6_k, of a format of 32-blocks, dotted
  * with activations quantized by blocks_quantize_row; the ISA header defines
  * them after including this header. */
+#ifdef KILN_UK_QDOT_ROWS
+/* q4_k / q5_k and q6_k against nr <= KILN_UK_QDOT_ROWS rows of activations
+ * at s, stride bytes apart, into y[r * ldy] */
+KILN_UK_INLINE void qdot_isa_q45k(const uint8_t *s, size_t stride, int32_t nr, const uint8_t *w,
+                                  int32_t k, int32_t five, float *y, size_t ldy);
+KILN_UK_INLINE void qdot_isa_q6k(const uint8_t *s, size_t stride, int32_t nr, const uint8_t *w,
+                                 int32_t k, float *y, size_t ldy);
+#else
 static inline float qdot_isa_q45k(const int8_t *xq, const float *xd, const float *xa,
                                   const uint8_t *w, int32_t k, int32_t five);
 static inline float qdot_isa_q6k(const int8_t *xq, const float *xd, const float *xa,
                                  const uint8_t *w, int32_t k);
+#endif
 static inline float qdot_isa_b32(int fmt, const int8_t *xq, const float *xd, const float *xa,
                                  const uint8_t *w, int32_t k);
 static inline float qdot_isa_q23k(const int8_t *xq, const float *xd, const float *xa,
@@ -458,6 +467,28 @@ KILN_UK_INLINE void matmul_blocks(int fmt, const uint8_t *w, float *y, const voi
   const uint8_t *s = (const uint8_t *)scratch;
   int32_t j, r;
 #ifdef KILN_UK_HAS_QDOT_BLOCKS
+#ifdef KILN_UK_QDOT_ROWS
+  /* q4_k, q5_k, q6_k: a weight row's super-blocks unpacked once per
+   * KILN_UK_QDOT_ROWS activation rows (one row: its own instance) */
+  if (fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K || fmt == KILN_UK_Q6_K) {
+    for (j = j0; j < j1; ++j)
+      for (r = 0; r < rows; r += KILN_UK_QDOT_ROWS) {
+        const int32_t nr = rows - r < KILN_UK_QDOT_ROWS ? rows - r : KILN_UK_QDOT_ROWS;
+        const uint8_t *row = w + (size_t)j * rb, *sr = s + (size_t)r * stride;
+        float *yr = y + (size_t)r * (size_t)n + j;
+        if (fmt == KILN_UK_Q6_K) {
+          if (nr == 1)
+            qdot_isa_q6k(sr, stride, 1, row, k, yr, (size_t)n);
+          else
+            qdot_isa_q6k(sr, stride, nr, row, k, yr, (size_t)n);
+        } else if (nr == 1)
+          qdot_isa_q45k(sr, stride, 1, row, k, fmt == KILN_UK_Q5_K, yr, (size_t)n);
+        else
+          qdot_isa_q45k(sr, stride, nr, row, k, fmt == KILN_UK_Q5_K, yr, (size_t)n);
+      }
+    return;
+  }
+#endif
   /* the ISA's dot, row by row */
   for (j = j0; j < j1; ++j)
     for (r = 0; r < rows; ++r) {
@@ -465,10 +496,12 @@ KILN_UK_INLINE void matmul_blocks(int fmt, const uint8_t *w, float *y, const voi
       const int8_t *xq = (const int8_t *)(const void *)(xa + k / 16);
       const uint8_t *row = w + (size_t)j * rb;
       y[(size_t)r * (size_t)n + j] =
+#ifndef KILN_UK_QDOT_ROWS
           fmt == KILN_UK_Q6_K ? qdot_isa_q6k(xq, xd, xa, row, k)
           : fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K
-              ? qdot_isa_q45k(xq, xd, xa, row, k, fmt == KILN_UK_Q5_K)
-          : fmt == KILN_UK_Q2_K || fmt == KILN_UK_Q3_K
+              ? qdot_isa_q45k(xq, xd, xa, row, k, fmt == KILN_UK_Q5_K) :
+#endif
+          fmt == KILN_UK_Q2_K || fmt == KILN_UK_Q3_K
               ? qdot_isa_q23k(xq, xd, xa, row, k, fmt == KILN_UK_Q3_K)
               : qdot_isa_b32(fmt, xq, xd, xa, row, k);
     }

@@ -8,14 +8,16 @@
 #ifndef KILN_UK_AVX2_BLOCKS_H
 #define KILN_UK_AVX2_BLOCKS_H
 
-/* matmul_blocks (in the portable header) calls the qdot_isa_* below. */
+/* matmul_blocks (in the portable header) calls the qdot_isa_* below, q4_k,
+ * q5_k and q6_k's with up to four activation rows per weight row. */
 #define KILN_UK_HAS_QDOT_BLOCKS 1
+#define KILN_UK_QDOT_ROWS 4
 #include "codegen_targets/c99/kiln_uk_blocks.h"
 
 /* Prefetches the weight stream KILN_UK_PREFETCH_BYTES past the `bytes` at p:
  * the rows of one matrix follow each other, so this runs ahead of the next ones
  * across the 4 KiB pages the hardware prefetchers stop at. */
-static inline void blocks_prefetch(const uint8_t *p, int32_t bytes) {
+KILN_UK_INLINE void blocks_prefetch(const uint8_t *p, int32_t bytes) {
   int32_t o;
   for (o = 0; o < bytes; o += 64)
     KILN_UK_PREFETCH(p + o);
@@ -64,32 +66,40 @@ static inline __m256i blocks_scale_pair(__m256i scales, int32_t a, int32_t b) {
   return _mm256_shuffle_epi8(scales, _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
 }
 
-/* q4_k and q5_k (five: the fifth bits in qh). Codes (0..31) times activations
- * in 16-bit pairs, times the sub-block's 6-bit scale into int32: a super-block
- * sums in integers, then d times the activations' scale once; the mins meet
- * the activations' sums as floats. */
-static inline float qdot_isa_q45k(const int8_t *xq, const float *xd, const float *xa,
-                                    const uint8_t *w, int32_t k, int32_t five) {
+/* The k-quant activations of row r at s (blocks_quantize_row with g 256). */
+static inline const float *blocks_k_scales(const uint8_t *s, size_t stride, int32_t r) {
+  return (const float *)(const void *)(s + (size_t)r * stride);
+}
+
+/* q4_k and q5_k (five: the fifth bits in qh) against nr <= KILN_UK_QDOT_ROWS
+ * activation rows at s, stride bytes apart, into y[r * ldy]. Each super-block
+ * is unpacked once for all rows: its codes (0..31) and the sub-blocks' 6-bit
+ * scales as 16-bit words; per row, the codes times the activations in 16-bit
+ * pairs, times the scales into int32, the super-block summed in integers then
+ * d times the activations' scale once; the mins meet the activations' sums as
+ * floats. A row's arithmetic is the same whatever nr. */
+KILN_UK_INLINE void qdot_isa_q45k(const uint8_t *s, size_t stride, int32_t nr, const uint8_t *w,
+                                  int32_t k, int32_t five, float *y, size_t ldy) {
   const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
-  __m256 acc = _mm256_setzero_ps(), mins = _mm256_setzero_ps();
-  int32_t sb, c;
+  const size_t xa_at = (size_t)(k / 256), xq_at = xa_at + (size_t)(k / 16);
+  __m256 acc[KILN_UK_QDOT_ROWS], mins[KILN_UK_QDOT_ROWS];
+  int32_t sb, c, r;
+  for (r = 0; r < nr; ++r)
+    acc[r] = mins[r] = _mm256_setzero_ps();
   for (sb = 0; sb < k / 256; ++sb) {
     const uint8_t *blk = w + (five ? 176 : 144) * sb;
     const uint8_t *qs = blk + (five ? 48 : 16);
+    blocks_prefetch(blk, five ? 176 : 144);
     const __m256i hbits = five ? _mm256_loadu_si256((const __m256i *)(const void *)(blk + 16))
                                : _mm256_setzero_si256();
     const __m128i scm = blocks_scale_min_k4(blk + 4);
     const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));
-    /* two chains of integer sums */
-    __m256i sum = _mm256_setzero_si256(), sum1 = _mm256_setzero_si256();
-    blocks_prefetch(blk, five ? 176 : 144);
-    mins = _mm256_fmadd_ps(
-        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(scm, 8))),
-                      _mm256_set1_ps(load_f16(blk + 2))),
-        blocks_pair_sums(xa + 16 * sb), mins);
+    const __m256 m = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(scm, 8))),
+                                   _mm256_set1_ps(load_f16(blk + 2)));
+    const float d = load_f16(blk);
+    __m256i codes[8], sc[8];
     for (c = 0; c < 4; ++c) {
       const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * c));
-      const int8_t *x = xq + 256 * sb + 64 * c;
       __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
       if (five) {
         const __m128i s0 = _mm_cvtsi32_si128(2 * c), s1 = _mm_cvtsi32_si128(2 * c + 1);
@@ -98,39 +108,55 @@ static inline float qdot_isa_q45k(const int8_t *xq, const float *xd, const float
         hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits, s1),
                                                                     one), 4));
       }
-      sum = blocks_madd_acc(
-          sum, _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(const void *)x)),
-          blocks_scale_pair(scales, 2 * c, 2 * c));
-      sum1 = blocks_madd_acc(
-          sum1, _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(const void *)(x + 32))),
-          blocks_scale_pair(scales, 2 * c + 1, 2 * c + 1));
+      codes[2 * c] = lo;
+      codes[2 * c + 1] = hi;
+      sc[2 * c] = blocks_scale_pair(scales, 2 * c, 2 * c);
+      sc[2 * c + 1] = blocks_scale_pair(scales, 2 * c + 1, 2 * c + 1);
     }
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(sum, sum1)),
-                          _mm256_set1_ps(load_f16(blk) * xd[sb]), acc);
+    for (r = 0; r < nr; ++r) {
+      const float *xd = blocks_k_scales(s, stride, r);
+      const int8_t *x = (const int8_t *)(const void *)(xd + xq_at) + 256 * sb;
+      /* two chains of integer sums */
+      __m256i sum = _mm256_setzero_si256(), sum1 = _mm256_setzero_si256();
+      for (c = 0; c < 8; c += 2) {
+        sum = blocks_madd_acc(
+            sum, _mm256_maddubs_epi16(codes[c], _mm256_loadu_si256((const __m256i *)(const void *)(x + 32 * c))),
+            sc[c]);
+        sum1 = blocks_madd_acc(
+            sum1,
+            _mm256_maddubs_epi16(codes[c + 1],
+                                 _mm256_loadu_si256((const __m256i *)(const void *)(x + 32 * c + 32))),
+            sc[c + 1]);
+      }
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(sum, sum1)),
+                               _mm256_set1_ps(d * xd[sb]), acc[r]);
+      mins[r] = _mm256_fmadd_ps(m, blocks_pair_sums(xd + xa_at + 16 * sb), mins[r]);
+    }
   }
-  return hsum_ps(acc) - hsum_ps(mins);
+  for (r = 0; r < nr; ++r)
+    y[(size_t)r * ldy] = hsum_ps(acc[r]) - hsum_ps(mins[r]);
 }
 
-/* q6_k: codes 0..63 as bytes, each sub-block of 16's int8 scale on its eight
- * pair sums, a super-block summed in integers, and 32 x scale x the
- * activations' sum for the offset. */
-static inline float qdot_isa_q6k(const int8_t *xq, const float *xd, const float *xa,
-                                  const uint8_t *w, int32_t k) {
+/* q6_k against nr rows, as qdot_isa_q45k: codes 0..63 as bytes, each sub-block
+ * of 16's int8 scale on its eight pair sums, a super-block summed in integers,
+ * and 32 x scale x the activations' sum for the offset. */
+KILN_UK_INLINE void qdot_isa_q6k(const uint8_t *s, size_t stride, int32_t nr, const uint8_t *w,
+                                 int32_t k, float *y, size_t ldy) {
   const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
-  __m256 acc = _mm256_setzero_ps(), offsets = _mm256_setzero_ps();
-  int32_t sb, h, i;
+  const size_t xa_at = (size_t)(k / 256), xq_at = xa_at + (size_t)(k / 16);
+  __m256 acc[KILN_UK_QDOT_ROWS], offsets[KILN_UK_QDOT_ROWS];
+  int32_t sb, h, i, r;
+  for (r = 0; r < nr; ++r)
+    acc[r] = offsets[r] = _mm256_setzero_ps();
   for (sb = 0; sb < k / 256; ++sb) {
     const uint8_t *blk = w + 210 * sb;
     const __m128i sc8 = _mm_loadu_si128((const __m128i *)(const void *)(blk + 192));
     const float d = load_f16(blk + 208);
     const __m256 d32 = _mm256_set1_ps(32.0f * d);
-    __m256i sum = _mm256_setzero_si256(), sum1 = _mm256_setzero_si256();
+    const __m256 off0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)), d32);
+    const __m256 off1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8))), d32);
+    __m256i codes[8], sc[8];
     blocks_prefetch(blk, 210);
-    offsets = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)), d32),
-                              _mm256_loadu_ps(xa + 16 * sb), offsets);
-    offsets = _mm256_fmadd_ps(
-        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8))), d32),
-        _mm256_loadu_ps(xa + 16 * sb + 8), offsets);
     for (h = 0; h < 2; ++h) {
       const __m256i la = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h));
       const __m256i lb = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h + 32));
@@ -144,20 +170,32 @@ static inline float qdot_isa_q6k(const int8_t *xq, const float *xd, const float 
                                   : _mm256_and_si256(_mm256_srli_epi16(src, 4), m4);
         const __m256i high = _mm256_slli_epi16(
             _mm256_and_si256(_mm256_srl_epi16(hq, _mm_cvtsi32_si128(2 * i)), m2), 4);
-        const __m256i pairs = _mm256_maddubs_epi16(
-            _mm256_or_si256(low, high),
-            _mm256_loadu_si256((const __m256i *)(const void *)(xq + 256 * sb + 128 * h + 32 * i)));
-        const __m256i s = blocks_scale_pair(scales, 2 * i, 2 * i + 1);
-        if (i & 1)
-          sum1 = blocks_madd_acc(sum1, pairs, s);
-        else
-          sum = blocks_madd_acc(sum, pairs, s);
+        codes[4 * h + i] = _mm256_or_si256(low, high);
+        sc[4 * h + i] = blocks_scale_pair(scales, 2 * i, 2 * i + 1);
       }
     }
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(sum, sum1)),
-                          _mm256_set1_ps(d * xd[sb]), acc);
+    for (r = 0; r < nr; ++r) {
+      const float *xd = blocks_k_scales(s, stride, r);
+      const int8_t *x = (const int8_t *)(const void *)(xd + xq_at) + 256 * sb;
+      __m256i sum = _mm256_setzero_si256(), sum1 = _mm256_setzero_si256();
+      for (i = 0; i < 8; i += 2) {
+        sum = blocks_madd_acc(
+            sum, _mm256_maddubs_epi16(codes[i], _mm256_loadu_si256((const __m256i *)(const void *)(x + 32 * i))),
+            sc[i]);
+        sum1 = blocks_madd_acc(
+            sum1,
+            _mm256_maddubs_epi16(codes[i + 1],
+                                 _mm256_loadu_si256((const __m256i *)(const void *)(x + 32 * i + 32))),
+            sc[i + 1]);
+      }
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(sum, sum1)),
+                               _mm256_set1_ps(d * xd[sb]), acc[r]);
+      offsets[r] = _mm256_fmadd_ps(off0, _mm256_loadu_ps(xd + xa_at + 16 * sb), offsets[r]);
+      offsets[r] = _mm256_fmadd_ps(off1, _mm256_loadu_ps(xd + xa_at + 16 * sb + 8), offsets[r]);
+    }
   }
-  return hsum_ps(acc) - hsum_ps(offsets);
+  for (r = 0; r < nr; ++r)
+    y[(size_t)r * ldy] = hsum_ps(acc[r]) - hsum_ps(offsets[r]);
 }
 
 /* q2_k (three = 0) or q3_k: codes 0..3 from two bits of qs (q3_k: 0..7 with
