@@ -50,7 +50,7 @@ std::vector<uint8_t> encodeVocabSegment(const VocabSegmentSpec &spec) {
   else
     return {};
   const uint64_t nTokens = tokens.size(), nMerges = merges.size();
-  if (nTokens == 0 || nTokens > INT32_MAX || nMerges > INT32_MAX || spec.pre > 3 ||
+  if (nTokens == 0 || nTokens > INT32_MAX || nMerges > INT32_MAX || spec.pre > 4 ||
       (modelCode == 0 && spec.pre != 0) || spec.chat > 4)
     return {};
   auto idOk = [&](int32_t id) { return id == -1 || (id >= 0 && uint64_t(id) < nTokens); };
@@ -145,7 +145,7 @@ const struct {
     {"default", 0},   {"gpt-2", 0},     {"phi-2", 0},     {"llama-bpe", 1},
     {"llama3", 1},    {"llama-v3", 1},  {"falcon3", 1},   {"qwen2", 2},
     {"deepseek-r1-qwen", 2},            {"smollm", 3},    {"starcoder", 3},
-    {"refact", 3},    {"command-r", 3},
+    {"refact", 3},    {"command-r", 3},  {"gpt-4o", 4},
 };
 
 } // namespace

@@ -236,7 +236,7 @@ static kiln_status check_segment(kiln_tokenizer *t, const uint8_t *s, size_t siz
   if (total > size)
     return KILN_ERR_TRUNCATED;
   t->pre = load_le32(s + 36);
-  if (t->model > KILN_VOCAB_MODEL_BPE || (t->flags & ~7u) != 0u || t->pre > KILN_VOCAB_PRE_SMOLLM ||
+  if (t->model > KILN_VOCAB_MODEL_BPE || (t->flags & ~7u) != 0u || t->pre > KILN_VOCAB_PRE_GPT4O ||
       (t->model == KILN_VOCAB_MODEL_SPM && t->pre != 0u) || t->chat > KILN_CHAT_PHI3)
     return KILN_ERR_BOUNDS;
   if (t->n_tokens == 0u || t->n_tokens > (uint32_t)INT32_MAX || t->n_merges > (uint32_t)INT32_MAX ||
@@ -679,19 +679,12 @@ static size_t gpt2_end(const uint8_t *s, size_t end, size_t i) {
   return space_end(s, end, i, run_end(s, end, i, CLASS_SPACE));
 }
 
-/* Llama 3's pattern (max_digits 3), and Qwen2's (max_digits 1):
- * (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
- *  ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
-static size_t llama3_end(const uint8_t *s, size_t end, size_t i, int max_digits) {
-  size_t j = contraction_end(s, end, i, 1), n, k, newline;
-  int c, d;
-  if (j > i)
-    return j;
-  c = class_at(s, end, i, &n);
-  if (c == CLASS_LETTER)
-    return run_end(s, end, i, CLASS_LETTER);
-  if (c != CLASS_NUMBER && s[i] != '\r' && s[i] != '\n' && class_of(s, end, i + n) == CLASS_LETTER)
-    return run_end(s, end, i + n, CLASS_LETTER);
+/* What Llama 3's and GPT-4o's patterns share past their words, from i (not a
+ * letter): \p{N}{1,max_digits}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * (GPT-4o's punctuation run also takes '/' after it). */
+static size_t llama3_rest(const uint8_t *s, size_t end, size_t i, int max_digits, int slash) {
+  size_t j, n, k, newline;
+  int c = class_at(s, end, i, &n), d;
   if (c == CLASS_NUMBER) {
     for (j = i, d = 0; d < max_digits && class_at(s, end, j, &n) == CLASS_NUMBER; ++d) {
       j += n;
@@ -703,7 +696,7 @@ static size_t llama3_end(const uint8_t *s, size_t end, size_t i, int max_digits)
   j = s[i] == ' ' && class_of(s, end, i + 1) == CLASS_OTHER ? i + 1 : i;
   if (class_of(s, end, j) == CLASS_OTHER) {
     j = run_end(s, end, j, CLASS_OTHER);
-    while (j < end && (s[j] == '\r' || s[j] == '\n'))
+    while (j < end && (s[j] == '\r' || s[j] == '\n' || (slash && s[j] == '/')))
       j++;
     return j;
   }
@@ -714,6 +707,82 @@ static size_t llama3_end(const uint8_t *s, size_t end, size_t i, int max_digits)
   return newline > i ? newline : space_end(s, end, i, k);
 }
 
+/* Whether the character at i may start Llama 3's and GPT-4o's optional
+ * [^\r\n\p{L}\p{N}] before a word. */
+static int word_prefix(const uint8_t *s, size_t i, int c) {
+  return c != CLASS_LETTER && c != CLASS_NUMBER && s[i] != '\r' && s[i] != '\n';
+}
+
+/* Llama 3's pattern (max_digits 3), and Qwen2's (max_digits 1):
+ * (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+ *  ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+static size_t llama3_end(const uint8_t *s, size_t end, size_t i, int max_digits) {
+  size_t j = contraction_end(s, end, i, 1), n;
+  int c;
+  if (j > i)
+    return j;
+  c = class_at(s, end, i, &n);
+  if (c == CLASS_LETTER)
+    return run_end(s, end, i, CLASS_LETTER);
+  if (word_prefix(s, i, c) && class_of(s, end, i + n) == CLASS_LETTER)
+    return run_end(s, end, i + n, CLASS_LETTER);
+  return llama3_rest(s, end, i, max_digits, 0);
+}
+
+/* The end of the run from i of letters other than the ASCII ones from `lo`
+ * to lo + 25: GPT-4o's "upper case" letters (lo 'a') or "lower case" ones
+ * (lo 'A'), as llama.cpp reads its pattern's \p{Lu}... and \p{Ll}... classes. */
+static size_t case_run_end(const uint8_t *s, size_t end, size_t i, uint8_t lo) {
+  size_t n;
+  while (i < end && class_at(s, end, i, &n) == CLASS_LETTER && !(s[i] >= lo && s[i] <= lo + 25))
+    i += n;
+  return i;
+}
+
+/* An optional case-insensitive contraction at i: the end of the word. */
+static size_t word_suffix(const uint8_t *s, size_t end, size_t i) {
+  return i < end ? contraction_end(s, end, i, 1) : i;
+}
+
+/* GPT-4o's first word form at j, upper* lower+ contraction?: its end, or j.
+ * The upper run gives back characters from its end until a lower one can
+ * start (non-ASCII letters are both). */
+static size_t gpt4o_word1(const uint8_t *s, size_t end, size_t j) {
+  size_t m = case_run_end(s, end, j, 'a'), w;
+  for (;;) {
+    if ((w = case_run_end(s, end, m, 'A')) > m)
+      return word_suffix(s, end, w);
+    if (m == j)
+      return j;
+    do
+      --m;
+    while ((s[m] & 0xC0u) == 0x80u);
+  }
+}
+
+/* GPT-4o's second word form at j, upper+ lower* contraction?: its end, or j. */
+static size_t gpt4o_word2(const uint8_t *s, size_t end, size_t j) {
+  size_t u = case_run_end(s, end, j, 'a');
+  return u > j ? word_suffix(s, end, case_run_end(s, end, u, 'A')) : j;
+}
+
+/* GPT-4o's pattern (llama.cpp's reading of it):
+ * [^\r\n\p{L}\p{N}]?upper*lower+(?i:'s|...)?|[^\r\n\p{L}\p{N}]?upper+lower*(?i:'s|...)?|
+ * \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+static size_t gpt4o_end(const uint8_t *s, size_t end, size_t i) {
+  size_t n, k;
+  const int c = class_at(s, end, i, &n), prefix = word_prefix(s, i, c);
+  if (prefix && (k = gpt4o_word1(s, end, i + n)) > i + n)
+    return k;
+  if ((k = gpt4o_word1(s, end, i)) > i)
+    return k;
+  if (prefix && (k = gpt4o_word2(s, end, i + n)) > i + n)
+    return k;
+  if ((k = gpt4o_word2(s, end, i)) > i)
+    return k;
+  return llama3_rest(s, end, i, 3, 1);
+}
+
 /* The end of the piece that starts at i. */
 static size_t piece_end(uint32_t pre, const uint8_t *s, size_t len, size_t i) {
   size_t n, bound;
@@ -722,6 +791,8 @@ static size_t piece_end(uint32_t pre, const uint8_t *s, size_t len, size_t i) {
     return llama3_end(s, len, i, 3);
   case KILN_VOCAB_PRE_QWEN2:
     return llama3_end(s, len, i, 1);
+  case KILN_VOCAB_PRE_GPT4O:
+    return gpt4o_end(s, len, i);
   case KILN_VOCAB_PRE_SMOLLM:
     /* Each digit alone, then GPT-2's pattern between digits. */
     if (class_at(s, len, i, &n) == CLASS_NUMBER)

@@ -302,7 +302,7 @@ static void check_init(tally *c, const uint8_t *seg, size_t size) {
   check(c, init_patched(seg, size, buf, 24, n_tokens) == KILN_ERR_BOUNDS, "bos out of range");
   check(c, init_patched(seg, size, buf, 28, (uint32_t)-2) == KILN_ERR_BOUNDS, "eos below -1");
   check(c, init_patched(seg, size, buf, 32, n_tokens + 5) == KILN_ERR_BOUNDS, "unk out of range");
-  check(c, init_patched(seg, size, buf, 36, KILN_VOCAB_PRE_SMOLLM + 1) == KILN_ERR_BOUNDS,
+  check(c, init_patched(seg, size, buf, 36, KILN_VOCAB_PRE_GPT4O + 1) == KILN_ERR_BOUNDS,
         "unknown pre-tokenizer");
   if (get_le32(seg + 16) == KILN_VOCAB_MODEL_SPM)
     check(c, init_patched(seg, size, buf, 36, KILN_VOCAB_PRE_LLAMA3) == KILN_ERR_BOUNDS,

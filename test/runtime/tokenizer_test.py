@@ -188,11 +188,18 @@ _CONTRACTIONS_ANY_CASE = "'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]"
 _GPT2 = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)"
 _LLAMA3 = (_CONTRACTIONS_ANY_CASE + r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
            r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+# GPT-4o's case-aware words as llama.cpp rewrites them: an "upper" letter is a
+# letter but a-z, a "lower" one a letter but A-Z.
+_UPPER, _LOWER = r"(?:(?=\p{L})[^a-z])", r"(?:(?=\p{L})[^A-Z])"
+_GPT4O = (r"[^\r\n\p{L}\p{N}]?" + _UPPER + "*" + _LOWER + "+(?:" + _CONTRACTIONS_ANY_CASE + ")?"
+          r"|[^\r\n\p{L}\p{N}]?" + _UPPER + "+" + _LOWER + "*(?:" + _CONTRACTIONS_ANY_CASE + ")?"
+          r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 PATTERNS = {
     0: [_GPT2],                                   # gpt-2
     1: [_LLAMA3],                                 # llama-bpe
     2: [_LLAMA3.replace(r"\p{N}{1,3}", r"\p{N}")],  # qwen2
     3: [r"\p{N}", _GPT2],                         # smollm
+    4: [_GPT4O],                                  # gpt-4o
 }
 
 
@@ -457,7 +464,7 @@ def test_gpt2(t, tools, rng):
         t.check(tools.decode(seg, got) == noise, tag + ": random bytes round trip")
 
 
-PRE_NAMES = {0: "gpt-2", 1: "llama-bpe", 2: "qwen2", 3: "smollm"}
+PRE_NAMES = {0: "gpt-2", 1: "llama-bpe", 2: "qwen2", 3: "smollm", 4: "gpt-4o"}
 
 # Digits, contractions in both cases, CJK, emoji, other scripts' letters and
 # numbers, runs of spaces, tabs and line breaks, punctuation runs.
@@ -467,14 +474,16 @@ CRAFTED = ["Hello world", "I'm 12345 they'LL WE'VE it's", "  spaces   and\n\nnew
            "\u216b roman x\u00b2", "\u3000full\u3000width", "caf\u00e9 na\u00efve", "a\n\n\nb",
            "end with spaces   ", "1234567", " 12 345 6789 ", "!!!\n\n", "x \n y", "\u00a0nbsp",
            "\u0e2a\u0e27\u0e31\u0e2a\u0e14\u0e35", "\u041f\u0440\u0438\u0432\u0435\u0442 \u043c\u0438\u0440",
-           "'", "''", "'s", " 's", "don't", "\r\r\n\t \n", "$100.00", "a-b_c", "   \n   ", ""]
+           "'", "''", "'s", " 's", "don't", "\r\r\n\t \n", "$100.00", "a-b_c", "   \n   ",
+           "HelloWorld ABCdef aBC XMLHttp", "x.\n/y ./\n/ a/b", "\u00c9A caf\u00e9S \u00c0\u00e9", ""]
 
 
 def test_pre_tokenizers(t, tools, rng):
     fragments = [c.encode() for c in CRAFTED if c] + [
         b" ", b"  ", b"\n", b"\r\n", b"\t", b"'", b"'S", b"'ll", b"1", b"22", b"\xff", b"\x80",
         b"\xe6\x97", b"\xed\xa0\x80", b"\xc0\xaf", b"\xe3\x80\x80", b"\xf0\x9f\x98\x80",
-        b"ab", b"X", b".", b",", b"(", b"\xd9\xa1", b"\xe2\x85\xab"]
+        b"ab", b"X", b"Ab", b"aB", b"/", b".", b",", b"(", b"\xd9\xa1", b"\xe2\x85\xab",
+        b"\xc3\x89"]
     texts = ([c.encode() for c in CRAFTED] +
              [b"".join(rng.choice(fragments) for _ in range(rng.randint(1, 12)))
               for _ in range(400)])
@@ -500,6 +509,10 @@ def test_pre_tokenizers(t, tools, rng):
     t.check(split("I'LL 12345", 1) == ["I", "'LL", " ", "123", "45"], "llama-bpe by hand")
     t.check(split("I'LL 12345", 2) == ["I", "'LL", " ", "1", "2", "3", "4", "5"], "qwen2 by hand")
     t.check(split("a 12\n\nb", 3) == ["a", " ", "1", "2", "\n", "\n", "b"], "smollm by hand")
+    t.check(split("HelloWorld I'LL x.\n/y 12345", 4) ==
+            ["Hello", "World", " I'LL", " x", ".\n/", "y", " ", "123", "45"], "gpt-4o by hand")
+    t.check(split("\u00c9A caf\u00e9S", 4) == ["\u00c9", "A", " caf\u00e9", "S"],
+            "gpt-4o by hand: non-ASCII letters are upper and lower")
 
 
 ADD_SPECIAL, PARSE_SPECIAL = 1, 2

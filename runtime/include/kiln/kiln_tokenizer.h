@@ -87,6 +87,7 @@ extern "C" {
 #define KILN_VOCAB_PRE_LLAMA3 1u
 #define KILN_VOCAB_PRE_QWEN2 2u
 #define KILN_VOCAB_PRE_SMOLLM 3u
+#define KILN_VOCAB_PRE_GPT4O 4u
 
 /* Chat templates, as kiln-compile recognized tokenizer.chat_template. */
 #define KILN_CHAT_NONE 0u   /* none, or one Kiln does not know */
