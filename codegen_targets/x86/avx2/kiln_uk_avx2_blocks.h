@@ -46,6 +46,13 @@ static inline __m128i blocks_scale_min_k4(const uint8_t *q) {
   return _mm_or_si128(low, _mm_and_si128(_mm_srli_epi16(b, 2), _mm_set1_epi8(0x30)));
 }
 
+/* v's 16-bit lanes shifted left by `left` bits (right for a negative one), a
+ * constant once unrolled. */
+static inline __m256i blocks_shift16(__m256i v, int32_t left) {
+  return left >= 0 ? _mm256_sll_epi16(v, _mm_cvtsi32_si128(left))
+                   : _mm256_srl_epi16(v, _mm_cvtsi32_si128(-left));
+}
+
 /* acc plus the int16 pairs p times the int16 scales s, summed in pairs:
  * vpdpwssd where the compiler may use it. */
 static inline __m256i blocks_madd_acc(__m256i acc, __m256i p, __m256i s) {
@@ -80,7 +87,7 @@ static inline const float *blocks_k_scales(const uint8_t *s, size_t stride, int3
  * floats. A row's arithmetic is the same whatever nr. */
 KILN_UK_INLINE void qdot_isa_q45k(const uint8_t *s, size_t stride, int32_t nr, const uint8_t *w,
                                   int32_t k, int32_t five, float *y, size_t ldy) {
-  const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+  const __m256i m4 = _mm256_set1_epi8(15), bit4 = _mm256_set1_epi8(16);
   const size_t xa_at = (size_t)(k / 256), xq_at = xa_at + (size_t)(k / 16);
   __m256 acc[KILN_UK_QDOT_ROWS], mins[KILN_UK_QDOT_ROWS];
   int32_t sb, c, r;
@@ -102,11 +109,9 @@ KILN_UK_INLINE void qdot_isa_q45k(const uint8_t *s, size_t stride, int32_t nr, c
       const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * c));
       __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
       if (five) {
-        const __m128i s0 = _mm_cvtsi32_si128(2 * c), s1 = _mm_cvtsi32_si128(2 * c + 1);
-        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits, s0),
-                                                                    one), 4));
-        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits, s1),
-                                                                    one), 4));
+        /* qh's bits 2c and 2c + 1 moved to bit 4 (an and-or each) */
+        lo = _mm256_or_si256(lo, _mm256_and_si256(blocks_shift16(hbits, 4 - 2 * c), bit4));
+        hi = _mm256_or_si256(hi, _mm256_and_si256(blocks_shift16(hbits, 3 - 2 * c), bit4));
       }
       codes[2 * c] = lo;
       codes[2 * c + 1] = hi;
@@ -142,7 +147,7 @@ KILN_UK_INLINE void qdot_isa_q45k(const uint8_t *s, size_t stride, int32_t nr, c
  * and 32 x scale x the activations' sum for the offset. */
 KILN_UK_INLINE void qdot_isa_q6k(const uint8_t *s, size_t stride, int32_t nr, const uint8_t *w,
                                  int32_t k, float *y, size_t ldy) {
-  const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
   const size_t xa_at = (size_t)(k / 256), xq_at = xa_at + (size_t)(k / 16);
   __m256 acc[KILN_UK_QDOT_ROWS], offsets[KILN_UK_QDOT_ROWS];
   int32_t sb, h, i, r;
@@ -168,9 +173,8 @@ KILN_UK_INLINE void qdot_isa_q6k(const uint8_t *s, size_t stride, int32_t nr, co
         const __m256i src = (i & 1) ? lb : la;
         const __m256i low = i < 2 ? _mm256_and_si256(src, m4)
                                   : _mm256_and_si256(_mm256_srli_epi16(src, 4), m4);
-        const __m256i high = _mm256_slli_epi16(
-            _mm256_and_si256(_mm256_srl_epi16(hq, _mm_cvtsi32_si128(2 * i)), m2), 4);
-        codes[4 * h + i] = _mm256_or_si256(low, high);
+        /* qh's bits 2i, 2i + 1 moved to bits 4, 5 (an and-or: one vpternlog with AVX-512VL) */
+        codes[4 * h + i] = _mm256_or_si256(low, _mm256_and_si256(blocks_shift16(hq, 4 - 2 * i), m30));
         sc[4 * h + i] = blocks_scale_pair(scales, 2 * i, 2 * i + 1);
       }
     }
