@@ -7,11 +7,11 @@
  * activations quantized with one scale per weight block (32, or 256 for the
  * k-quants, so that an ISA's dot sums a whole super-block in integers) by the
  * weights: each block of a weight row unpacked once to int16 (unpack_block),
- * then an exact int32 dot per 32 for every activation row (block_dot, which an ISA header
- * may replace with KILN_UK_HAS_BLOCK_DOT); or, where an ISA header defines
- * KILN_UK_HAS_QDOT_BLOCKS before including this one, its dots straight from
- * the blocks, row by row (qdot_isa_q45k, qdot_isa_q6k, qdot_isa_q23k and
- * qdot_isa_b32, declared below). */
+ * then an exact int32 dot per 32 for every activation row (block_dot); or,
+ * where an ISA header defines KILN_UK_HAS_QDOT_BLOCKS before including this
+ * one, its dots straight from the blocks (qdot_isa_q45k, qdot_isa_q6k,
+ * qdot_isa_q23k and qdot_isa_b32, declared below), row by row or, with
+ * KILN_UK_QDOT_ROWS, several activation rows per weight row. */
 #ifndef KILN_UK_BLOCKS_H
 #define KILN_UK_BLOCKS_H
 
@@ -442,7 +442,7 @@ static inline int32_t idot_i8_i16(const int8_t *x, const int16_t *v, int32_t n) 
   return s;
 }
 
-#ifndef KILN_UK_HAS_BLOCK_DOT
+#ifndef KILN_UK_HAS_QDOT_BLOCKS
 /* One unpacked block of `groups` groups of 32 against one activation row's,
  * whose scale for the block is xd. */
 static inline float block_dot(const int8_t *xq, float xd, const float *xa, const int16_t *v,
