@@ -5,6 +5,7 @@
 #include "compiler/pack/VocabSegment.h"
 #include "compiler/quant/BudgetPolicy.h"
 #include "compiler/quant/QuantPolicy.h"
+#include "compiler/report/Report.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -243,6 +244,10 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
     return report(errs, options.input, "code generation failed");
   if (options.report)
     printReport(**module, *pack, *vocab, out);
+  if (!options.reportDir.empty())
+    if (llvm::Error e = writeReport(reportJson(**module, *pack, name, options.target),
+                                    options.reportDir))
+      return report(errs, options.reportDir, llvm::toString(std::move(e)));
   if (options.memoryBudget > 0) {
     int64_t total = pack->fileSize +
                     (**module)->getAttrOfType<IntegerAttr>("kiln.arena_bytes").getInt();

@@ -54,10 +54,11 @@ static cl::opt<std::string> kvType("kv-type",
                                    cl::desc("KV cache element: f32, f16 or q8 (int8, one "
                                             "scale per head and position)"),
                                    cl::init("f32"), cl::cat(category));
-static cl::opt<bool> report("report",
-                            cl::desc("Print each weight's format, bytes and quantization "
-                                     "error, and the memory plan"),
-                            cl::cat(category));
+static cl::opt<std::string> report(
+    "report", cl::ValueOptional, cl::value_desc("DIR"),
+    cl::desc("Print each weight's format, bytes and quantization error, and the memory "
+             "plan; --report=DIR also writes them to DIR/report.json and DIR/report.html"),
+    cl::cat(category));
 static cl::opt<int64_t> memoryBudget(
     "memory-budget",
     cl::desc("Bytes for weights + arena (KV cache included): choose per-tensor formats "
@@ -118,7 +119,8 @@ int main(int argc, char **argv) {
   options.quantOverrides = llvm::join(quantOverride, ",");
   options.pureQuant = pureQuant;
   options.kvType = kvType;
-  options.report = report;
+  options.report = report.getNumOccurrences() > 0;
+  options.reportDir = report;
   options.memoryBudget = memoryBudget;
   options.tile = tile;
   options.threads = threads;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Kiln needs. Idempotent: quick when all are present.
+# Installs the Debian packages Kiln needs (with --test, also those only the tests
+# use). Idempotent: quick when all are present.
 set -euo pipefail
 
 packages=(
@@ -9,6 +10,10 @@ packages=(
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-riscv64-linux-gnu libc6-dev-riscv64-cross
   qemu-user
 )
+# Headless Chromium opens the compile report's page.
+if [ "${1:-}" = "--test" ]; then
+  packages+=(chromium fonts-liberation)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

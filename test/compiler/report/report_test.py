@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""kiln-compile --report=DIR: report.json's numbers against the generated
+header's constants, the pack file and plan-memory's attributes in the kernel IR;
+report.html's tables and SVG against report.json (parsed here), then the page in
+headless Chromium: no console message, the DOM holds the tables and SVG, and a
+screenshot that is not blank.
+
+  report_test.py --kiln-compile PATH --work DIR [--chromium PATH]"""
+import argparse
+import html.parser
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zlib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+MODEL_A = os.path.join(ROOT, "test", "data", "tiny-llama-A", "tiny-llama-A-f32.gguf")
+
+
+class Results:
+    def __init__(self):
+        self.failed = 0
+        self.passed = 0
+
+    def check(self, ok, what):
+        print(("PASS " if ok else "FAIL ") + what, flush=True)
+        self.passed += bool(ok)
+        self.failed += not ok
+
+    def finish(self):
+        print("%d passed, %d failed" % (self.passed, self.failed))
+        return 1 if self.failed else 0
+
+
+def run(cmd):
+    r = subprocess.run(cmd, text=True, capture_output=True)
+    if r.returncode != 0:
+        sys.exit("%s failed (%d):\n%s%s" % (" ".join(cmd), r.returncode, r.stdout, r.stderr))
+    return r
+
+
+def header_constants(out):
+    """NAME_SUFFIX -> value of the generated header's #defines."""
+    (h,) = [f for f in os.listdir(out) if f.endswith(".h") and not f.endswith("_kernels.h")]
+    text = open(os.path.join(out, h)).read()
+    prefix = h[:-2].upper() + "_"
+    return {m.group(1): int(m.group(2))
+            for m in re.finditer("#define " + prefix + r"(\w+_BYTES) (\d+)u", text)}
+
+
+def kernel_ir_plan(ir):
+    """Per function: its plan attributes and the slots of its ops, from the
+    kernel IR as text."""
+    funcs = {}
+    current = None
+    for line in ir.splitlines():
+        m = re.match(r"\s*func\.func @(\w+)\(.*kiln\.activation_bytes = (\d+) : i64, "
+                     r"kiln\.activation_lower_bound = (\d+)", line)
+        if m:
+            current = funcs[m.group(1)] = {"activation_bytes": int(m.group(2)),
+                                           "lower_bound": int(m.group(3)), "slots": []}
+            continue
+        if current is None or "kiln.kv_cache" in line or "kiln.kv_write" in line:
+            continue
+        for kind in ("slot", "scratch"):
+            for s in re.finditer(kind + r" = #kiln\.slot<offset = (\d+), bytes = (\d+)>", line):
+                current["slots"].append((int(s.group(1)), int(s.group(2)), kind == "scratch"))
+    return funcs
+
+
+class Page(html.parser.HTMLParser):
+    """Counts what the report's page holds: tables by id and their body rows,
+    SVG elements by id and class, and any reference to another resource."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows = {}
+        self.table = None
+        self.in_body = False
+        self.svgs = {}
+        self.svg = None
+        self.rects = {}
+        self.external = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        for key in ("src", "href"):
+            if key in a:
+                self.external.append(a[key])
+        if tag == "table":
+            self.table = a.get("id")
+            self.rows[self.table] = 0
+        elif tag == "tbody":
+            self.in_body = True
+        elif tag == "tr" and self.table and self.in_body:
+            self.rows[self.table] += 1
+        elif tag == "svg":
+            self.svg = a.get("id")
+            self.svgs[self.svg] = a.get("class", "")
+            self.rects[self.svg] = 0
+        elif tag == "rect" and self.svg and "buffer" in a.get("class", ""):
+            self.rects[self.svg] += 1
+
+    def handle_endtag(self, tag):
+        if tag == "tbody":
+            self.in_body = False
+        elif tag == "table":
+            self.table = None
+        elif tag == "svg":
+            self.svg = None
+
+
+def png_pixels(path):
+    """The decompressed image data of a PNG (filter bytes included)."""
+    data = open(path, "rb").read()
+    pos, idat = 8, b""
+    while pos < len(data):
+        n = int.from_bytes(data[pos:pos + 4], "big")
+        kind = data[pos + 4:pos + 8]
+        if kind == b"IDAT":
+            idat += data[pos + 8:pos + 8 + n]
+        pos += 12 + n
+    return zlib.decompress(idat)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kiln-compile", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--chromium", default=shutil.which("chromium") or "")
+    args = ap.parse_args()
+    res = Results()
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    out, rep, ir_dir = (os.path.join(args.work, d) for d in ("out", "report", "ir"))
+    # Mixed formats (q4_k_m's rules) and an int8 KV cache: every table has rows of
+    # more than one kind.
+    flags = ["--quant=q4_k_m", "--kv-type=q8"]
+    text = run([args.kiln_compile, MODEL_A, "-o", out, "--report=" + rep, *flags]).stdout
+    run([args.kiln_compile, MODEL_A, "-o", ir_dir, "--emit=kernel-ir", *flags])
+    (ir_file,) = os.listdir(ir_dir)
+    plan = kernel_ir_plan(open(os.path.join(ir_dir, ir_file)).read())
+    report = json.load(open(os.path.join(rep, "report.json")))
+    sizes = report["sizes"]
+
+    consts = header_constants(out)
+    (pack,) = [f for f in os.listdir(out) if f.endswith(".kpack")]
+    for key, const in (("arena_bytes", "ARENA_BYTES"), ("kv_bytes", "KV_BYTES"),
+                       ("pack_bytes", "PACK_BYTES")):
+        res.check(sizes[key] == consts[const],
+                  "report.json %s %d == the header's %s %d" % (key, sizes[key], const,
+                                                               consts[const]))
+    res.check(sizes["pack_bytes"] == os.path.getsize(os.path.join(out, pack)),
+              "pack_bytes is the pack file's size")
+    res.check(sizes["activation_bytes"] == sizes["arena_bytes"] - sizes["kv_bytes"],
+              "activations are the arena less the KV cache")
+
+    names = [f["name"] for f in report["functions"]]
+    res.check(sorted(names) == sorted(plan), "functions %s as in the kernel IR" % names)
+    for fn in report["functions"]:
+        want = plan[fn["name"]]
+        res.check(fn["activation_bytes"] == want["activation_bytes"] and
+                  fn["activation_lower_bound"] == want["lower_bound"],
+                  "@%s: activation bytes %d and lower bound %d as plan-memory's attributes"
+                  % (fn["name"], fn["activation_bytes"], fn["activation_lower_bound"]))
+        slots = sorted((b["offset"], b["bytes"], b["scratch"]) for b in fn["buffers"])
+        res.check(slots == sorted(want["slots"]),
+                  "@%s: %d buffers, the slots of the kernel IR's ops" % (fn["name"], len(slots)))
+        top = max(b["offset"] + b["bytes"] for b in fn["buffers"])
+        inside = all(b["offset"] >= sizes["kv_bytes"] and 0 <= b["first"] <= b["last"] <
+                     fn["steps"] for b in fn["buffers"])
+        peak = [b for b in fn["buffers"] if b["first"] <= fn["peak_step"] <= b["last"]]
+        res.check(inside and top == sizes["kv_bytes"] + fn["activation_bytes"] and
+                  max(b["offset"] + b["bytes"] for b in peak) == top,
+                  "@%s: buffers after the KV cache, their top %d at the peak step %d"
+                  % (fn["name"], top, fn["peak_step"]))
+
+    table = [line.split() for line in text.splitlines()[1:] if re.match(r"\S+\s+\S+\s+\d+\s", line)
+             and not line.startswith(("weights:", "arena:", "total"))]
+    tensors = report["tensors"]
+    res.check([(t["name"], t["format"], t["bytes"]) for t in tensors] ==
+              [(r[0], r[1], int(r[2])) for r in table],
+              "%d tensors: names, formats and bytes as --report prints them" % len(tensors))
+    res.check(sum(t["bytes"] for t in tensors) == sizes["weights_bytes"],
+              "weights_bytes is the tensors' sum")
+    res.check(all((t["rms_error"] is None) == (r[3] == "as") for t, r in zip(tensors, table)),
+              "an rms error exactly where a tensor was converted")
+
+    page = Page()
+    page.feed(open(os.path.join(rep, "report.html")).read())
+    res.check(page.rows.get("sizes") == 5 and page.rows.get("tensors") == len(tensors),
+              "report.html: the sizes table and one row per tensor")
+    res.check("sizes-bar" in page.svgs and all(
+        page.rects.get("plan-" + fn["name"]) == len(fn["buffers"]) for fn in report["functions"]),
+              "report.html: the sizes bar and one SVG bar per buffer of each function's plan")
+    res.check(not page.external, "report.html refers to nothing else: %s" % page.external)
+
+    if not args.chromium:
+        res.check(False, "headless Chromium: not found (scripts/setup.sh installs it)")
+        return res.finish()
+    url = "file://" + os.path.join(rep, "report.html")
+    base = [args.chromium, "--headless", "--no-sandbox", "--disable-gpu",
+            "--enable-logging=stderr", "--v=0"]
+    dom = subprocess.run(base + ["--dump-dom", url], text=True, capture_output=True,
+                         timeout=120)
+    console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
+    res.check(dom.returncode == 0 and not console,
+              "Chromium renders report.html with nothing on the console %s" % console)
+    res.check(all(s in dom.stdout for s in ('<table id="sizes"', '<table id="tensors"',
+                                             '<svg id="sizes-bar"', 'class="plan"')),
+              "Chromium's DOM holds the tables and the SVG")
+    shot = os.path.join(args.work, "report.png")
+    subprocess.run(base + ["--screenshot=" + shot, "--window-size=1000,1400", url],
+                   capture_output=True, timeout=120)
+    pixels = png_pixels(shot) if os.path.exists(shot) else b""
+    res.check(len(set(pixels)) > 16, "the screenshot is not blank (%d distinct bytes)"
+              % len(set(pixels)))
+    return res.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
