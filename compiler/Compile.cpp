@@ -145,6 +145,16 @@ static void printReport(ModuleOp module, const PackInfo &pack, const Vocabulary 
 
 LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &out,
                             llvm::raw_ostream &errs) {
+  // The device first: a wrong name fails before the long work.
+  std::optional<Device> device;
+  if (!options.device.empty()) {
+    llvm::Expected<Device> d = findDevice(options.device);
+    if (!d) {
+      errs << "kiln-compile: error: " << llvm::toString(d.takeError()) << "\n";
+      return failure();
+    }
+    device = *d;
+  }
   // Mapped, not read: weights stay in the page cache until the pack is written.
   auto buffer = llvm::MemoryBuffer::getFile(options.input, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
@@ -244,10 +254,15 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
     return report(errs, options.input, "code generation failed");
   if (options.report)
     printReport(**module, *pack, *vocab, out);
-  if (!options.reportDir.empty())
-    if (llvm::Error e = writeReport(reportJson(**module, *pack, name, options.target),
-                                    options.reportDir))
-      return report(errs, options.reportDir, llvm::toString(std::move(e)));
+  if (!options.reportDir.empty() || device) {
+    llvm::json::Value json = reportJson(**module, *pack, name, options.target,
+                                        device ? &*device : nullptr);
+    if (device)
+      out << predictionLine(json, device->name) << "\n";
+    if (!options.reportDir.empty())
+      if (llvm::Error e = writeReport(json, options.reportDir))
+        return report(errs, options.reportDir, llvm::toString(std::move(e)));
+  }
   if (options.memoryBudget > 0) {
     int64_t total = pack->fileSize +
                     (**module)->getAttrOfType<IntegerAttr>("kiln.arena_bytes").getInt();

@@ -26,6 +26,7 @@ struct CompileOptions {
   std::string kvType = "f32"; // f32, f16 or q8
   bool report = false;        // per-tensor formats, bytes and errors; memory plan
   std::string reportDir;      // also report.json and report.html there
+  std::string device;         // a device of the table or a JSON file: its predicted speed
   int64_t memoryBudget = 0;   // bytes for weights + arena (KV included); 0: none
   std::string tile;           // "mr=M,kc=K": pins tile-for-cache's choice
   std::string fuse = "residual,swiglu,qkv,norm"; // kiln-fuse's patterns; empty: none

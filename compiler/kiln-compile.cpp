@@ -59,6 +59,12 @@ static cl::opt<std::string> report(
     cl::desc("Print each weight's format, bytes and quantization error, and the memory "
              "plan; --report=DIR also writes them to DIR/report.json and DIR/report.html"),
     cl::cat(category));
+static cl::opt<std::string> device(
+    "device", cl::value_desc("NAME|FILE"),
+    cl::desc("Print the decode and prefill speed a roofline model predicts on a device: "
+             "cortex-a76, cortex-a55, cortex-m7, riscv-rvv, or a JSON file of a host's "
+             "figures (bench/probes.c's line); --report=DIR lists them all"),
+    cl::init(""), cl::cat(category));
 static cl::opt<int64_t> memoryBudget(
     "memory-budget",
     cl::desc("Bytes for weights + arena (KV cache included): choose per-tensor formats "
@@ -121,6 +127,7 @@ int main(int argc, char **argv) {
   options.kvType = kvType;
   options.report = report.getNumOccurrences() > 0;
   options.reportDir = report;
+  options.device = device;
   options.memoryBudget = memoryBudget;
   options.tile = tile;
   options.threads = threads;

@@ -3,11 +3,15 @@
 #include "compiler/report/Report.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -170,6 +174,8 @@ for (const th of document.querySelectorAll("table.sortable th")) {
 }
 )js";
 
+void predictionsHtml(llvm::raw_ostream &os, const json::Object &r);
+
 void writeHtml(llvm::raw_ostream &os, const json::Object &r) {
   const json::Object &sizes = *r.getObject("sizes");
   const int64_t kv = num(sizes, "kv_bytes");
@@ -201,6 +207,7 @@ void writeHtml(llvm::raw_ostream &os, const json::Object &r) {
                           num(fn, "steps"));
       planSvg(os, fn, kv);
     }
+  predictionsHtml(os, r);
   os << "<h2>Weights</h2>\n<table id=\"tensors\" class=\"sortable\"><thead><tr><th>tensor</th>"
         "<th>format</th><th>bytes</th><th>rms error</th></tr></thead><tbody>\n";
   if (const json::Array *tensors = r.getArray("tensors"))
@@ -217,10 +224,189 @@ void writeHtml(llvm::raw_ostream &os, const json::Object &r) {
   os << "</tbody></table>\n<script>" << kSortScript << "</script>\n</body></html>\n";
 }
 
+/// What one decode step reads and computes, from the kernel IR: the bytes of
+/// every weight a matmul kernel reads (each once), the multiply-adds of those
+/// weights, the KV cache bytes and attention multiply-adds per position of
+/// context, the cache's capacity and the prefill chunk.
+struct Workload {
+  double weightBytes = 0, quantizedBytes = 0, macs = 0, kvBytesPerPosition = 0,
+         attentionMacsPerPosition = 0;
+  int64_t capacity = 1, chunk = 1;
+};
+
+Workload workloadOf(ModuleOp module, const PackInfo &pack) {
+  Workload w;
+  llvm::StringMap<uint64_t> packed;
+  for (const TensorReport &t : pack.tensors)
+    packed[t.name] = t.bytes;
+  llvm::StringSet<> seen;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (fn.getSymName() == "prefill")
+      w.chunk = cast<RankedTensorType>(fn.getArgumentTypes()[0]).getDimSize(0);
+    if (fn.getSymName() != "decode")
+      continue;
+    fn.walk([&](Operation *op) {
+      if (auto a = dyn_cast<AttentionOp>(op))
+        w.attentionMacsPerPosition += 2.0 * double(a.getNHead()) * double(a.getHeadDim());
+      if (auto c = dyn_cast<KvCacheOp>(op))
+        w.capacity = c.getType().getDimSize(0);
+      if (!isMatmulKernel(op))
+        return;
+      for (Value operand : op->getOperands()) {
+        auto weight = operand.getDefiningOp<WeightOp>();
+        if (!weight || weight.getType().getRank() != 2 || !seen.insert(weight.getName()).second)
+          continue;
+        auto it = packed.find(weight.getName());
+        double bytes = it != packed.end() ? double(it->second)
+                                          : double(getStorageBytes(weight.getType()));
+        w.weightBytes += bytes;
+        if (isQuantizedType(weight.getType().getElementType()))
+          w.quantizedBytes += bytes;
+        w.macs += double(weight.getType().getDimSize(0)) * double(weight.getType().getDimSize(1));
+      }
+    });
+  }
+  w.kvBytesPerPosition = double(intAttr(module, "kiln.kv_bytes")) / double(std::max<int64_t>(w.capacity, 1));
+  return w;
+}
+
+/// The roofline: a step takes the longer of its bytes over the bandwidth (the
+/// cache's when they fit in it) and its operations over the peak (int8 when
+/// most weight bytes are quantized).
+json::Object predict(const Workload &w, const Device &d) {
+  const double peak = (w.quantizedBytes * 2 > w.weightBytes ? d.int8Gops : d.fmaGFlops) * 1e9;
+  auto seconds = [&](double bytes, double ops, const char **bound) {
+    const double bw = (bytes <= d.cacheBytes ? d.cacheGBs : d.dramGBs) * 1e9;
+    const double memory = bytes / bw, compute = ops / peak;
+    if (bound)
+      *bound = memory >= compute ? "memory" : "compute";
+    return std::max(memory, compute);
+  };
+  auto decode = [&](double context, const char **bound) {
+    return 1.0 / seconds(w.weightBytes + w.kvBytesPerPosition * context,
+                         2.0 * (w.macs + w.attentionMacsPerPosition * context), bound);
+  };
+  const char *bound = "memory";
+  const double short16 = decode(16, &bound);
+  return json::Object{
+      {"device", d.name},
+      {"description", d.description},
+      {"dram_gbs", d.dramGBs},
+      {"cache_bytes", d.cacheBytes},
+      {"cache_gbs", d.cacheGBs},
+      {"fma_gflops", d.fmaGFlops},
+      {"int8_gops", d.int8Gops},
+      {"decode_tps_16", short16},
+      {"decode_bound_16", bound},
+      {"decode_tps_max", decode(double(w.capacity), nullptr)},
+      {"prefill_tps", 1.0 / seconds(w.weightBytes / double(w.chunk), 2.0 * w.macs, nullptr)}};
+}
+
+/// The predictions table of the page.
+void predictionsHtml(llvm::raw_ostream &os, const json::Object &r) {
+  const json::Object *w = r.getObject("workload");
+  os << "<h2>Predicted speed</h2>\n<p>A roofline per device: a decode step reads "
+     << llvm::formatv("{0:f0}", w ? w->getNumber("weight_bytes").value_or(0) : 0)
+     << " bytes of weights plus "
+     << llvm::formatv("{0:f0}", w ? w->getNumber("kv_bytes_per_position").value_or(0) : 0)
+     << " bytes of KV cache per position of context, and takes the longer of those bytes "
+        "over the device's bandwidth (its cache's when they fit) and its operations over "
+        "its int8 (quantized weights) or fp32 peak; prefill reads the weights once per "
+     << (w ? w->getInteger("prefill_chunk").value_or(1) : 1)
+     << "-token chunk. One core; the figures are the stated assumptions.</p>\n";
+  os << "<table id=\"predictions\" class=\"sortable\"><thead><tr><th>device</th>"
+        "<th>decode t/s @16</th><th>bound</th><th>decode t/s @max</th><th>prefill t/s</th>"
+        "<th>DRAM GB/s</th><th>cache bytes</th><th>cache GB/s</th><th>fp32 GFLOP/s</th>"
+        "<th>int8 GOPS</th></tr></thead><tbody>\n";
+  if (const json::Array *ps = r.getArray("predictions"))
+    for (const json::Value &v : *ps) {
+      const json::Object &p = *v.getAsObject();
+      auto n = [&](llvm::StringRef key) { return p.getNumber(key).value_or(0); };
+      os << llvm::formatv("<tr><td title=\"{0}\">{1}</td><td>{2:f1}</td><td>{3}</td>"
+                          "<td>{4:f1}</td><td>{5:f1}</td><td>{6:f1}</td><td>{7:f0}</td>"
+                          "<td>{8:f1}</td><td>{9:f1}</td><td>{10:f1}</td></tr>\n",
+                          escape(p.getString("description").value_or("")),
+                          escape(p.getString("device").value_or("")), n("decode_tps_16"),
+                          p.getString("decode_bound_16").value_or(""), n("decode_tps_max"),
+                          n("prefill_tps"), n("dram_gbs"), n("cache_bytes"), n("cache_gbs"),
+                          n("fma_gflops"), n("int8_gops"));
+    }
+  os << "</tbody></table>\n";
+}
+
 } // namespace
 
+const std::vector<Device> &kiln::deviceTable() {
+  // One core each; bandwidths are single-core reads.
+  static const std::vector<Device> devices = {
+      {"cortex-a76", "Cortex-A76 board core (Raspberry Pi 5 class: 2.4 GHz, 2 x 128-bit NEON, "
+                     "LPDDR4X; 2 MiB L3)",
+       9.0, 2.0 * 1048576, 40.0, 38.4, 153.6},
+      {"cortex-a55", "Cortex-A55 phone core (1.8 GHz, 1 x 128-bit NEON, LPDDR4; 1 MiB L3)", 4.0,
+       1048576, 15.0, 14.4, 57.6},
+      {"cortex-m7", "Cortex-M7 MCU (STM32H7 class: 480 MHz, one FPU FMA and SMLAD a cycle, "
+                    "weights in external SDRAM; 16 KiB D-cache)",
+       0.4, 16384, 1.9, 0.96, 1.92},
+      {"riscv-rvv", "RISC-V RVV board core (SpacemiT X60 class: 1.6 GHz, VLEN 256; 512 KiB L2)",
+       5.0, 524288, 20.0, 25.6, 51.2},
+  };
+  return devices;
+}
+
+llvm::Expected<Device> kiln::findDevice(llvm::StringRef spec) {
+  for (const Device &d : deviceTable())
+    if (d.name == spec)
+      return d;
+  std::string names;
+  for (const Device &d : deviceTable())
+    names += (names.empty() ? "" : ", ") + d.name;
+  auto buffer = llvm::MemoryBuffer::getFile(spec);
+  if (!buffer)
+    return llvm::createStringError(
+        "--device=%s: neither a device of the table (%s) nor a readable JSON file",
+        spec.str().c_str(), names.c_str());
+  llvm::Expected<json::Value> value = json::parse((*buffer)->getBuffer());
+  if (!value)
+    return llvm::createStringError("%s: not JSON: %s", spec.str().c_str(),
+                                   llvm::toString(value.takeError()).c_str());
+  const json::Object *o = value->getAsObject();
+  auto field = [&](llvm::StringRef key) { return o ? o->getNumber(key) : std::nullopt; };
+  if (!field("bandwidth_gbs") || !field("fma_gflops") || !field("int8_gops") ||
+      *field("bandwidth_gbs") <= 0 || *field("fma_gflops") <= 0 || *field("int8_gops") <= 0)
+    return llvm::createStringError("%s: a device needs positive bandwidth_gbs, fma_gflops "
+                                   "and int8_gops",
+                                   spec.str().c_str());
+  Device d;
+  d.name = o->getString("name").value_or("host").str();
+  d.description = ("measured: " + spec).str();
+  d.dramGBs = *field("bandwidth_gbs");
+  d.cacheBytes = field("cache_bytes").value_or(0);
+  d.cacheGBs = field("cache_gbs").value_or(d.dramGBs);
+  d.fmaGFlops = *field("fma_gflops");
+  d.int8Gops = *field("int8_gops");
+  return d;
+}
+
+std::string kiln::predictionLine(const json::Value &report, llvm::StringRef device) {
+  if (const json::Array *ps = report.getAsObject()->getArray("predictions"))
+    for (const json::Value &v : *ps) {
+      const json::Object &p = *v.getAsObject();
+      if (p.getString("device") != device)
+        continue;
+      return llvm::formatv("predicted on {0}: decode {1:f1} tokens/s at context 16 "
+                           "({2}-bound), {3:f1} at {4}; prefill {5:f1} tokens/s",
+                           device, p.getNumber("decode_tps_16").value_or(0),
+                           p.getString("decode_bound_16").value_or(""),
+                           p.getNumber("decode_tps_max").value_or(0),
+                           report.getAsObject()->getObject("workload")->getInteger("capacity").value_or(0),
+                           p.getNumber("prefill_tps").value_or(0))
+          .str();
+    }
+  return "";
+}
+
 json::Value kiln::reportJson(ModuleOp module, const PackInfo &pack, llvm::StringRef name,
-                             llvm::StringRef target) {
+                             llvm::StringRef target, const Device *extra) {
   uint64_t weights = 0;
   json::Array tensors;
   for (const TensorReport &t : pack.tensors) {
@@ -234,6 +420,12 @@ json::Value kiln::reportJson(ModuleOp module, const PackInfo &pack, llvm::String
   json::Array functions;
   for (auto fn : module.getOps<func::FuncOp>())
     functions.push_back(functionPlan(fn));
+  const Workload work = workloadOf(module, pack);
+  json::Array predictions;
+  for (const Device &d : deviceTable())
+    predictions.push_back(predict(work, d));
+  if (extra && llvm::none_of(deviceTable(), [&](const Device &d) { return d.name == extra->name; }))
+    predictions.push_back(predict(work, *extra));
   return json::Object{{"model", name},
                       {"target", target},
                       {"sizes", json::Object{{"pack_bytes", int64_t(pack.fileSize)},
@@ -242,7 +434,16 @@ json::Value kiln::reportJson(ModuleOp module, const PackInfo &pack, llvm::String
                                              {"kv_bytes", kv},
                                              {"activation_bytes", arena - kv}}},
                       {"functions", std::move(functions)},
-                      {"tensors", std::move(tensors)}};
+                      {"tensors", std::move(tensors)},
+                      {"workload", json::Object{{"weight_bytes", work.weightBytes},
+                                                {"quantized_bytes", work.quantizedBytes},
+                                                {"macs", work.macs},
+                                                {"kv_bytes_per_position", work.kvBytesPerPosition},
+                                                {"attention_macs_per_position",
+                                                 work.attentionMacsPerPosition},
+                                                {"capacity", work.capacity},
+                                                {"prefill_chunk", work.chunk}}},
+                      {"predictions", std::move(predictions)}};
 }
 
 llvm::Error kiln::writeReport(const json::Value &report, llvm::StringRef dir) {

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """kiln-compile --report=DIR: report.json's numbers against the generated
-header's constants, the pack file and plan-memory's attributes in the kernel IR;
-report.html's tables and SVG against report.json (parsed here), then the page in
-headless Chromium: no console message, the DOM holds the tables and SVG, and a
-screenshot that is not blank.
+header's constants, the pack file, plan-memory's attributes in the kernel IR and
+the model file's shapes; the predicted speeds against the roofline recomputed
+here from those numbers and each device's figures, for the table and for
+--device=FILE; report.html's tables and SVG against report.json (parsed here),
+then the page in headless Chromium: no console message, the DOM holds the
+tables and SVG, and a screenshot that is not blank.
 
   report_test.py --kiln-compile PATH --work DIR [--chromium PATH]"""
 import argparse
@@ -18,6 +20,13 @@ import zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 MODEL_A = os.path.join(ROOT, "test", "data", "tiny-llama-A", "tiny-llama-A-f32.gguf")
+sys.path.insert(0, os.path.join(ROOT, "test", "tools"))
+import gguf_tool  # noqa: E402
+
+TABLE_DEVICES = ["cortex-a76", "cortex-a55", "cortex-m7", "riscv-rvv"]
+# A host's figures as bench/probes.c prints them.
+HOST = {"name": "probe-host", "bandwidth_gbs": 12.5, "cache_bytes": 8388608, "cache_gbs": 30.0,
+        "fma_gflops": 150.0, "int8_gops": 600.0}
 
 
 class Results:
@@ -48,7 +57,7 @@ def header_constants(out):
     text = open(os.path.join(out, h)).read()
     prefix = h[:-2].upper() + "_"
     return {m.group(1): int(m.group(2))
-            for m in re.finditer("#define " + prefix + r"(\w+_BYTES) (\d+)u", text)}
+            for m in re.finditer("#define " + prefix + r"(\w+) (\d+)", text)}
 
 
 def kernel_ir_plan(ir):
@@ -139,7 +148,10 @@ def main():
     # Mixed formats (q4_k_m's rules) and an int8 KV cache: every table has rows of
     # more than one kind.
     flags = ["--quant=q4_k_m", "--kv-type=q8"]
-    text = run([args.kiln_compile, MODEL_A, "-o", out, "--report=" + rep, *flags]).stdout
+    host = os.path.join(args.work, "host.json")
+    json.dump(HOST, open(host, "w"))
+    text = run([args.kiln_compile, MODEL_A, "-o", out, "--report=" + rep, "--device=" + host,
+                *flags]).stdout
     run([args.kiln_compile, MODEL_A, "-o", ir_dir, "--emit=kernel-ir", *flags])
     (ir_file,) = os.listdir(ir_dir)
     plan = kernel_ir_plan(open(os.path.join(ir_dir, ir_file)).read())
@@ -189,10 +201,54 @@ def main():
     res.check(all((t["rms_error"] is None) == (r[3] == "as") for t, r in zip(tensors, table)),
               "an rms error exactly where a tensor was converted")
 
+    # The work of a token: every 2-D weight but the embedding table, from the
+    # model file's shapes; the KV cache per position of the header's context.
+    ne = {t["name"]: t["ne"] for t in gguf_tool.read_gguf(MODEL_A, load_data=False)[2]}
+    matmul = [t for t in tensors if t["name"] != "token_embd.weight" and "norm" not in t["name"]]
+    work = report["workload"]
+    macs = sum(ne[t["name"]][0] * ne[t["name"]][1] for t in matmul)
+    res.check(work["weight_bytes"] == sum(t["bytes"] for t in matmul) and work["macs"] == macs
+              and work["quantized_bytes"] == work["weight_bytes"],
+              "a decode step reads %d bytes of weights, %d multiply-adds"
+              % (work["weight_bytes"], work["macs"]))
+    res.check(work["capacity"] == consts["MAX_CONTEXT"] and
+              work["prefill_chunk"] == consts["PREFILL_CHUNK"] and
+              work["kv_bytes_per_position"] * work["capacity"] == sizes["kv_bytes"],
+              "KV cache %d bytes per position of %d; prefill chunk %d"
+              % (work["kv_bytes_per_position"], work["capacity"], work["prefill_chunk"]))
+
+    def roofline(d, context=None):
+        bw = lambda b: (d["cache_gbs"] if b <= d["cache_bytes"] else d["dram_gbs"]) * 1e9
+        peak = d["int8_gops"] * 1e9
+        if context is None:  # prefill: the weights once per chunk
+            b, ops = work["weight_bytes"] / work["prefill_chunk"], 2 * work["macs"]
+        else:
+            b = work["weight_bytes"] + work["kv_bytes_per_position"] * context
+            ops = 2 * (work["macs"] + work["attention_macs_per_position"] * context)
+        return 1 / max(b / bw(b), ops / peak)
+
+    preds = {p["device"]: p for p in report["predictions"]}
+    res.check(sorted(preds) == sorted(TABLE_DEVICES + [HOST["name"]]),
+              "predictions for the table and the --device file: %s" % sorted(preds))
+    close = lambda a, b: abs(a - b) <= 1e-9 * max(abs(b), 1)
+    res.check(all(close(p["decode_tps_16"], roofline(p, 16)) and
+                  close(p["decode_tps_max"], roofline(p, work["capacity"])) and
+                  close(p["prefill_tps"], roofline(p)) for p in preds.values()),
+              "every prediction is the roofline of its device's figures")
+    h = preds[HOST["name"]]
+    res.check(h["dram_gbs"] == HOST["bandwidth_gbs"] and h["cache_gbs"] == HOST["cache_gbs"] and
+              ("predicted on %s: decode %.1f tokens/s" % (HOST["name"], h["decode_tps_16"]))
+              in text, "--device=FILE reads the probes' figures; kiln-compile prints its line")
+    bad = subprocess.run([args.kiln_compile, MODEL_A, "-o", os.path.join(args.work, "bad"),
+                          "--device=no-such-board"], text=True, capture_output=True)
+    res.check(bad.returncode == 1 and "--device=no-such-board: neither a device of the table"
+              in bad.stderr, "an unknown device is an error naming it: " + bad.stderr.strip())
+
     page = Page()
     page.feed(open(os.path.join(rep, "report.html")).read())
-    res.check(page.rows.get("sizes") == 5 and page.rows.get("tensors") == len(tensors),
-              "report.html: the sizes table and one row per tensor")
+    res.check(page.rows.get("sizes") == 5 and page.rows.get("tensors") == len(tensors) and
+              page.rows.get("predictions") == len(preds),
+              "report.html: the sizes table, one row per tensor and per prediction")
     res.check("sizes-bar" in page.svgs and all(
         page.rects.get("plan-" + fn["name"]) == len(fn["buffers"]) for fn in report["functions"]),
               "report.html: the sizes bar and one SVG bar per buffer of each function's plan")
@@ -210,7 +266,8 @@ def main():
     res.check(dom.returncode == 0 and not console,
               "Chromium renders report.html with nothing on the console %s" % console)
     res.check(all(s in dom.stdout for s in ('<table id="sizes"', '<table id="tensors"',
-                                             '<svg id="sizes-bar"', 'class="plan"')),
+                                             '<table id="predictions"', '<svg id="sizes-bar"',
+                                             'class="plan"')),
               "Chromium's DOM holds the tables and the SVG")
     shot = os.path.join(args.work, "report.png")
     subprocess.run(base + ["--screenshot=" + shot, "--window-size=1000,1400", url],
