@@ -15,6 +15,7 @@
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
 #include <cmath>
 #include <map>
 
@@ -151,6 +152,38 @@ int panelFamily(Type element) {
   return element.isF16() ? KILN_UK_F16 : KILN_UK_F32;
 }
 
+/// A line on stderr while the tensors are encoded (quantized, repacked): the
+/// one at hand of how many, and the seconds since the first, at most ten
+/// times a second. Shown only on a terminal; it ends with the total.
+class Progress {
+public:
+  explicit Progress(size_t total)
+      : total(total), tty(llvm::errs().is_displayed()), start(Clock::now()) {}
+  ~Progress() {
+    if (shown)
+      llvm::errs() << llvm::formatv("\rkiln-compile: {0} tensors packed in {1:f1} s\x1b[K\n",
+                                    total, seconds());
+  }
+  void at(size_t i, llvm::StringRef name) {
+    if (!tty || (shown && seconds() - last < 0.1))
+      return;
+    last = seconds();
+    shown = true;
+    llvm::errs() << llvm::formatv("\rkiln-compile: packing tensor {0}/{1}, {2:f1} s: {3}\x1b[K",
+                                  i + 1, total, last, name);
+  }
+
+private:
+  using Clock = std::chrono::steady_clock;
+  double seconds() const {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  size_t total;
+  bool tty, shown = false;
+  Clock::time_point start;
+  double last = 0;
+};
+
 /// Row-layout bytes of `s` repacked into the panels its kernels read.
 Expected<std::vector<uint8_t>> repackPanels(const Segment &s, llvm::ArrayRef<uint8_t> rows) {
   Type element = s.type.getElementType();
@@ -232,8 +265,10 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
   std::vector<llvm::ArrayRef<uint8_t>> bytes;
   std::vector<std::vector<uint8_t>> owned(segments.size());
   std::vector<TensorReport> reports(segments.size());
+  Progress progress(segments.size());
   for (size_t i = 0; i < segments.size(); ++i) {
     const Segment &s = segments[i];
+    progress.at(i, s.name);
     Expected<llvm::ArrayRef<uint8_t>> b = segmentBytes(model, s, owned[i], reports[i]);
     if (!b)
       return b.takeError();

@@ -12,6 +12,7 @@ import argparse
 import html.parser
 import json
 import os
+import pty
 import re
 import shutil
 import subprocess
@@ -243,6 +244,28 @@ def main():
                           "--device=no-such-board"], text=True, capture_output=True)
     res.check(bad.returncode == 1 and "--device=no-such-board: neither a device of the table"
               in bad.stderr, "an unknown device is an error naming it: " + bad.stderr.strip())
+
+    # The progress line: on a terminal only, ending with the count and the time.
+    quiet = run([args.kiln_compile, MODEL_A, "-o", os.path.join(args.work, "quiet"),
+                 "--quant=q4_k"]).stderr
+    leader, follower = pty.openpty()
+    tty = subprocess.run([args.kiln_compile, MODEL_A, "-o", os.path.join(args.work, "tty"),
+                          "--quant=q4_k"], stderr=follower, stdout=subprocess.DEVNULL)
+    os.close(follower)
+    shown = b""
+    try:
+        while True:
+            chunk = os.read(leader, 1 << 16)
+            if not chunk:
+                break
+            shown += chunk
+    except OSError:
+        pass
+    os.close(leader)
+    last = shown.decode(errors="replace").split("\r")[-2:]
+    res.check(quiet == "" and tty.returncode == 0 and "packing tensor 1/57" in shown.decode()
+              and re.match(r"kiln-compile: 57 tensors packed in \d+\.\d s", last[0]) is not None,
+              "a progress line on a terminal (%r), none otherwise" % last[0][:60])
 
     page = Page()
     page.feed(open(os.path.join(rep, "report.html")).read())
