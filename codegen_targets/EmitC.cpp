@@ -1,6 +1,7 @@
 #include "codegen_targets/EmitC.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -106,6 +107,9 @@ public:
 
   /// One label per kernel call, in schedule order, for KILN_PROFILE builds.
   const std::vector<std::string> &sites() const { return siteLabels; }
+  /// The weight bytes each of those calls reads: its weights' segments for a
+  /// matmul kernel, 0 otherwise (an embedding reads one row).
+  const std::vector<int64_t> &siteWeightBytes() const { return siteBytes; }
   /// The functions that run the shares of split kernels.
   const std::string &sitesText() const { return siteFunctions; }
 
@@ -180,6 +184,7 @@ public:
       os << formatv("  KILN_TIMED({0}, {1});\n", siteLabels.size(),
                     call->setup.empty() ? statement : "{ " + statement + "; }");
       siteLabels.push_back(siteLabel(fn, op, call->name));
+      siteBytes.push_back(weightBytes(op));
       kernels.try_emplace(call->name, *call);
       for (const KernelCall &helper : call->helpers)
         kernels.try_emplace(helper.name, helper);
@@ -221,10 +226,21 @@ private:
     return (fn.getSymName() + " " + weight + kernel.drop_front(info.name.size() + 1)).str();
   }
 
+  static int64_t weightBytes(Operation &op) {
+    int64_t bytes = 0;
+    if (isMatmulKernel(&op))
+      for (Value v : op.getOperands())
+        if (auto w = v.getDefiningOp<WeightOp>())
+          if (auto seg = w->getAttrOfType<SegmentAttr>("segment"))
+            bytes += seg.getBytes();
+    return bytes;
+  }
+
   const TargetDescription &target;
   const ModelInfo &info;
   std::map<std::string, KernelCall> &kernels;
   std::vector<std::string> siteLabels;
+  std::vector<int64_t> siteBytes;
   std::string siteFunctions;
 };
 
@@ -264,14 +280,17 @@ typedef struct {0}_model {{
   int32_t pos;                      /* tokens in the KV cache */
 {15}#ifdef KILN_PROFILE
   /* Set by the caller after open: a clock in any unit; each kernel call adds
-   * its time to site_time, which open zeroes. */
+   * its time to site_time and one to site_calls, which open zeroes. */
   uint64_t (*clock)(void);
   uint64_t site_time[{1}_PROFILE_SITES];
+  uint64_t site_calls[{1}_PROFILE_SITES];
 #endif
 } {0}_model;
 
 /* What each profiled kernel call is, e.g. "decode blk.0.ffn_up.weight matmul_f32_n768_k256". */
 extern const char *const {0}_profile_sites[{1}_PROFILE_SITES];
+/* The weight bytes each of those calls reads (matmuls; 0 for the others). */
+extern const uint64_t {0}_profile_weight_bytes[{1}_PROFILE_SITES];
 
 /* Checks the arena (64-byte aligned, at least {1}_ARENA_BYTES) and that the
  * pack was written for this code. The source and arena must outlive the model. */
@@ -343,6 +362,10 @@ kiln_status {0}_open({0}_model *m, const kiln_pack_source *src, void *arena,
   m->arena = NULL;
   m->source = NULL;
   m->pos = 0;
+#ifdef KILN_PROFILE
+  memset(m->site_time, 0, sizeof m->site_time);
+  memset(m->site_calls, 0, sizeof m->site_calls);
+#endif
 {7}{6}  s = kiln_arena_check(arena, arena_bytes, {1}_ARENA_BYTES);
   if (s != KILN_OK)
     return s;
@@ -554,7 +577,7 @@ if(KILN_HOSTED)
     KILN_ARENA_BYTES={1}_ARENA_BYTES KILN_VOCAB={1}_VOCAB
     KILN_MAX_CONTEXT={1}_MAX_CONTEXT KILN_PREFILL_CHUNK={1}_PREFILL_CHUNK
     KILN_DEFAULT_PACK="{0}.kpack" KILN_PROFILE_SITES={1}_PROFILE_SITES KILN_THREADS={1}_THREADS
-    KILN_PROFILE_NAMES={0}_profile_sites)
+    KILN_PROFILE_NAMES={0}_profile_sites KILN_PROFILE_WEIGHT_BYTES={0}_profile_weight_bytes)
   target_link_libraries(kiln-generate PRIVATE {0})
 endif()
 )cm",
@@ -651,9 +674,11 @@ LogicalResult kiln::emitC(ModuleOp module, const TargetDescription &target,
               "offset. */\n#include \"{0}.h\"\n#include \"{0}_kernels.h\"\n\n"
               "#include <string.h>\n\n",
               info.name);
-  std::string sites;
+  std::string sites, siteBytes;
   for (const std::string &label : emitter.sites())
     sites += formatv("    \"{0}\",\n", label);
+  for (int64_t bytes : emitter.siteWeightBytes())
+    siteBytes += formatv("    {0}u,\n", bytes);
   source += formatv(R"c(/* KILN_PROFILE builds time every kernel call with the caller's clock. */
 #ifdef KILN_PROFILE
 #define KILN_TIMED(site, call)                                                   \
@@ -661,6 +686,7 @@ LogicalResult kiln::emitC(ModuleOp module, const TargetDescription &target,
     uint64_t start_ = m->clock();                                               \
     call;                                                                        \
     m->site_time[site] += m->clock() - start_;                                  \
+    m->site_calls[site] += 1;                                                   \
   } while (0)
 #else
 #define KILN_TIMED(site, call) call
@@ -669,8 +695,11 @@ LogicalResult kiln::emitC(ModuleOp module, const TargetDescription &target,
 const char *const {0}_profile_sites[{1}_PROFILE_SITES] = {{
 {2}};
 
+const uint64_t {0}_profile_weight_bytes[{1}_PROFILE_SITES] = {{
+{3}};
+
 )c",
-                    info.name, info.upper, sites);
+                    info.name, info.upper, sites, siteBytes);
   if (info.threads > 1)
     source += formatv(R"c(/* What the schedule hands a split kernel's shares. */
 typedef struct run_args {{

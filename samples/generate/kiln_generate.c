@@ -33,6 +33,7 @@
 extern const kiln_model_api KILN_MODEL_API;
 #ifdef KILN_PROFILE
 extern const char *const KILN_PROFILE_NAMES[KILN_PROFILE_SITES];
+extern const uint64_t KILN_PROFILE_WEIGHT_BYTES[KILN_PROFILE_SITES];
 #endif
 
 static KILN_MODEL_TYPE model;
@@ -41,7 +42,8 @@ static float logits[(size_t)KILN_PREFILL_CHUNK * KILN_VOCAB];
 static int32_t tokens[KILN_MAX_CONTEXT];
 
 typedef struct options {
-  const char *pack, *prompt, *ids, *dump, *perplexity, *kl_base, *system;
+  const char *pack, *prompt, *ids, *dump, *perplexity, *kl_base, *system, *profile;
+  double bandwidth_gbs;
   int32_t n_generate, ctx, chunks, threads;
   int prefill, tokenize, ignore_eos, chat;
   kiln_sampler_params sampling;
@@ -67,7 +69,10 @@ static void usage(void) {
           "                 print the mean KL divergence from them\n"
           "  --chat         a conversation in the model's chat template: each line of\n"
           "                 stdin is a user turn, answered with at most -n tokens\n"
-          "  -sys TEXT      the system turn that opens the conversation\n");
+          "  -sys TEXT      the system turn that opens the conversation\n"
+          "  --profile FILE.html  (a KILN_PROFILE build) also write the kernel calls'\n"
+          "                 times as FILE.json and a layer x kernel heatmap as FILE.html\n"
+          "  --bandwidth GB/s  the host's read bandwidth, for the heatmap's fractions\n");
 }
 
 static double now(void) {
@@ -107,6 +112,8 @@ static int parse(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--ctx")) o->ctx = atoi(v), ++i;
     else if (!strcmp(a, "--chunks")) o->chunks = atoi(v), ++i;
     else if (!strcmp(a, "--kl-base")) o->kl_base = v, ++i;
+    else if (!strcmp(a, "--profile")) o->profile = v, ++i;
+    else if (!strcmp(a, "--bandwidth")) o->bandwidth_gbs = atof(v), ++i;
     else if (!strcmp(a, "-sys") || !strcmp(a, "--system")) o->system = v, ++i;
     else if (!strcmp(a, "--temp")) o->sampling.temperature = (float)atof(v), ++i;
     else if (!strcmp(a, "--top-k")) o->sampling.top_k = atoi(v), ++i;
@@ -230,6 +237,203 @@ static void print_profile(void) {
             total ? 100.0 * (double)sum / (double)total : 0.0, (int)strcspn(a, " "), a,
             (int)strcspn(ka, "_"), ka, calls);
   }
+}
+#endif
+
+#ifdef KILN_PROFILE
+/* The layer of a profile site ("blk.N." in its label), or -1. */
+static int site_layer(const char *label) {
+  const char *b = strstr(label, "blk.");
+  return b ? atoi(b + 4) : -1;
+}
+
+/* A site's function (its label's first word) and kind (its kernel's name up
+ * to the first '_'), as lengths into the label. */
+static const char *site_kind(const char *label, int *n) {
+  const char *k = strrchr(label, ' ') + 1;
+  *n = (int)strcspn(k, "_");
+  return k;
+}
+
+static int same_word(const char *a, int na, const char *b, int nb) {
+  return na == nb && !strncmp(a, b, (size_t)na);
+}
+
+/* FILE.json beside FILE.html. */
+static void json_path(const char *html, char *out, size_t cap) {
+  size_t n = strlen(html);
+  if (n > 5 && !strcmp(html + n - 5, ".html"))
+    n -= 5;
+  snprintf(out, cap, "%.*s.json", (int)n, html);
+}
+
+static int write_profile_json(const char *path, double bandwidth_gbs) {
+  FILE *f = fopen(path, "w");
+  int i;
+  if (!f)
+    return 0;
+  fprintf(f, "{\"bandwidth_gbs\": %g, \"sites\": [\n", bandwidth_gbs);
+  for (i = 0; i < KILN_PROFILE_SITES; ++i) {
+    const char *l = KILN_PROFILE_NAMES[i];
+    int nk;
+    const char *k = site_kind(l, &nk);
+    fprintf(f,
+            "  {\"function\": \"%.*s\", \"layer\": %d, \"kernel\": \"%s\", \"kind\": \"%.*s\", "
+            "\"label\": \"%s\", \"calls\": %llu, \"ns\": %llu, \"weight_bytes\": %llu}%s\n",
+            (int)strcspn(l, " "), l, site_layer(l), k, nk, k, l,
+            (unsigned long long)model.site_calls[i], (unsigned long long)model.site_time[i],
+            (unsigned long long)KILN_PROFILE_WEIGHT_BYTES[i], i + 1 < KILN_PROFILE_SITES ? "," : "");
+  }
+  fprintf(f, "]}\n");
+  return fclose(f) == 0;
+}
+
+/* One function's layer x kind heatmap (cells: ms, shaded by their share of
+ * the hottest), then its kinds: calls, time, share, weight bytes read and the
+ * bandwidth that achieved (and its fraction of the host's when given). */
+static void profile_function_html(FILE *f, const char *fn, double bandwidth_gbs) {
+  const char *kinds[KILN_PROFILE_SITES];
+  int kind_n[KILN_PROFILE_SITES], nkinds = 0, i, k, layer, max_layer = -1;
+  const int fnl = (int)strlen(fn);
+  double total = 0.0, hottest = 0.0;
+  for (i = 0; i < KILN_PROFILE_SITES; ++i) {
+    const char *l = KILN_PROFILE_NAMES[i];
+    int nk;
+    const char *kd = site_kind(l, &nk);
+    if (!same_word(l, (int)strcspn(l, " "), fn, fnl))
+      continue;
+    total += (double)model.site_time[i];
+    max_layer = site_layer(l) > max_layer ? site_layer(l) : max_layer;
+    for (k = 0; k < nkinds && !same_word(kinds[k], kind_n[k], kd, nk); ++k)
+      ;
+    if (k == nkinds)
+      kinds[nkinds] = kd, kind_n[nkinds++] = nk;
+  }
+  /* cell totals, to shade them */
+  for (layer = -1; layer <= max_layer; ++layer)
+    for (k = 0; k < nkinds; ++k) {
+      double cell = 0.0;
+      for (i = 0; i < KILN_PROFILE_SITES; ++i) {
+        const char *l = KILN_PROFILE_NAMES[i];
+        int nk;
+        const char *kd = site_kind(l, &nk);
+        if (same_word(l, (int)strcspn(l, " "), fn, fnl) && site_layer(l) == layer &&
+            same_word(kd, nk, kinds[k], kind_n[k]))
+          cell += (double)model.site_time[i];
+      }
+      hottest = cell > hottest ? cell : hottest;
+    }
+  fprintf(f, "<h2>%s: %.3f ms</h2>\n<table class=\"heatmap\" id=\"heatmap-%s\"><thead><tr><th>layer</th>",
+          fn, total * 1e-6, fn);
+  for (k = 0; k < nkinds; ++k)
+    fprintf(f, "<th>%.*s</th>", kind_n[k], kinds[k]);
+  fprintf(f, "</tr></thead><tbody>\n");
+  for (layer = 0; layer <= max_layer + 1; ++layer) {
+    const int l0 = layer <= max_layer ? layer : -1; /* the calls outside the layers last */
+    if (l0 < 0)
+      fprintf(f, "<tr><td>other</td>");
+    else
+      fprintf(f, "<tr><td>%d</td>", l0);
+    for (k = 0; k < nkinds; ++k) {
+      double cell = 0.0;
+      int any = 0;
+      for (i = 0; i < KILN_PROFILE_SITES; ++i) {
+        const char *l = KILN_PROFILE_NAMES[i];
+        int nk;
+        const char *kd = site_kind(l, &nk);
+        if (same_word(l, (int)strcspn(l, " "), fn, fnl) && site_layer(l) == l0 &&
+            same_word(kd, nk, kinds[k], kind_n[k]))
+          cell += (double)model.site_time[i], any = 1;
+      }
+      if (any)
+        fprintf(f, "<td style=\"background:rgba(225,87,89,%.3f)\">%.3f</td>",
+                hottest > 0 ? cell / hottest : 0.0, cell * 1e-6);
+      else
+        fprintf(f, "<td></td>");
+    }
+    fprintf(f, "</tr>\n");
+  }
+  fprintf(f, "</tbody></table>\n<table class=\"kinds\" id=\"kinds-%s\"><thead><tr><th>kernel</th>"
+             "<th>calls</th><th>ms</th><th>share</th><th>weight bytes read</th><th>GB/s</th>"
+             "<th>of the host's</th></tr></thead><tbody>\n", fn);
+  for (k = 0; k < nkinds; ++k) {
+    double t = 0.0, bytes = 0.0;
+    unsigned long long calls = 0;
+    for (i = 0; i < KILN_PROFILE_SITES; ++i) {
+      const char *l = KILN_PROFILE_NAMES[i];
+      int nk;
+      const char *kd = site_kind(l, &nk);
+      if (same_word(l, (int)strcspn(l, " "), fn, fnl) && same_word(kd, nk, kinds[k], kind_n[k])) {
+        t += (double)model.site_time[i];
+        bytes += (double)KILN_PROFILE_WEIGHT_BYTES[i] * (double)model.site_calls[i];
+        calls += model.site_calls[i];
+      }
+    }
+    fprintf(f, "<tr><td>%.*s</td><td>%llu</td><td>%.3f</td><td>%.1f%%</td><td>%.0f</td>",
+            kind_n[k], kinds[k], calls, t * 1e-6, total > 0 ? 100.0 * t / total : 0.0, bytes);
+    if (bytes > 0 && t > 0)
+      fprintf(f, "<td>%.2f</td><td>%s%.2f</td></tr>\n", bytes / t,
+              bandwidth_gbs > 0 ? "" : "-", bandwidth_gbs > 0 ? bytes / t / bandwidth_gbs : 0.0);
+    else
+      fprintf(f, "<td></td><td></td></tr>\n");
+  }
+  fprintf(f, "</tbody></table>\n");
+}
+
+/* A decode step's calls in schedule order, each as wide as its time per step:
+ * they run one after another (a split kernel's shares end at a barrier), so
+ * this is the step's critical path. */
+static void profile_path_svg(FILE *f) {
+  double step = 0.0, x = 0.0;
+  int i;
+  for (i = 0; i < KILN_PROFILE_SITES; ++i)
+    if (!strncmp(KILN_PROFILE_NAMES[i], "decode ", 7) && model.site_calls[i])
+      step += (double)model.site_time[i] / (double)model.site_calls[i];
+  fprintf(f, "<h2>A decode step's critical path: %.1f us</h2>\n<svg id=\"critical-path\" width=\"900\" "
+             "height=\"40\" role=\"img\">\n", step * 1e-3);
+  for (i = 0; i < KILN_PROFILE_SITES; ++i) {
+    double t;
+    int nk;
+    const char *kd = site_kind(KILN_PROFILE_NAMES[i], &nk);
+    if (strncmp(KILN_PROFILE_NAMES[i], "decode ", 7) || !model.site_calls[i])
+      continue;
+    t = (double)model.site_time[i] / (double)model.site_calls[i];
+    fprintf(f, "<rect class=\"call\" x=\"%.2f\" y=\"0\" width=\"%.2f\" height=\"40\" "
+               "fill=\"hsl(%d,55%%,55%%)\" stroke=\"#fff\" stroke-width=\"0.5\"><title>%s: %.1f us "
+               "(%.*s)</title></rect>\n",
+            step > 0 ? 900.0 * x / step : 0.0, step > 0 ? 900.0 * t / step : 0.0,
+            (int)(kd[0] * 37 + kd[1] * 11) % 360, KILN_PROFILE_NAMES[i], t * 1e-3, nk, kd);
+    x += t;
+  }
+  fprintf(f, "</svg>\n");
+}
+
+/* FILE.json and FILE.html of --profile. */
+static int write_profile(const char *html, double bandwidth_gbs) {
+  char json[4096];
+  FILE *f;
+  json_path(html, json, sizeof json);
+  if (!write_profile_json(json, bandwidth_gbs) || !(f = fopen(html, "w"))) {
+    fprintf(stderr, "kiln-generate: %s: cannot write the profile\n", html);
+    return 0;
+  }
+  fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+             "<title>Kiln profile</title>\n<style>body{font-family:sans-serif;margin:24px}"
+             "table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;"
+             "padding:2px 8px;text-align:right}th{background:#eee}</style></head><body>\n"
+             "<h1>Kernel time by layer and kernel</h1>\n<p>Milliseconds over the run, each cell "
+             "shaded by its share of the hottest; per kernel the weight bytes its calls read "
+             "and the bandwidth that achieved%s.</p>\n",
+          bandwidth_gbs > 0 ? ", as a fraction of the host's read bandwidth" : "");
+  profile_function_html(f, "prefill", bandwidth_gbs);
+  profile_function_html(f, "decode", bandwidth_gbs);
+  profile_path_svg(f);
+  fprintf(f, "</body></html>\n");
+  if (fclose(f) != 0) {
+    fprintf(stderr, "kiln-generate: %s: cannot write the profile\n", html);
+    return 0;
+  }
+  return 1;
 }
 #endif
 
@@ -558,6 +762,13 @@ int main(int argc, char **argv) {
                                                          : generate(api, &tok, &o);
 #ifdef KILN_PROFILE
   print_profile();
+  if (o.profile && !write_profile(o.profile, o.bandwidth_gbs))
+    rc = 1;
+#else
+  if (o.profile) {
+    fprintf(stderr, "kiln-generate: --profile needs a build with -DKILN_PROFILE=ON\n");
+    rc = 1;
+  }
 #endif
   api->close(&model);
 #if KILN_THREADS > 1

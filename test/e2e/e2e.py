@@ -100,6 +100,52 @@ def npy_rows(path):
     return [flat[i * shape[1]:(i + 1) * shape[1]] for i in range(shape[0])]
 
 
+def profile_heatmap(res, args, gguf, generate, pack, out, sites, prompt, *flags):
+    """kiln-generate --profile=FILE.html of a KILN_PROFILE build: FILE.json's
+    calls and times per site against the printed profile and the run's shape,
+    its weight bytes per call against the pack's tensors (--report), and the
+    page in headless Chromium."""
+    html = os.path.join(out, "profile.html")
+    r = run([generate, "--pack", pack, "-p", prompt, "-n", "12", "--ignore-eos",
+             "--profile", html, "--bandwidth", "20"])
+    prof = json.load(open(os.path.join(out, "profile.json")))["sites"]
+    total_ms = float(r.stderr.split("profile:")[1].split()[0])
+    by_fn = {f: [s for s in prof if s["function"] == f] for f in ("prefill", "decode")}
+    res.check(len(prof) == sites and abs(sum(s["ns"] for s in prof) * 1e-6 - total_ms) < 2e-3 and
+              len({s["calls"] for s in by_fn["decode"]}) == 1 and
+              len({s["calls"] for s in by_fn["prefill"]}) == 1 and
+              by_fn["decode"][0]["calls"] == 11,
+              f"profile.json: {sites} sites, every decode site called 11 times (12 tokens), "
+              f"their times the printed {total_ms} ms")
+    table = run([args.kiln_compile, gguf, "-o", os.path.join(out, "report-only"),
+                 f"--target={args.target}", "--report", *flags]).stdout
+    bytes_of = {f[0]: int(f[2]) for f in (line.split() for line in table.splitlines())
+                if len(f) >= 4 and f[0].endswith(".weight") and f[2].isdigit()}
+    matmuls = [s for s in prof if s["kind"] in ("qkv", "residual", "swiglu", "matmul")]
+    res.check(matmuls and all(s["weight_bytes"] == sum(bytes_of[w] for w in
+                                                       s["label"].split()[1].split("+"))
+                              for s in matmuls) and
+              all(s["weight_bytes"] == 0 for s in prof if s not in matmuls) and
+              all(s["layer"] == int(s["label"].split("blk.")[1].split(".")[0])
+                  for s in prof if "blk." in s["label"]),
+              f"profile.json: {len(matmuls)} matmul sites read their weights' pack bytes, "
+              "the others none; layers from the labels")
+    chromium = shutil.which("chromium")
+    if not chromium:
+        res.check(False, "headless Chromium: not found (scripts/setup.sh --test installs it)")
+        return
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                          "--enable-logging=stderr", "--v=0", "--dump-dom", "file://" + html],
+                         text=True, capture_output=True, timeout=120)
+    console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
+    calls = sum(1 for s in by_fn["decode"] if s["calls"])
+    res.check(dom.returncode == 0 and not console and 'id="heatmap-prefill"' in dom.stdout and
+              'id="heatmap-decode"' in dom.stdout and
+              dom.stdout.count('class="call"') == calls,
+              f"profile.html in Chromium: two heatmaps, {calls} calls on the decode step's "
+              f"path, nothing on the console {console}")
+
+
 def model_a(args):
     res = Results()
     gguf = os.path.join(MODEL_A, "tiny-llama-A-f32.gguf")
@@ -374,6 +420,13 @@ def app(args):
     sites = int(run(["grep", "-c", "KILN_TIMED([0-9]", os.path.join(out, name + ".c")]).stdout)
     res.check(kinds and calls == sites and any("decode attention" in k for k in kinds),
               f"KILN_PROFILE build: time by kind covers all {sites} calls: " + " | ".join(kinds[:3]))
+    profile_heatmap(res, args, os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"),
+                    os.path.join(bp, "kiln-generate"), os.path.join(out, name + ".kpack"), out,
+                    sites, p["text"])
+    r = subprocess.run(gen + ["--tokens", "1", "-n", "1", "--profile",
+                              os.path.join(out, "none.html")], text=True, capture_output=True)
+    res.check(r.returncode == 1 and "--profile needs a build with -DKILN_PROFILE=ON" in r.stderr,
+              f"--profile without KILN_PROFILE: {r.stderr.strip()}")
     # Perplexity, protocol of ../shared/models/README.md: 32 chunks of 256.
     r = run(gen + ["--perplexity", os.path.join(MODEL_A, "val.txt"), "--ctx", "256",
                    "--chunks", "32"])
