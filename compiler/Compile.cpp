@@ -255,8 +255,12 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
   if (options.report)
     printReport(**module, *pack, *vocab, out);
   if (!options.reportDir.empty() || device) {
+    CodeMeasure code;
+    if (!options.reportDir.empty())
+      code = measureCode(options.outputDir, name, target->isaVariant().compileOptions);
     llvm::json::Value json = reportJson(**module, *pack, name, options.target,
-                                        device ? &*device : nullptr);
+                                        device ? &*device : nullptr,
+                                        options.reportDir.empty() ? nullptr : &code);
     if (device)
       out << predictionLine(json, device->name) << "\n";
     if (!options.reportDir.empty())

@@ -8,10 +8,15 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include <functional>
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Object/ObjectFile.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -192,7 +197,25 @@ void writeHtml(llvm::raw_ostream &os, const json::Object &r) {
   for (const char *key : {"pack_bytes", "weights_bytes", "arena_bytes", "kv_bytes",
                           "activation_bytes"})
     os << llvm::formatv("<tr><td>{0}</td><td>{1}</td></tr>\n", key, num(sizes, key));
-  os << "</tbody></table>\n";
+  if (const json::Object *code = r.getObject("code")) {
+    if (code->getString("compiler")) {
+      os << llvm::formatv("<tr><td>model_text_bytes</td><td>{0}</td></tr>\n"
+                          "<tr><td>runtime_text_bytes</td><td>{1}</td></tr>\n",
+                          num(*code, "model_text_bytes"), num(*code, "runtime_text_bytes"));
+      std::optional<int64_t> stack = code->getInteger("stack_bound_bytes");
+      os << "<tr><td>stack_bound_bytes</td><td>"
+         << (stack ? std::to_string(*stack) : std::string("unbounded")) << "</td></tr>\n";
+      os << "</tbody></table>\n<p>Machine code and stack as " << escape(*code->getString("compiler"))
+         << " builds the folder; the stack bound is the deepest chain of direct calls (from "
+         << escape(code->getString("stack_entry").value_or("")) << "), library calls and "
+         << "calls through function pointers not counted.</p>\n";
+    } else {
+      os << "</tbody></table>\n<p>Code size and stack not measured: "
+         << escape(code->getString("note").value_or("")) << ".</p>\n";
+    }
+  } else {
+    os << "</tbody></table>\n";
+  }
   sizesSvg(os, sizes);
   os << "<h2>Memory plan</h2>\n<p>One bar per buffer over the schedule's steps (across) at "
         "its arena offset (down; scratch grey), below the KV cache; the peak step in red, "
@@ -405,8 +428,133 @@ std::string kiln::predictionLine(const json::Value &report, llvm::StringRef devi
   return "";
 }
 
+namespace {
+
+/// Machine-code bytes of an object file: its executable sections.
+int64_t textBytes(llvm::StringRef object) {
+  auto file = llvm::object::ObjectFile::createObjectFile(object);
+  if (!file) {
+    llvm::consumeError(file.takeError());
+    return 0;
+  }
+  int64_t bytes = 0;
+  for (const llvm::object::SectionRef &section : file->getBinary()->sections())
+    if (section.isText())
+      bytes += int64_t(section.getSize());
+  return bytes;
+}
+
+/// The deepest stack over the call graphs of GCC's .ci files: each function's
+/// frame plus its deepest callee's, -1 where a cycle or an unbounded frame is
+/// reached. Calls through function pointers are not in the graph.
+void stackBound(const std::vector<std::string> &graphs, CodeMeasure &m) {
+  llvm::StringMap<int64_t> frame; // -1: unbounded
+  llvm::StringMap<std::vector<std::string>> callees;
+  llvm::Regex node("node: \\{ title: \"([^\"]+)\" label: \"[^\"]*\\\\n([0-9]+) bytes \\(([a-z,]+)\\)");
+  llvm::Regex edge("edge: \\{ sourcename: \"([^\"]+)\" targetname: \"([^\"]+)\"");
+  for (const std::string &g : graphs)
+    for (llvm::StringRef line : llvm::split(g, '\n')) {
+      llvm::SmallVector<llvm::StringRef, 4> f;
+      if (node.match(line, &f))
+        frame[f[1]] = f[3] == "dynamic" ? -1 : std::stoll(f[2].str());
+      else if (edge.match(line, &f))
+        callees[f[1]].push_back(f[2].str());
+    }
+  llvm::StringMap<int64_t> depth;
+  llvm::StringSet<> open;
+  std::function<int64_t(llvm::StringRef)> deepest = [&](llvm::StringRef fn) -> int64_t {
+    auto known = depth.find(fn);
+    if (known != depth.end())
+      return known->second;
+    if (!open.insert(fn).second)
+      return -1; // recursion
+    auto own = frame.find(fn);
+    int64_t below = 0, self = own == frame.end() ? 0 : own->second;
+    for (const std::string &callee : callees.lookup(fn)) {
+      int64_t d = deepest(callee);
+      below = d < 0 || below < 0 ? -1 : std::max(below, d);
+    }
+    open.erase(fn);
+    return depth[fn] = self < 0 || below < 0 ? -1 : self + below;
+  };
+  m.stackBytes = 0;
+  for (const auto &f : frame) {
+    int64_t d = deepest(f.getKey());
+    if (d < 0) {
+      m.stackBytes = -1;
+      m.stackEntry = f.getKey().str();
+      return;
+    }
+    if (d > m.stackBytes)
+      m.stackBytes = d, m.stackEntry = f.getKey().str();
+  }
+  // A static function's node is named after its file's path: keep the file.
+  m.stackEntry = llvm::sys::path::filename(m.stackEntry).str();
+}
+
+} // namespace
+
+CodeMeasure kiln::measureCode(llvm::StringRef dir, llvm::StringRef name,
+                              llvm::StringRef options) {
+  CodeMeasure m;
+  auto cc = llvm::sys::findProgramByName("gcc");
+  if (!cc) {
+    m.note = "no gcc on the PATH";
+    return m;
+  }
+  llvm::SmallString<128> work;
+  if (llvm::sys::fs::createUniqueDirectory("kiln-report", work)) {
+    m.note = "no scratch directory";
+    return m;
+  }
+  auto path = [&](llvm::StringRef a, llvm::StringRef b, llvm::StringRef c = "") {
+    llvm::SmallString<256> p(a);
+    llvm::sys::path::append(p, b);
+    if (!c.empty())
+      llvm::sys::path::append(p, c);
+    return std::string(p);
+  };
+  const std::vector<std::pair<std::string, bool>> sources = {
+      {name.str() + ".c", true},          {name.str() + "_kernels.c", true},
+      {"runtime/src/status.c", false},    {"runtime/src/pack.c", false},
+      {"runtime/src/tokenizer.c", false}, {"runtime/src/sampler.c", false}};
+  llvm::SmallVector<llvm::StringRef> flags;
+  llvm::SplitString(options, flags);
+  std::vector<std::string> graphs;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const std::string object = path(work, "o" + std::to_string(i) + ".o");
+    std::vector<std::string> args = {*cc, "-O2", "-std=c99", "-ffp-contract=off",
+                                     "-fstack-usage", "-fcallgraph-info=su", "-c",
+                                     "-I", dir.str(), "-I", path(dir, "runtime", "include")};
+    for (llvm::StringRef f : flags)
+      args.push_back(f.str());
+    args.insert(args.end(), {path(dir, sources[i].first), "-o", object});
+    std::vector<llvm::StringRef> argv(args.begin(), args.end());
+    const std::string log = path(work, "log");
+    std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(log),
+                                                  llvm::StringRef(log)};
+    std::string error;
+    if (llvm::sys::ExecuteAndWait(*cc, argv, std::nullopt, redirects, 0, 0, &error) != 0) {
+      auto text = llvm::MemoryBuffer::getFile(log);
+      m.note = "gcc cannot build " + sources[i].first + " for the target: " +
+               (text ? (*text)->getBuffer().take_until([](char c) { return c == '\n'; }).str()
+                     : error);
+      llvm::sys::fs::remove_directories(work);
+      return m;
+    }
+    (sources[i].second ? m.modelText : m.runtimeText) += textBytes(object);
+    if (auto ci = llvm::MemoryBuffer::getFile(path(work, "o" + std::to_string(i) + ".ci")))
+      graphs.push_back((*ci)->getBuffer().str());
+  }
+  llvm::sys::fs::remove_directories(work);
+  stackBound(graphs, m);
+  m.compiler = "gcc -O2 " + options.str();
+  return m;
+}
+
 json::Value kiln::reportJson(ModuleOp module, const PackInfo &pack, llvm::StringRef name,
-                             llvm::StringRef target, const Device *extra) {
+                             llvm::StringRef target, const Device *extra,
+                             const CodeMeasure *code) {
   uint64_t weights = 0;
   json::Array tensors;
   for (const TensorReport &t : pack.tensors) {
@@ -433,6 +581,17 @@ json::Value kiln::reportJson(ModuleOp module, const PackInfo &pack, llvm::String
                                              {"arena_bytes", arena},
                                              {"kv_bytes", kv},
                                              {"activation_bytes", arena - kv}}},
+                      {"code", code && !code->compiler.empty()
+                                   ? json::Value(json::Object{
+                                         {"compiler", code->compiler},
+                                         {"model_text_bytes", code->modelText},
+                                         {"runtime_text_bytes", code->runtimeText},
+                                         {"stack_bound_bytes",
+                                          code->stackBytes < 0 ? json::Value(nullptr)
+                                                               : json::Value(code->stackBytes)},
+                                         {"stack_entry", code->stackEntry}})
+                                   : json::Value(json::Object{
+                                         {"note", code ? code->note : "not measured"}})},
                       {"functions", std::move(functions)},
                       {"tensors", std::move(tensors)},
                       {"workload", json::Object{{"weight_bytes", work.weightBytes},

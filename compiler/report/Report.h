@@ -34,6 +34,22 @@ const std::vector<Device> &deviceTable();
 /// name, cache_bytes, cache_gbs).
 llvm::Expected<Device> findDevice(llvm::StringRef spec);
 
+/// The generated folder as a C compiler builds it for the target: the bytes
+/// of machine code of the model (its schedule and kernels) and of the
+/// runtime, and a bound of the stack over the direct calls the compiler's
+/// call graph shows (GCC's -fstack-usage / -fcallgraph-info). Empty
+/// `compiler` when it could not be measured, and `note` says why.
+struct CodeMeasure {
+  std::string compiler, note;
+  int64_t modelText = 0, runtimeText = 0;
+  int64_t stackBytes = -1; // -1: unbounded (recursion, dynamic frames) or unknown
+  std::string stackEntry;
+};
+
+/// Compiles DIR's model `name` and runtime with the target's options into a
+/// scratch directory and measures them.
+CodeMeasure measureCode(llvm::StringRef dir, llvm::StringRef name, llvm::StringRef options);
+
 /// The report of the planned and packed `module` as JSON: the model's name,
 /// target, sizes (pack, arena, KV cache, activations per function), every
 /// weight (name, format, bytes, relative RMS error or null when stored as
@@ -43,7 +59,8 @@ llvm::Expected<Device> findDevice(llvm::StringRef spec);
 /// operations) and the speed a roofline model predicts on every device of the
 /// table, and on `extra` when given.
 llvm::json::Value reportJson(mlir::ModuleOp module, const PackInfo &pack, llvm::StringRef name,
-                             llvm::StringRef target, const Device *extra);
+                             llvm::StringRef target, const Device *extra,
+                             const CodeMeasure *code);
 
 /// "predicted on NAME: decode ... tokens/s at context 16 and C, prefill ...",
 /// the line --report prints for --device, from reportJson's value.

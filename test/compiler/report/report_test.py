@@ -267,9 +267,51 @@ def main():
               and re.match(r"kiln-compile: 57 tensors packed in \d+\.\d s", last[0]) is not None,
               "a progress line on a terminal (%r), none otherwise" % last[0][:60])
 
+    # Machine code and stack as gcc builds the folder, measured again here:
+    # `size` of each object's .text sections, the deepest chain of the call
+    # graphs GCC writes.
+    code = report["code"]
+    scratch = os.path.join(args.work, "objects")
+    os.makedirs(scratch)
+    text = {"model": 0, "runtime": 0}
+    graphs = []
+    name = [f for f in os.listdir(out) if f.endswith("_kernels.c")][0][:-len("_kernels.c")]
+    for i, (src, part) in enumerate([(name + ".c", "model"), (name + "_kernels.c", "model")] +
+                                    [("runtime/src/%s.c" % f, "runtime")
+                                     for f in ("status", "pack", "tokenizer", "sampler")]):
+        obj = os.path.join(scratch, "%d.o" % i)
+        run(["gcc", "-O2", "-std=c99", "-ffp-contract=off", "-fcallgraph-info=su", "-c", "-I", out,
+             "-I", os.path.join(out, "runtime", "include"), os.path.join(out, src), "-o", obj])
+        sections = run(["size", "-A", "-d", obj]).stdout.splitlines()
+        text[part] += sum(int(line.split()[1]) for line in sections
+                          if line.startswith(".text"))
+        graphs.append(open(os.path.join(scratch, "%d.ci" % i)).read())
+    frames, calls = {}, {}
+    for g in graphs:
+        for m in re.finditer(r'node: \{ title: "([^"]+)" label: "[^"]*\\n(\d+) bytes \(([a-z,]+)\)', g):
+            frames[m.group(1)] = int(m.group(2))
+        for m in re.finditer(r'edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"', g):
+            calls.setdefault(m.group(1), []).append(m.group(2))
+    memo = {}
+
+    def deepest(fn):
+        if fn not in memo:
+            memo[fn] = frames.get(fn, 0) + max([deepest(c) for c in calls.get(fn, [])] or [0])
+        return memo[fn]
+
+    bound = max(deepest(f) for f in frames)
+    res.check(code.get("model_text_bytes") == text["model"] and
+              code.get("runtime_text_bytes") == text["runtime"] and
+              code.get("stack_bound_bytes") == bound and bound >= max(frames.values()),
+              "code: %s model bytes, %s runtime bytes, stack bound %s (from %s) as gcc, size "
+              "and the call graph give them" % (code.get("model_text_bytes"),
+                                                code.get("runtime_text_bytes"),
+                                                code.get("stack_bound_bytes"),
+                                                code.get("stack_entry")))
+
     page = Page()
     page.feed(open(os.path.join(rep, "report.html")).read())
-    res.check(page.rows.get("sizes") == 5 and page.rows.get("tensors") == len(tensors) and
+    res.check(page.rows.get("sizes") == 8 and page.rows.get("tensors") == len(tensors) and
               page.rows.get("predictions") == len(preds),
               "report.html: the sizes table, one row per tensor and per prediction")
     res.check("sizes-bar" in page.svgs and all(
