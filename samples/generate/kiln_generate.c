@@ -259,6 +259,16 @@ static int same_word(const char *a, int na, const char *b, int nb) {
   return na == nb && !strncmp(a, b, (size_t)na);
 }
 
+/* Whether site i is of function fn (length fnl), of `layer` (any when below
+ * -1) and of the kind k (length nk; any when NULL). */
+static int site_is(int i, const char *fn, int fnl, int layer, const char *k, int nk) {
+  const char *l = KILN_PROFILE_NAMES[i];
+  int n;
+  const char *kind = site_kind(l, &n);
+  return same_word(l, (int)strcspn(l, " "), fn, fnl) && (layer < -1 || site_layer(l) == layer) &&
+         (!k || same_word(kind, n, k, nk));
+}
+
 /* FILE.json beside FILE.html. */
 static void json_path(const char *html, char *out, size_t cap) {
   size_t n = strlen(html);
@@ -300,7 +310,7 @@ static void profile_function_html(FILE *f, const char *fn, double bandwidth_gbs)
     const char *l = KILN_PROFILE_NAMES[i];
     int nk;
     const char *kd = site_kind(l, &nk);
-    if (!same_word(l, (int)strcspn(l, " "), fn, fnl))
+    if (!site_is(i, fn, fnl, -2, NULL, 0))
       continue;
     total += (double)model.site_time[i];
     max_layer = site_layer(l) > max_layer ? site_layer(l) : max_layer;
@@ -313,14 +323,9 @@ static void profile_function_html(FILE *f, const char *fn, double bandwidth_gbs)
   for (layer = -1; layer <= max_layer; ++layer)
     for (k = 0; k < nkinds; ++k) {
       double cell = 0.0;
-      for (i = 0; i < KILN_PROFILE_SITES; ++i) {
-        const char *l = KILN_PROFILE_NAMES[i];
-        int nk;
-        const char *kd = site_kind(l, &nk);
-        if (same_word(l, (int)strcspn(l, " "), fn, fnl) && site_layer(l) == layer &&
-            same_word(kd, nk, kinds[k], kind_n[k]))
+      for (i = 0; i < KILN_PROFILE_SITES; ++i)
+        if (site_is(i, fn, fnl, layer, kinds[k], kind_n[k]))
           cell += (double)model.site_time[i];
-      }
       hottest = cell > hottest ? cell : hottest;
     }
   fprintf(f, "<h2>%s: %.3f ms</h2>\n<table class=\"heatmap\" id=\"heatmap-%s\"><thead><tr><th>layer</th>",
@@ -337,14 +342,9 @@ static void profile_function_html(FILE *f, const char *fn, double bandwidth_gbs)
     for (k = 0; k < nkinds; ++k) {
       double cell = 0.0;
       int any = 0;
-      for (i = 0; i < KILN_PROFILE_SITES; ++i) {
-        const char *l = KILN_PROFILE_NAMES[i];
-        int nk;
-        const char *kd = site_kind(l, &nk);
-        if (same_word(l, (int)strcspn(l, " "), fn, fnl) && site_layer(l) == l0 &&
-            same_word(kd, nk, kinds[k], kind_n[k]))
+      for (i = 0; i < KILN_PROFILE_SITES; ++i)
+        if (site_is(i, fn, fnl, l0, kinds[k], kind_n[k]))
           cell += (double)model.site_time[i], any = 1;
-      }
       if (any)
         fprintf(f, "<td style=\"background:rgba(225,87,89,%.3f)\">%.3f</td>",
                 hottest > 0 ? cell / hottest : 0.0, cell * 1e-6);
@@ -360,10 +360,7 @@ static void profile_function_html(FILE *f, const char *fn, double bandwidth_gbs)
     double t = 0.0, bytes = 0.0;
     unsigned long long calls = 0;
     for (i = 0; i < KILN_PROFILE_SITES; ++i) {
-      const char *l = KILN_PROFILE_NAMES[i];
-      int nk;
-      const char *kd = site_kind(l, &nk);
-      if (same_word(l, (int)strcspn(l, " "), fn, fnl) && same_word(kd, nk, kinds[k], kind_n[k])) {
+      if (site_is(i, fn, fnl, -2, kinds[k], kind_n[k])) {
         t += (double)model.site_time[i];
         bytes += (double)KILN_PROFILE_WEIGHT_BYTES[i] * (double)model.site_calls[i];
         calls += model.site_calls[i];

@@ -22,27 +22,14 @@ import zlib
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 MODEL_A = os.path.join(ROOT, "test", "data", "tiny-llama-A", "tiny-llama-A-f32.gguf")
 sys.path.insert(0, os.path.join(ROOT, "test", "tools"))
+sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
 import gguf_tool  # noqa: E402
+from e2e import Results  # noqa: E402
 
 TABLE_DEVICES = ["cortex-a76", "cortex-a55", "cortex-m7", "riscv-rvv"]
 # A host's figures as bench/probes.c prints them.
 HOST = {"name": "probe-host", "bandwidth_gbs": 12.5, "cache_bytes": 8388608, "cache_gbs": 30.0,
         "fma_gflops": 150.0, "int8_gops": 600.0}
-
-
-class Results:
-    def __init__(self):
-        self.failed = 0
-        self.passed = 0
-
-    def check(self, ok, what):
-        print(("PASS " if ok else "FAIL ") + what, flush=True)
-        self.passed += bool(ok)
-        self.failed += not ok
-
-    def finish(self):
-        print("%d passed, %d failed" % (self.passed, self.failed))
-        return 1 if self.failed else 0
 
 
 def run(cmd):
