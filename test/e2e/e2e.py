@@ -135,7 +135,8 @@ def profile_heatmap(res, args, gguf, generate, pack, out, sites, prompt, *flags)
         res.check(False, "headless Chromium: not found (scripts/setup.sh --test installs it)")
         return
     dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
-                          "--enable-logging=stderr", "--v=0", "--dump-dom", "file://" + html],
+                          "--disable-dev-shm-usage", "--enable-logging=stderr", "--v=0",
+                          "--dump-dom", "file://" + html],
                          text=True, capture_output=True, timeout=120)
     console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
     calls = sum(1 for s in by_fn["decode"] if s["calls"])

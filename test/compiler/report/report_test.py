@@ -310,8 +310,9 @@ def main():
         res.check(False, "headless Chromium: not found (scripts/setup.sh installs it)")
         return res.finish()
     url = "file://" + os.path.join(rep, "report.html")
+    # No sandbox (root in CI) and no /dev/shm (small in containers).
     base = [args.chromium, "--headless", "--no-sandbox", "--disable-gpu",
-            "--enable-logging=stderr", "--v=0"]
+            "--disable-dev-shm-usage", "--enable-logging=stderr", "--v=0"]
     dom = subprocess.run(base + ["--dump-dom", url], text=True, capture_output=True,
                          timeout=120)
     console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
