@@ -26,16 +26,22 @@ int64_t layerOf(StringRef name) {
 }
 
 /// Names of the 2-D weights that only matmul kernels read, as weights, in a
-/// format the panel kernels have (f32, f16 and the int8/int4 families; the
-/// other GGUF block formats and bf16 keep the file's rows). The weights of one
-/// fused kernel share a layout, so one that must keep rows keeps its partners
-/// in rows too.
-llvm::StringSet<> matmulOnlyWeights(ModuleOp module) {
+/// format the panel kernels have (f32, f16, the int8/int4 families and the
+/// GGUF block formats in `blockPanels`; the other block formats and bf16 keep
+/// the file's rows). The weights of one fused kernel share a layout, so one
+/// that must keep rows keeps its partners in rows too.
+llvm::StringSet<> matmulOnlyWeights(ModuleOp module, StringRef blockPanels) {
+  llvm::SmallVector<StringRef> formats;
+  blockPanels.split(formats, ',', -1, /*KeepEmpty=*/false);
+  auto hasPanels = [&](Type element) {
+    if (element.isBF16())
+      return false;
+    return !isGgmlBlockType(element) || llvm::is_contained(formats, getGgmlBlockName(element));
+  };
   llvm::StringSet<> candidates, excluded;
   module.walk([&](WeightOp op) {
     Type element = op.getType().getElementType();
-    bool onlyMatmul = op.getType().getRank() == 2 && !isGgmlBlockType(element) &&
-                      !element.isBF16();
+    bool onlyMatmul = op.getType().getRank() == 2 && hasPanels(element);
     for (OpOperand &use : op->getUses())
       onlyMatmul &= isMatmulWeight(use);
     (onlyMatmul ? candidates : excluded).insert(op.getName());
@@ -61,7 +67,7 @@ struct PackLayoutPass : kiln::impl::PackLayoutBase<PackLayoutPass> {
     ModuleOp module = getOperation();
     llvm::StringSet<> panelled;
     if (panelRows > 0)
-      panelled = matmulOnlyWeights(module);
+      panelled = matmulOnlyWeights(module, blockPanels);
     llvm::StringMap<SegmentAttr> segments;
     int64_t end = 0, lastLayer = -1;
     WalkResult result = module.walk([&](WeightOp op) -> WalkResult {

@@ -23,7 +23,8 @@ int64_t activationGroup(mlir::Type element);
 /// Bytes a matmul over a quantized weight needs to hold `rows` input rows of `k`
 /// values quantized per group of `group`: per group an f32 scale, an int32 sum
 /// per `sumGroup` values unless that is 0 (panel kernels: per group; the GGUF
-/// block formats: per 16), then the int8 values.
+/// block formats: per 16), then the int8 values; the block formats' rows end
+/// with a 32-bit word per 64 values (the int16 sums of its two 32s).
 int64_t activationScratchBytes(int64_t rows, int64_t k, int64_t group, int64_t sumGroup);
 
 /// The `sumGroup` of activationScratchBytes for a weight format and layout.
@@ -73,6 +74,8 @@ void buildGraphPipeline(mlir::OpPassManager &pm, const QuantizeOptions &quantize
 /// What the kernel-level passes need to know of the target.
 struct KernelTarget {
   int64_t panelRows = 0;    // rows per weight panel; 0 keeps the row layout
+  // GGUF block formats (comma-separated) that the panel kernels also read.
+  const char *blockPanels = "";
   int64_t l2Bytes = 262144; // cache model for tile-for-cache
   int64_t vectorBytes = 16;
   int64_t registers = 16;

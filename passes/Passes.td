@@ -106,6 +106,9 @@ def PackLayout : Pass<"kiln-pack-layout", "mlir::ModuleOp"> {
   let options = [
     Option<"panelRows", "panel-rows", "int64_t", /*default=*/"0",
            "Output rows per weight panel (0: keep the model's row layout)">,
+    Option<"blockPanels", "block-panels", "std::string", /*default=*/"\"\"",
+           "GGUF block formats the target's panel kernels read (comma-separated, "
+           "e.g. q4_k); the others keep the file's rows">,
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

@@ -19,6 +19,7 @@ void kiln::buildKernelPipeline(OpPassManager &pm, const KernelTarget &target,
                                llvm::StringRef tile, int64_t threads) {
   PackLayoutOptions layout;
   layout.panelRows = target.panelRows;
+  layout.blockPanels = target.blockPanels;
   pm.addPass(createPackLayout(layout));
   TileForCacheOptions tiling;
   tiling.l2 = target.l2Bytes;

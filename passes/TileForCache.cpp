@@ -70,8 +70,11 @@ struct TileForCachePass : kiln::impl::TileForCacheBase<TileForCachePass> {
       int64_t k = inputType.getDimSize(1);
       int64_t group = getBlockElements(element);
       int64_t mr = pinned->mr;
+      // Accumulators per row: a float one, and an int32 one (int8 weights) or
+      // two (a k-quant's super-block and sub-block sums).
+      int64_t perRow = isGgmlBlockType(element) ? 3 : integer ? 2 : 1;
       if (!mr)
-        mr = std::clamp((registers - 4) / (integer ? 2 : 1), int64_t(1), kMaxTileRows);
+        mr = std::clamp((registers - 4) / perRow, int64_t(1), kMaxTileRows);
       // The kernel passes over a panel once per row tile and over the
       // activations once per panel, so a K block of both should stay in L2.
       // Bytes per column of K: the panel's weights (group scales included) and

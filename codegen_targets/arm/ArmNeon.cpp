@@ -5,8 +5,9 @@
 
 // 4-row panels (one int32x4 or float32x4), 32 vector registers; 512 KiB of L2 per
 // core as on Cortex-A76/A78-class cores.
-static constexpr kiln::KernelTarget kNeonKernels{/*panelRows=*/4, /*l2Bytes=*/524288,
-                                                 /*vectorBytes=*/16, /*registers=*/32};
+static constexpr kiln::KernelTarget kNeonKernels{/*panelRows=*/4, /*blockPanels=*/"",
+                                                 /*l2Bytes=*/524288, /*vectorBytes=*/16,
+                                                 /*registers=*/32};
 
 const kiln::IsaVariant &kiln::armNeonVariant() {
   static const IsaVariant variant{"arm-neon", "codegen_targets/arm/neon/kiln_uk_neon_panels.h",

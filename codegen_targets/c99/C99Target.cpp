@@ -291,7 +291,7 @@ private:
     int64_t k = w.k, g = w.element.group, groups = k / g;
     q.params = "const float *x, void *scratch, int32_t rows";
     q.args = {input, scratch, "rows"};
-    if (w.panel) {
+    if (w.panel && !w.element.blocks) {
       q.name = formatv("{0}_panel_quantize_k{1}_g{2}", prefix, k, g);
       q.body = formatv("  panel_quantize_rows(x, scratch, rows, {0}, {1});\n", k, g);
       return q;
@@ -329,7 +329,9 @@ private:
                                    llvm::StringRef hi) {
     const ElementCode &c = w.element;
     std::string family = "KILN_UK_" + llvm::StringRef(c.family).upper();
-    if (c.blocks)
+    if (c.blocks && w.panel) // the panel family of a block format (kiln_uk_pack.h)
+      family = c.family == "q4_k" ? "KILN_UK_Q4K" : "";
+    else if (c.blocks)
       return formatv("  matmul_blocks({0}, {1}, {2}, scratch, rows, {3}, {4}, {5}, {6});\n", family,
                      wName, y, n, w.k, lo, hi);
     if (w.panel) {

@@ -15,7 +15,17 @@
  *                 (unsigned; the kernel subtracts 128 x the activations' sum).
  *             i4: g / 8 quads; byte (r, j) of quad c is byte 4c + j of the row
  *                 layout's group, i.e. column 4c + j in the low nibble and
- *                 column g/2 + 4c + j in the high one, each + 8. */
+ *                 column g/2 + 4c + j in the high one, each + 8.
+ *   q4k       GGUF q4_k, g = 256. Per super-block: nr f16 d, nr f16 dmin,
+ *             three arrays of nr 32-bit words S0, S1, S2 with each row's eight
+ *             6-bit scales sc and mins m, then 32 quads of nr x 4 code bytes:
+ *             row r's bytes 4c..4c+3 of the super-block's 128 (codes of
+ *             sub-block 2(c/8) in the low nibbles, of 2(c/8)+1 in the high;
+ *             columns 4(c%8)..4(c%8)+3 of each).
+ *             Byte i of S0 is sc[2i] | (m[2i] >> 4) << 6, byte i of S1
+ *             sc[2i+1] | (m[2i+1] >> 4) << 6, and S2 holds m[2i] & 15 at bit
+ *             4i and m[2i+1] & 15 at bit 16 + 4i: a shift and a mask give a
+ *             sub-block's scales in every lane, and the mins in 16-bit pairs. */
 #ifndef KILN_UK_PACK_H
 #define KILN_UK_PACK_H
 
@@ -23,7 +33,7 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { KILN_UK_F32 = 0, KILN_UK_F16 = 1, KILN_UK_I8 = 2, KILN_UK_I4 = 3 };
+enum { KILN_UK_F32 = 0, KILN_UK_F16 = 1, KILN_UK_I8 = 2, KILN_UK_I4 = 3, KILN_UK_Q4K = 4 };
 
 /* Limits of the kernels that the compiler checks against: the largest register
  * tile of activation rows the panel kernels are instantiated for (the cases of
@@ -37,6 +47,7 @@ static inline size_t kiln_uk_row_bytes(int family, int32_t k, int32_t g) {
   case KILN_UK_F32: return (size_t)k * 4u;
   case KILN_UK_F16: return (size_t)k * 2u;
   case KILN_UK_I8: return (size_t)(k / g) * (size_t)(2 + g);
+  case KILN_UK_Q4K: return (size_t)(k / 256) * 144u;
   default: return (size_t)(k / g) * (size_t)(2 + g / 2);
   }
 }
@@ -45,6 +56,34 @@ static inline size_t kiln_uk_row_bytes(int family, int32_t k, int32_t g) {
 static inline size_t kiln_uk_panel_bytes(int family, int32_t n, int32_t k, int32_t g,
                                          int32_t nr) {
   return (size_t)((n + nr - 1) / nr) * (size_t)nr * kiln_uk_row_bytes(family, k, g);
+}
+
+static inline void kiln_uk_put_u32le(uint8_t *p, uint32_t v) {
+  p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16), p[3] = (uint8_t)(v >> 24);
+}
+
+/* One q4_k super-block (144 bytes at s) as row r of a panel's super-block at p. */
+static inline void kiln_uk_pack_q4k_block(const uint8_t *s, uint8_t *p, int32_t r, int32_t nr) {
+  const uint8_t *q = s + 4; /* GGUF's 12 bytes of packed scales and mins */
+  uint32_t w0 = 0, w1 = 0, w2 = 0;
+  int32_t j, c;
+  for (j = 0; j < 8; ++j) {
+    uint32_t sc = j < 4 ? (uint32_t)(q[j] & 63) : (uint32_t)((q[j + 4] & 15) | ((q[j - 4] >> 6) << 4));
+    uint32_t m = j < 4 ? (uint32_t)(q[j + 4] & 63) : (uint32_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    uint32_t byte = (sc | (m >> 4) << 6) << (8 * (j / 2));
+    if (j % 2 == 0)
+      w0 |= byte;
+    else
+      w1 |= byte;
+    w2 |= (m & 15u) << (4 * (j / 2) + 16 * (j % 2));
+  }
+  memcpy(p + 2 * r, s, 2);
+  memcpy(p + 2 * nr + 2 * r, s + 2, 2);
+  kiln_uk_put_u32le(p + 4 * nr + 4 * r, w0);
+  kiln_uk_put_u32le(p + 8 * nr + 4 * r, w1);
+  kiln_uk_put_u32le(p + 12 * nr + 4 * r, w2);
+  for (c = 0; c < 32; ++c)
+    memcpy(p + (size_t)(16 + 4 * c) * (size_t)nr + 4 * (size_t)r, s + 16 + 4 * c, 4);
 }
 
 static inline void kiln_uk_pack_panels(int family, const uint8_t *src, uint8_t *dst,
@@ -60,6 +99,11 @@ static inline void kiln_uk_pack_panels(int family, const uint8_t *src, uint8_t *
       size_t es = family == KILN_UK_F32 ? 4u : 2u;
       for (j = 0; j < k; ++j)
         memcpy(panel + ((size_t)j * (size_t)nr + (size_t)r) * es, s + (size_t)j * es, es);
+      continue;
+    }
+    if (family == KILN_UK_Q4K) {
+      for (b = 0; b < k / 256; ++b)
+        kiln_uk_pack_q4k_block(s + 144 * (size_t)b, panel + 144 * (size_t)nr * (size_t)b, r, nr);
       continue;
     }
     {

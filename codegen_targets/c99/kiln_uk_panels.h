@@ -24,6 +24,17 @@ static inline size_t panel_act_stride(int32_t k, int32_t g) {
   return (size_t)(k / g) * 8u + (size_t)k;
 }
 
+/* Bytes apart of the activation rows that the panels of a family read: the
+ * q4_k panels take the block formats' rows (blocks_quantize_row). */
+static inline size_t panel_family_stride(int family, int32_t k, int32_t g) {
+#ifdef KILN_UK_HAS_PANEL_Q4K
+  if (family == KILN_UK_Q4K)
+    return blocks_act_stride(k, g);
+#endif
+  (void)family;
+  return panel_act_stride(k, g);
+}
+
 /* The tile for the rows left, as a constant for each instantiation. */
 #define KILN_UK_TILE_SWITCH(rows_left, mr_max, CALL)                                     \
   switch ((rows_left) < (mr_max) ? (rows_left) : (mr_max)) {                             \
@@ -57,7 +68,7 @@ KILN_UK_INLINE void panel_quantize_rows(const float *x, void *scratch, int32_t r
 KILN_UK_INLINE void matmul_panel_int(int family, const uint8_t *w, float *y, const void *scratch,
                                      int32_t rows, int32_t n, int32_t k, int32_t g,
                                      int32_t mr_max, int32_t kc, int32_t p0, int32_t p1) {
-  const size_t stride = panel_act_stride(k, g);
+  const size_t stride = panel_family_stride(family, k, g);
   const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, g);
   const uint8_t *s = (const uint8_t *)scratch;
   int32_t r, p, b0;

@@ -2,10 +2,11 @@
 // (codegen_targets/x86/avx2/), with AVX-VNNI int8 dot products for the second.
 #include "codegen_targets/Target.h"
 
-// 8-row panels (one ymm of int32 or f32 lanes), 16 vector registers; 256 KiB of
-// L2 per core as on most AVX2 parts.
-static constexpr kiln::KernelTarget kAvx2Kernels{/*panelRows=*/8, /*l2Bytes=*/262144,
-                                                 /*vectorBytes=*/32, /*registers=*/16};
+// 8-row panels (one ymm of int32 or f32 lanes, q4_k too), 16 vector registers;
+// 256 KiB of L2 per core as on most AVX2 parts.
+static constexpr kiln::KernelTarget kAvx2Kernels{/*panelRows=*/8, /*blockPanels=*/"q4_k",
+                                                 /*l2Bytes=*/262144, /*vectorBytes=*/32,
+                                                 /*registers=*/16};
 
 const kiln::IsaVariant &kiln::x86Avx2Variant() {
   static const IsaVariant variant{

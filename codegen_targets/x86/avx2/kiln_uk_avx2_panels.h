@@ -67,6 +67,79 @@ static inline void store_lanes(float *p, __m256 v, int32_t valid) {
   memcpy(p, t, sizeof(float) * (size_t)valid);
 }
 
+/* 32-bit lanes of v shifted left by `left` bits (right for a negative one). */
+static inline __m256i panel_shift32(__m256i v, int32_t left) {
+  return left >= 0 ? _mm256_sll_epi32(v, _mm_cvtsi32_si128(left))
+                   : _mm256_srl_epi32(v, _mm_cvtsi32_si128(-left));
+}
+
+/* As the AVX-512 panel_tile_q4k, 8 output rows: mr k-quant activation rows
+ * against super-blocks b0..b1-1 of one q4_k panel. */
+KILN_UK_INLINE void panel_tile_q4k(const uint8_t *panel, const uint8_t *xs, size_t stride,
+                                   int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
+                                   int32_t ldy, int32_t valid) {
+  const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u, pairs_at = xq_at + (size_t)k;
+  const __m256i low = _mm256_set1_epi8(15), six = _mm256_set1_epi32(63);
+  __m256 acc[KILN_UK_MR_MAX];
+  int32_t r, b, i, h, c;
+  for (r = 0; r < mr; ++r)
+    acc[r] = b0 == 0 ? _mm256_setzero_ps() : load_lanes(y + (size_t)r * (size_t)ldy, valid);
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * 144u * 8u;
+    const __m256i s0 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32)),
+                  s1 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 64)),
+                  s2 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 96));
+    __m256i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX], mins[4];
+    __m256 d, dmin;
+    for (c = 0; c < 144 * 8; c += 64)
+      KILN_UK_PREFETCH(gp + c);
+    for (r = 0; r < mr; ++r)
+      is[r] = _mm256_setzero_si256();
+    for (i = 0; i < 4; ++i)
+      for (h = 0; h < 2; ++h) { /* sub-block 2i + h: the low or the high nibbles */
+        const __m256i sc = _mm256_and_si256(panel_shift32(h ? s1 : s0, -8 * i), six);
+        for (r = 0; r < mr; ++r)
+          part[r] = _mm256_setzero_si256();
+        for (c = 0; c < 8; ++c) {
+          __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 128 + 32 * (8 * i + c)));
+          v = _mm256_and_si256(h ? _mm256_srli_epi16(v, 4) : v, low);
+          for (r = 0; r < mr; ++r) {
+            const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at);
+            part[r] = dot_u8s8(part[r], v,
+                               _mm256_set1_epi32(load_i32(q + 256 * b + 64 * i + 32 * h + 4 * c)));
+          }
+        }
+        for (r = 0; r < mr; ++r) {
+          __m256i t = _mm256_mullo_epi32(part[r], sc);
+          is[r] = _mm256_add_epi32(is[r], t);
+        }
+      }
+    /* mins 2i and 2i+1 as 16-bit pairs: low nibbles from S2, top bits from S0 / S1 */
+    for (i = 0; i < 4; ++i)
+      mins[i] = _mm256_or_si256(
+          _mm256_and_si256(panel_shift32(s2, -4 * i), _mm256_set1_epi32(0x000f000f)),
+          _mm256_or_si256(_mm256_and_si256(panel_shift32(s0, -8 * i - 2), _mm256_set1_epi32(0x30)),
+                          _mm256_and_si256(panel_shift32(s1, 14 - 8 * i),
+                                           _mm256_set1_epi32(0x300000))));
+    d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp));
+    dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gp + 16)));
+    for (r = 0; r < mr; ++r) {
+      const float xd = ((const float *)(const void *)(xs + r * stride))[b];
+      const int32_t *pairs = (const int32_t *)(const void *)(xs + r * stride + pairs_at) + 4 * b;
+      __m256i m = _mm256_setzero_si256();
+      for (i = 0; i < 4; ++i)
+        m = blocks_madd_acc(m, mins[i], _mm256_set1_epi32(pairs[i]));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[r]), _mm256_mul_ps(d, _mm256_set1_ps(xd)),
+                               acc[r]);
+      acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m), _mm256_mul_ps(dmin, _mm256_set1_ps(xd)),
+                                acc[r]);
+    }
+  }
+  for (r = 0; r < mr; ++r)
+    store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+}
+#define KILN_UK_HAS_PANEL_Q4K 1
+
 /* As the AVX-512 panel_tile_int: mr quantized activation rows against groups
  * b0..b1-1 of one panel, added to y unless b0 is 0. */
 KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8_t *xs,
@@ -77,6 +150,10 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
   const __m256i low = _mm256_set1_epi8(15);
   __m256 acc[KILN_UK_MR_MAX];
   int32_t r, b, c;
+  if (family == KILN_UK_Q4K) {
+    panel_tile_q4k(panel, xs, stride, mr, k, b0, b1, y, ldy, valid);
+    return;
+  }
   for (r = 0; r < mr; ++r)
     acc[r] = b0 == 0 ? _mm256_setzero_ps() : load_lanes(y + (size_t)r * (size_t)ldy, valid);
   for (b = b0; b < b1; ++b) {

@@ -55,6 +55,79 @@ static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_
   }
 }
 
+/* mr rows of k-quant activations (blocks_quantize_row, rows `stride` bytes
+ * apart) against super-blocks b0..b1-1 of one q4_k panel, as panel_tile_int.
+ * Per row, a sub-block's codes times the activations in int32 (vpdpbusd), times
+ * its scale (vpmulld) and summed over the super-block in integers; the mins
+ * meet the int16 sums of 32 activations in vpdpwssd. Two float steps per
+ * super-block: d and dmin times the activations' scale. */
+KILN_UK_INLINE void panel_tile_q4k(const uint8_t *panel, const uint8_t *xs, size_t stride,
+                                   int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
+                                   int32_t ldy, int32_t rows_valid) {
+  const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
+  const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u, pairs_at = xq_at + (size_t)k;
+  const __m512i low = _mm512_set1_epi8(15), six = _mm512_set1_epi32(63);
+  __m512 acc[KILN_UK_MR_MAX];
+  int32_t r, b, i, h, c;
+  for (r = 0; r < mr; ++r)
+    acc[r] = b0 == 0 ? _mm512_setzero_ps()
+                     : _mm512_maskz_loadu_ps(valid, y + (size_t)r * (size_t)ldy);
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * 144u * 16u;
+    const __m512i s0 = _mm512_loadu_si512(gp + 64), s1 = _mm512_loadu_si512(gp + 128),
+                  s2 = _mm512_loadu_si512(gp + 192);
+    __m512i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX], mins[4];
+    __m512 d, dmin;
+    for (c = 0; c < 144 * 16; c += 64)
+      KILN_UK_PREFETCH(gp + c);
+    for (r = 0; r < mr; ++r)
+      is[r] = _mm512_setzero_si512();
+    for (i = 0; i < 4; ++i)
+      for (h = 0; h < 2; ++h) { /* sub-block 2i + h: the low or the high nibbles */
+        const __m512i sc = _mm512_and_si512(_mm512_srli_epi32(h ? s1 : s0, 8 * i), six);
+        for (r = 0; r < mr; ++r)
+          part[r] = _mm512_setzero_si512();
+        for (c = 0; c < 8; ++c) {
+          __m512i v = _mm512_loadu_si512(gp + 256 + 64 * (8 * i + c));
+          v = _mm512_and_si512(h ? _mm512_srli_epi16(v, 4) : v, low);
+          for (r = 0; r < mr; ++r) {
+            const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at);
+            part[r] = _mm512_dpbusd_epi32(
+                part[r], v, _mm512_set1_epi32(load_i32(q + 256 * b + 64 * i + 32 * h + 4 * c)));
+          }
+        }
+        for (r = 0; r < mr; ++r) {
+          __m512i t = _mm512_mullo_epi32(part[r], sc);
+          is[r] = _mm512_add_epi32(is[r], t);
+        }
+      }
+    /* mins 2i and 2i+1 as 16-bit pairs: low nibbles from S2, top bits from S0 / S1 */
+    for (i = 0; i < 4; ++i) {
+      const __m512i hi1 = i < 2 ? _mm512_slli_epi32(s1, 14 - 8 * i) : _mm512_srli_epi32(s1, 8 * i - 14);
+      mins[i] = _mm512_or_si512(
+          _mm512_and_si512(_mm512_srli_epi32(s2, 4 * i), _mm512_set1_epi32(0x000f000f)),
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(s0, 8 * i + 2), _mm512_set1_epi32(0x30)),
+                          _mm512_and_si512(hi1, _mm512_set1_epi32(0x300000))));
+    }
+    d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)gp));
+    dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 32)));
+    for (r = 0; r < mr; ++r) {
+      const float xd = ((const float *)(const void *)(xs + r * stride))[b];
+      const int32_t *pairs = (const int32_t *)(const void *)(xs + r * stride + pairs_at) + 4 * b;
+      __m512i m = _mm512_setzero_si512();
+      for (i = 0; i < 4; ++i)
+        m = _mm512_dpwssd_epi32(m, mins[i], _mm512_set1_epi32(pairs[i]));
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[r]), _mm512_mul_ps(d, _mm512_set1_ps(xd)),
+                               acc[r]);
+      acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(dmin, _mm512_set1_ps(xd)),
+                                acc[r]);
+    }
+  }
+  for (r = 0; r < mr; ++r)
+    _mm512_mask_storeu_ps(y + (size_t)r * (size_t)ldy, valid, acc[r]);
+}
+#define KILN_UK_HAS_PANEL_Q4K 1
+
 /* mr rows of quantized activations (scratch rows `stride` bytes apart, k/g
  * groups each) against groups b0..b1-1 of one int8 or int4 panel; row r's 16
  * results go to y + r * ldy (the first rows_valid lanes), added to what is there unless
@@ -70,6 +143,10 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
   const __m512i low = _mm512_set1_epi8(15);
   __m512 acc[KILN_UK_MR_MAX];
   int32_t r, b, c;
+  if (family == KILN_UK_Q4K) {
+    panel_tile_q4k(panel, xs, stride, mr, k, b0, b1, y, ldy, rows_valid);
+    return;
+  }
   for (r = 0; r < mr; ++r)
     acc[r] = b0 == 0 ? _mm512_setzero_ps()
                      : _mm512_maskz_loadu_ps(valid, y + (size_t)r * (size_t)ldy);
@@ -129,6 +206,11 @@ KILN_UK_INLINE void panel_row4_int(int family, const uint8_t *panel, size_t pane
   const int8_t *q = (const int8_t *)(const void *)(xsum + groups);
   __m512 acc[4];
   int32_t b, c, j;
+  if (family == KILN_UK_Q4K) { /* the tile's one-row instance, panel by panel */
+    for (j = 0; j < 4; ++j)
+      panel_tile_q4k(panel + j * panel_bytes, xs, 0, 1, k, 0, k / 256, y + 16 * j, 0, 16);
+    return;
+  }
   for (j = 0; j < 4; ++j)
     acc[j] = _mm512_setzero_ps();
   for (b = 0; b < groups; ++b) {
