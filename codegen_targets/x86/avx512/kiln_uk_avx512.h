@@ -55,6 +55,16 @@ static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_
   }
 }
 
+/* A q4_k panel's mins 2i and 2i+1 in 16-bit pairs, from its words S0, S1, S2:
+ * the low nibbles from S2, the top bits from S0 and S1. */
+static inline __m512i q4k_mins(__m512i s0, __m512i s1, __m512i s2, int32_t i) {
+  const __m512i hi1 = i < 2 ? _mm512_slli_epi32(s1, 14 - 8 * i) : _mm512_srli_epi32(s1, 8 * i - 14);
+  return _mm512_or_si512(
+      _mm512_and_si512(_mm512_srli_epi32(s2, 4 * i), _mm512_set1_epi32(0x000f000f)),
+      _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(s0, 8 * i + 2), _mm512_set1_epi32(0x30)),
+                      _mm512_and_si512(hi1, _mm512_set1_epi32(0x300000))));
+}
+
 /* mr rows of k-quant activations (blocks_quantize_row, rows `stride` bytes
  * apart) against super-blocks b0..b1-1 of one q4_k panel, as panel_tile_int.
  * Per row, a sub-block's codes times the activations in int32 (vpdpbusd), times
@@ -101,14 +111,8 @@ KILN_UK_INLINE void panel_tile_q4k(const uint8_t *panel, const uint8_t *xs, size
           is[r] = _mm512_add_epi32(is[r], t);
         }
       }
-    /* mins 2i and 2i+1 as 16-bit pairs: low nibbles from S2, top bits from S0 / S1 */
-    for (i = 0; i < 4; ++i) {
-      const __m512i hi1 = i < 2 ? _mm512_slli_epi32(s1, 14 - 8 * i) : _mm512_srli_epi32(s1, 8 * i - 14);
-      mins[i] = _mm512_or_si512(
-          _mm512_and_si512(_mm512_srli_epi32(s2, 4 * i), _mm512_set1_epi32(0x000f000f)),
-          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(s0, 8 * i + 2), _mm512_set1_epi32(0x30)),
-                          _mm512_and_si512(hi1, _mm512_set1_epi32(0x300000))));
-    }
+    for (i = 0; i < 4; ++i)
+      mins[i] = q4k_mins(s0, s1, s2, i);
     d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)gp));
     dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 32)));
     for (r = 0; r < mr; ++r) {
