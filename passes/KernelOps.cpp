@@ -53,8 +53,9 @@ std::optional<KernelWork> kiln::kernelWork(Operation *op) {
 int64_t kiln::activationGroup(Type element) { return getBlockElements(element); }
 
 int64_t kiln::activationScratchBytes(int64_t rows, int64_t k, int64_t group, int64_t sumGroup) {
-  // The block formats' rows (sums per 16) end with a word per 64 values.
-  int64_t pairWords = sumGroup == 16 ? (k + 63) / 64 * 4 : 0;
+  // The block formats' rows (sums per 16) end with a word per 64 values and
+  // an int32 sum per 16.
+  int64_t pairWords = sumGroup == 16 ? (k + 63) / 64 * 4 + k / 16 * 4 : 0;
   return rows * (k / group * 4 + (sumGroup ? k / sumGroup * 4 : 0) + k + pairWords);
 }
 

@@ -24,7 +24,8 @@ int64_t activationGroup(mlir::Type element);
 /// values quantized per group of `group`: per group an f32 scale, an int32 sum
 /// per `sumGroup` values unless that is 0 (panel kernels: per group; the GGUF
 /// block formats: per 16), then the int8 values; the block formats' rows end
-/// with a 32-bit word per 64 values (the int16 sums of its two 32s).
+/// with a 32-bit word per 64 values (the int16 sums of its two 32s) and an
+/// int32 sum per 16.
 int64_t activationScratchBytes(int64_t rows, int64_t k, int64_t group, int64_t sumGroup);
 
 /// The `sumGroup` of activationScratchBytes for a weight format and layout.

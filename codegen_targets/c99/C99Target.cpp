@@ -266,6 +266,11 @@ private:
                                              : std::string("the row layout"));
     if (code.panel && !code.tile)
       return op->emitOpError("has panel weights but no tile (run kiln-tile-for-cache)");
+    if (code.panel && code.element.blocks && code.element.family != "q4_k" &&
+        code.element.family != "q6_k")
+      return op->emitOpError() << "reads " << code.element.family
+                               << " weights in panels, but the kernels read only q4_k and q6_k "
+                                  "panels of the GGUF block formats";
     Type element = cast<RankedTensorType>(weight.getType()).getElementType();
     if (isQuantizedType(element))
       code.stride = activationScratchBytes(1, code.k, activationGroup(element),
@@ -330,7 +335,7 @@ private:
     const ElementCode &c = w.element;
     std::string family = "KILN_UK_" + llvm::StringRef(c.family).upper();
     if (c.blocks && w.panel) // the panel family of a block format (kiln_uk_pack.h)
-      family = c.family == "q4_k" ? "KILN_UK_Q4K" : "";
+      family = c.family == "q4_k" ? "KILN_UK_Q4K" : "KILN_UK_Q6K";
     else if (c.blocks)
       return formatv("  matmul_blocks({0}, {1}, {2}, scratch, rows, {3}, {4}, {5}, {6});\n", family,
                      wName, y, n, w.k, lo, hi);

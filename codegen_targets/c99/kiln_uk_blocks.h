@@ -344,11 +344,13 @@ static inline int32_t kiln_uk_block_bytes(int fmt) {
  * format's block: 32, or 256 for the k-quants) an f32 scale and int8 values,
  * as quantize_act, plus for each 16 the scale times the sum of its values (the
  * mins and offsets of a block meet the activations only through it; q2_k's
- * mins are per 16), and for each 64 a 32-bit word of the int16 sums of its two
- * 32s (the q4_k panels take the mins in integers from them). Scratch per row:
- * k/g scales, k/16 of those products, k values, the words. */
+ * mins are per 16); then, for the panels' integer sums, for each 64 a 32-bit
+ * word of the int16 sums of its two 32s (q4_k's mins) and for each 16 the
+ * int32 sum (q6_k's offset of 32). Scratch per row: k/g scales, k/16 of those
+ * products, k values, the words, the sums. */
 static inline size_t blocks_act_stride(int32_t k, int32_t g) {
-  return (size_t)(k / g + k / 16) * 4u + (size_t)k + (size_t)(k + 63) / 64u * 4u;
+  return (size_t)(k / g + k / 16) * 4u + (size_t)k + (size_t)(k + 63) / 64u * 4u +
+         (size_t)(k / 16) * 4u;
 }
 
 static inline void blocks_quantize_row(const float *x, uint8_t *row, int32_t k, int32_t g) {
@@ -356,6 +358,7 @@ static inline void blocks_quantize_row(const float *x, uint8_t *row, int32_t k, 
   float *a = d + k / g;
   int8_t *q = (int8_t *)(void *)(a + k / 16);
   uint32_t *pairs = (uint32_t *)(void *)(q + k);
+  int32_t *sums = (int32_t *)(void *)(pairs + (k + 63) / 64);
   int32_t h;
   quantize_act(x, d, q, k, g);
   for (h = 0; h < k / 16; ++h)
@@ -364,6 +367,8 @@ static inline void blocks_quantize_row(const float *x, uint8_t *row, int32_t k, 
     int32_t lo = isum_i8(q + 64 * h, 32), hi = 64 * h + 32 < k ? isum_i8(q + 64 * h + 32, 32) : 0;
     pairs[h] = (uint32_t)(uint16_t)lo | (uint32_t)(uint16_t)hi << 16;
   }
+  for (h = 0; h < k / 16; ++h)
+    sums[h] = isum_i8(q + 16 * h, 16);
 }
 
 /* One block unpacked: int16 values with every integer offset and sub-block

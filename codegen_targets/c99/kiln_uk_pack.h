@@ -25,7 +25,13 @@
  *             Byte i of S0 is sc[2i] | (m[2i] >> 4) << 6, byte i of S1
  *             sc[2i+1] | (m[2i+1] >> 4) << 6, and S2 holds m[2i] & 15 at bit
  *             4i and m[2i+1] & 15 at bit 16 + 4i: a shift and a mask give a
- *             sub-block's scales in every lane, and the mins in 16-bit pairs. */
+ *             sub-block's scales in every lane, and the mins in 16-bit pairs.
+ *   q6k       GGUF q6_k, g = 256. Per super-block: 32 quads of nr x 4 bytes of
+ *             the low bits (row r's bytes 4c..4c+3 of ql), 16 quads of the high
+ *             bits (of qh), four arrays of nr words with the sixteen int8
+ *             scales (byte t of word w: scale 4w + t), then nr f16 d. The
+ *             quads keep GGUF's order within a row, so the codes of sub-block s
+ *             are a nibble of ql quads and two bits of qh quads. */
 #ifndef KILN_UK_PACK_H
 #define KILN_UK_PACK_H
 
@@ -33,7 +39,8 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { KILN_UK_F32 = 0, KILN_UK_F16 = 1, KILN_UK_I8 = 2, KILN_UK_I4 = 3, KILN_UK_Q4K = 4 };
+enum { KILN_UK_F32 = 0, KILN_UK_F16 = 1, KILN_UK_I8 = 2, KILN_UK_I4 = 3, KILN_UK_Q4K = 4,
+       KILN_UK_Q6K = 5 };
 
 /* Limits of the kernels that the compiler checks against: the largest register
  * tile of activation rows the panel kernels are instantiated for (the cases of
@@ -48,6 +55,7 @@ static inline size_t kiln_uk_row_bytes(int family, int32_t k, int32_t g) {
   case KILN_UK_F16: return (size_t)k * 2u;
   case KILN_UK_I8: return (size_t)(k / g) * (size_t)(2 + g);
   case KILN_UK_Q4K: return (size_t)(k / 256) * 144u;
+  case KILN_UK_Q6K: return (size_t)(k / 256) * 210u;
   default: return (size_t)(k / g) * (size_t)(2 + g / 2);
   }
 }
@@ -86,6 +94,16 @@ static inline void kiln_uk_pack_q4k_block(const uint8_t *s, uint8_t *p, int32_t 
     memcpy(p + (size_t)(16 + 4 * c) * (size_t)nr + 4 * (size_t)r, s + 16 + 4 * c, 4);
 }
 
+/* One q6_k super-block (210 bytes at s) as row r of a panel's super-block at p. */
+static inline void kiln_uk_pack_q6k_block(const uint8_t *s, uint8_t *p, int32_t r, int32_t nr) {
+  int32_t c;
+  for (c = 0; c < 48; ++c) /* ql's 32 quads, then qh's 16 */
+    memcpy(p + (size_t)(4 * c) * (size_t)nr + 4 * (size_t)r, s + 4 * c, 4);
+  for (c = 0; c < 4; ++c)
+    memcpy(p + (size_t)(192 + 4 * c) * (size_t)nr + 4 * (size_t)r, s + 192 + 4 * c, 4);
+  memcpy(p + 208 * (size_t)nr + 2 * (size_t)r, s + 208, 2);
+}
+
 static inline void kiln_uk_pack_panels(int family, const uint8_t *src, uint8_t *dst,
                                        int32_t n, int32_t k, int32_t g, int32_t nr) {
   size_t rb = kiln_uk_row_bytes(family, k, g);
@@ -101,9 +119,14 @@ static inline void kiln_uk_pack_panels(int family, const uint8_t *src, uint8_t *
         memcpy(panel + ((size_t)j * (size_t)nr + (size_t)r) * es, s + (size_t)j * es, es);
       continue;
     }
-    if (family == KILN_UK_Q4K) {
-      for (b = 0; b < k / 256; ++b)
-        kiln_uk_pack_q4k_block(s + 144 * (size_t)b, panel + 144 * (size_t)nr * (size_t)b, r, nr);
+    if (family == KILN_UK_Q4K || family == KILN_UK_Q6K) {
+      const size_t bb = family == KILN_UK_Q4K ? 144u : 210u;
+      for (b = 0; b < k / 256; ++b) {
+        if (family == KILN_UK_Q4K)
+          kiln_uk_pack_q4k_block(s + bb * (size_t)b, panel + bb * (size_t)nr * (size_t)b, r, nr);
+        else
+          kiln_uk_pack_q6k_block(s + bb * (size_t)b, panel + bb * (size_t)nr * (size_t)b, r, nr);
+      }
       continue;
     }
     {

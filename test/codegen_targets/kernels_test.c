@@ -363,21 +363,25 @@ static void block_row(int fmt, const uint8_t *w, float *out, int32_t k) {
   }
 }
 
-#ifdef KILN_UK_HAS_PANEL_Q4K
-/* q4_k repacked into panels (the weights and activations test_blocks made):
- * each output against the naive sum of the decoded row, and the same bits for
- * every register tile, K block, panel range and row count (decode's path). */
-static void test_q4k_panels(int32_t rows, int32_t n, int32_t k, size_t stride, size_t rb) {
+#ifdef KILN_UK_HAS_PANEL_KQUANTS
+/* q4_k or q6_k repacked into panels (the weights and activations test_blocks
+ * made): each output against the naive sum of the decoded row, and the same
+ * bits for every register tile, K block, panel range and row count (decode's
+ * path). */
+static void test_kquant_panels(int fmt, int32_t rows, int32_t n, int32_t k, size_t stride,
+                               size_t rb) {
+  const int family = fmt == KILN_UK_Q4_K ? KILN_UK_Q4K : KILN_UK_Q6K;
+  const char *name = fmt == KILN_UK_Q4_K ? "q4_k" : "q6_k";
   static float wrow[MAX_K], y_panel[MAX_ROWS * MAX_N], y_other[MAX_ROWS * MAX_N];
   static const int32_t tiles[][3] = {{1, 256, 1}, {3, 256, 2}, {5, MAX_K, 3}, {8, 256, 5}};
   const int32_t panels = (n + KILN_UK_NR - 1) / KILN_UK_NR;
   double worst = 0.0;
   int32_t i, r, j, b, same = 1;
   char what[112];
-  kiln_uk_pack_panels(KILN_UK_Q4K, w_rows, w_panels, n, k, 256, KILN_UK_NR);
-  matmul_panel_int(KILN_UK_Q4K, w_panels, y_panel, scratch, rows, n, k, 256, 8, k, 0, panels);
+  kiln_uk_pack_panels(family, w_rows, w_panels, n, k, 256, KILN_UK_NR);
+  matmul_panel_int(family, w_panels, y_panel, scratch, rows, n, k, 256, 8, k, 0, panels);
   for (j = 0; j < n; ++j) {
-    row_q4_k(w_rows + (size_t)j * rb, wrow, k);
+    block_row(fmt, w_rows + (size_t)j * rb, wrow, k);
     for (r = 0; r < rows; ++r) {
       const float *d = (const float *)(const void *)(scratch + (size_t)r * stride);
       const int8_t *q = (const int8_t *)(const void *)(d + k / 256 + k / 16);
@@ -391,23 +395,23 @@ static void test_q4k_panels(int32_t rows, int32_t n, int32_t k, size_t stride, s
       worst = sum > worst ? sum : -sum > worst ? -sum : worst;
     }
   }
-  snprintf(what, sizeof what, "%s q4_k panels rows %d n %d k %d: error %.2f of bound",
-           KILN_TEST_ISA_NAME, (int)rows, (int)n, (int)k, worst);
+  snprintf(what, sizeof what, "%s %s panels rows %d n %d k %d: error %.2f of bound",
+           KILN_TEST_ISA_NAME, name, (int)rows, (int)n, (int)k, worst);
   check(worst <= 1.0, what);
   for (i = 0; i < (int32_t)(sizeof tiles / sizeof tiles[0]); ++i) {
     const int32_t pieces = tiles[i][2];
     for (j = 0; j < pieces; ++j)
-      matmul_panel_int(KILN_UK_Q4K, w_panels, y_other, scratch, rows, n, k, 256, tiles[i][0],
+      matmul_panel_int(family, w_panels, y_other, scratch, rows, n, k, 256, tiles[i][0],
                        tiles[i][1], panels * j / pieces, panels * (j + 1) / pieces);
     same &= memcmp(y_other, y_panel, sizeof(float) * (size_t)(rows * n)) == 0;
   }
   for (r = 0; r < rows; ++r) {
-    matmul_panel_int(KILN_UK_Q4K, w_panels, y_other, scratch + (size_t)r * stride, 1, n, k, 256,
+    matmul_panel_int(family, w_panels, y_other, scratch + (size_t)r * stride, 1, n, k, 256,
                      8, k, 0, panels);
     same &= memcmp(y_other, y_panel + (size_t)r * (size_t)n, sizeof(float) * (size_t)n) == 0;
   }
-  snprintf(what, sizeof what, "%s q4_k panels rows %d n %d k %d: tiles, ranges and rows agree",
-           KILN_TEST_ISA_NAME, (int)rows, (int)n, (int)k);
+  snprintf(what, sizeof what, "%s %s panels rows %d n %d k %d: tiles, ranges and rows agree",
+           KILN_TEST_ISA_NAME, name, (int)rows, (int)n, (int)k);
   check(same, what);
 }
 #endif
@@ -460,9 +464,9 @@ static void test_blocks(int fmt, int32_t rows, int32_t n, int32_t k) {
   }
   snprintf(what, sizeof what, "%s matmul_blocks %s rows %d n %d k %d: error %.2f of bound",
            KILN_TEST_ISA_NAME, names[fmt], (int)rows, (int)n, (int)k, worst);
-#ifdef KILN_UK_HAS_PANEL_Q4K
-  if (fmt == KILN_UK_Q4_K)
-    test_q4k_panels(rows, n, k, stride, rb);
+#ifdef KILN_UK_HAS_PANEL_KQUANTS
+  if (fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q6_K)
+    test_kquant_panels(fmt, rows, n, k, stride, rb);
 #endif
   check(worst <= 1.0, what);
   snprintf(what, sizeof what, "%s matmul_blocks %s rows %d n %d k %d: rows and ranges agree",
@@ -528,7 +532,7 @@ int main(void) {
       test_blocks(fmt, 3, 16, 2 * e);
       test_blocks(fmt, MAX_ROWS, 5, e == 32 ? 7 * e : e);
       /* Whole and ragged groups of four panels (decode's path), more tiles. */
-      if (fmt == KILN_UK_Q4_K) {
+      if (fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q6_K) {
         test_blocks(fmt, 1, 80, 2 * e);
         test_blocks(fmt, 9, 70, e);
       }

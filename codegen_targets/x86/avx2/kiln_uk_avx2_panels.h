@@ -138,7 +138,70 @@ KILN_UK_INLINE void panel_tile_q4k(const uint8_t *panel, const uint8_t *xs, size
   for (r = 0; r < mr; ++r)
     store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
 }
-#define KILN_UK_HAS_PANEL_Q4K 1
+#define KILN_UK_HAS_PANEL_KQUANTS 1
+
+/* As the AVX-512 q6k_codes, 8 rows. */
+static inline __m256i q6k_codes(const uint8_t *gp, int32_t s, int32_t t) {
+  const int32_t h = s / 8, set = (s % 8) / 2, l = 16 * (s % 2) + 4 * t;
+  const __m256i ql =
+      _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 * ((64 * h + 32 * (set & 1) + l) / 4)));
+  const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 * (32 + (32 * h + l) / 4)));
+  const __m256i lo = set >= 2 ? _mm256_srli_epi16(ql, 4) : ql;
+  const __m256i hi = set == 0 ? _mm256_slli_epi16(qh, 4)
+                     : set == 1 ? _mm256_slli_epi16(qh, 2)
+                     : set == 2 ? qh
+                                : _mm256_srli_epi16(qh, 2);
+  return _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi8(15)),
+                         _mm256_and_si256(hi, _mm256_set1_epi8(0x30)));
+}
+
+/* As the AVX-512 panel_tile_q6k, 8 output rows. */
+KILN_UK_INLINE void panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size_t stride,
+                                   int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
+                                   int32_t ldy, int32_t valid) {
+  const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u;
+  const size_t sums_at = xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u;
+  __m256 acc[KILN_UK_MR_MAX];
+  int32_t r, b, s, t, c;
+  for (r = 0; r < mr; ++r)
+    acc[r] = b0 == 0 ? _mm256_setzero_ps() : load_lanes(y + (size_t)r * (size_t)ldy, valid);
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * 210u * 8u;
+    __m256i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX];
+    __m256 d;
+    for (c = 0; c < 210 * 8; c += 64)
+      KILN_UK_PREFETCH(gp + c);
+    for (r = 0; r < mr; ++r)
+      is[r] = _mm256_setzero_si256();
+    for (s = 0; s < 16; ++s) {
+      const __m256i words = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 * (48 + s / 4)));
+      const __m256i sc = _mm256_srai_epi32(panel_shift32(words, 24 - 8 * (s % 4)), 24);
+      const int32_t col = 128 * (s / 8) + 32 * ((s % 8) / 2) + 16 * (s % 2);
+      for (r = 0; r < mr; ++r)
+        part[r] = _mm256_setzero_si256();
+      for (t = 0; t < 4; ++t) {
+        const __m256i v = q6k_codes(gp, s, t);
+        for (r = 0; r < mr; ++r) {
+          const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at);
+          part[r] = dot_u8s8(part[r], v, _mm256_set1_epi32(load_i32(q + 256 * b + col + 4 * t)));
+        }
+      }
+      for (r = 0; r < mr; ++r) {
+        const int32_t *sums = (const int32_t *)(const void *)(xs + r * stride + sums_at);
+        const __m256i exact = _mm256_sub_epi32(part[r], _mm256_set1_epi32(32 * sums[16 * b + s]));
+        is[r] = _mm256_add_epi32(is[r], _mm256_mullo_epi32(exact, sc));
+      }
+    }
+    d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gp + 208 * 8)));
+    for (r = 0; r < mr; ++r) {
+      const float xd = ((const float *)(const void *)(xs + r * stride))[b];
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[r]), _mm256_mul_ps(d, _mm256_set1_ps(xd)),
+                               acc[r]);
+    }
+  }
+  for (r = 0; r < mr; ++r)
+    store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+}
 
 /* As the AVX-512 panel_tile_int: mr quantized activation rows against groups
  * b0..b1-1 of one panel, added to y unless b0 is 0. */
@@ -152,6 +215,10 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
   int32_t r, b, c;
   if (family == KILN_UK_Q4K) {
     panel_tile_q4k(panel, xs, stride, mr, k, b0, b1, y, ldy, valid);
+    return;
+  }
+  if (family == KILN_UK_Q6K) {
+    panel_tile_q6k(panel, xs, stride, mr, k, b0, b1, y, ldy, valid);
     return;
   }
   for (r = 0; r < mr; ++r)

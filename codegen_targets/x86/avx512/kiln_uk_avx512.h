@@ -130,7 +130,78 @@ KILN_UK_INLINE void panel_tile_q4k(const uint8_t *panel, const uint8_t *xs, size
   for (r = 0; r < mr; ++r)
     _mm512_mask_storeu_ps(y + (size_t)r * (size_t)ldy, valid, acc[r]);
 }
-#define KILN_UK_HAS_PANEL_Q4K 1
+#define KILN_UK_HAS_PANEL_KQUANTS 1
+
+/* The codes 0..63 of q6_k sub-block s (of 16) for columns 4t..4t+3 of it, in
+ * a panel's super-block gp of nr rows: a nibble of an ql quad, two bits of a
+ * qh quad. Shifts of 16-bit lanes are exact here: the masks drop the bits that
+ * cross a byte. */
+static inline __m512i q6k_codes(const uint8_t *gp, int32_t s, int32_t t) {
+  const int32_t h = s / 8, set = (s % 8) / 2, l = 16 * (s % 2) + 4 * t;
+  const __m512i ql = _mm512_loadu_si512(gp + 64 * ((64 * h + 32 * (set & 1) + l) / 4));
+  const __m512i qh = _mm512_loadu_si512(gp + 64 * (32 + (32 * h + l) / 4));
+  const __m512i lo = set >= 2 ? _mm512_srli_epi16(ql, 4) : ql;
+  const __m512i hi = set == 0 ? _mm512_slli_epi16(qh, 4)
+                     : set == 1 ? _mm512_slli_epi16(qh, 2)
+                     : set == 2 ? qh
+                                : _mm512_srli_epi16(qh, 2);
+  return _mm512_or_si512(_mm512_and_si512(lo, _mm512_set1_epi8(15)),
+                         _mm512_and_si512(hi, _mm512_set1_epi8(0x30)));
+}
+
+/* As panel_tile_q4k for a q6_k panel: per sub-block of 16, the codes times the
+ * activations (vpdpbusd), less 32 times the activations' sum, times the int8
+ * scale; the super-block summed in integers, then d times the activations'
+ * scale. */
+KILN_UK_INLINE void panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size_t stride,
+                                   int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
+                                   int32_t ldy, int32_t rows_valid) {
+  const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
+  const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u;
+  const size_t sums_at = xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u;
+  __m512 acc[KILN_UK_MR_MAX];
+  int32_t r, b, s, t, c;
+  for (r = 0; r < mr; ++r)
+    acc[r] = b0 == 0 ? _mm512_setzero_ps()
+                     : _mm512_maskz_loadu_ps(valid, y + (size_t)r * (size_t)ldy);
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * 210u * 16u;
+    __m512i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX];
+    __m512 d;
+    for (c = 0; c < 210 * 16; c += 64)
+      KILN_UK_PREFETCH(gp + c);
+    for (r = 0; r < mr; ++r)
+      is[r] = _mm512_setzero_si512();
+    for (s = 0; s < 16; ++s) {
+      const __m512i words = _mm512_loadu_si512(gp + 64 * (48 + s / 4));
+      const __m512i sc = _mm512_srai_epi32(_mm512_slli_epi32(words, 24 - 8 * (s % 4)), 24);
+      const int32_t col = 128 * (s / 8) + 32 * ((s % 8) / 2) + 16 * (s % 2);
+      for (r = 0; r < mr; ++r)
+        part[r] = _mm512_setzero_si512();
+      for (t = 0; t < 4; ++t) {
+        const __m512i v = q6k_codes(gp, s, t);
+        for (r = 0; r < mr; ++r) {
+          const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at);
+          part[r] = _mm512_dpbusd_epi32(part[r], v,
+                                        _mm512_set1_epi32(load_i32(q + 256 * b + col + 4 * t)));
+        }
+      }
+      for (r = 0; r < mr; ++r) {
+        const int32_t *sums = (const int32_t *)(const void *)(xs + r * stride + sums_at);
+        const __m512i exact = _mm512_sub_epi32(part[r], _mm512_set1_epi32(32 * sums[16 * b + s]));
+        is[r] = _mm512_add_epi32(is[r], _mm512_mullo_epi32(exact, sc));
+      }
+    }
+    d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 208 * 16)));
+    for (r = 0; r < mr; ++r) {
+      const float xd = ((const float *)(const void *)(xs + r * stride))[b];
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[r]), _mm512_mul_ps(d, _mm512_set1_ps(xd)),
+                               acc[r]);
+    }
+  }
+  for (r = 0; r < mr; ++r)
+    _mm512_mask_storeu_ps(y + (size_t)r * (size_t)ldy, valid, acc[r]);
+}
 
 /* mr rows of quantized activations (scratch rows `stride` bytes apart, k/g
  * groups each) against groups b0..b1-1 of one int8 or int4 panel; row r's 16
@@ -149,6 +220,10 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
   int32_t r, b, c;
   if (family == KILN_UK_Q4K) {
     panel_tile_q4k(panel, xs, stride, mr, k, b0, b1, y, ldy, rows_valid);
+    return;
+  }
+  if (family == KILN_UK_Q6K) {
+    panel_tile_q6k(panel, xs, stride, mr, k, b0, b1, y, ldy, rows_valid);
     return;
   }
   for (r = 0; r < mr; ++r)
@@ -210,9 +285,10 @@ KILN_UK_INLINE void panel_row4_int(int family, const uint8_t *panel, size_t pane
   const int8_t *q = (const int8_t *)(const void *)(xsum + groups);
   __m512 acc[4];
   int32_t b, c, j;
-  if (family == KILN_UK_Q4K) { /* the tile's one-row instance, panel by panel */
+  if (family == KILN_UK_Q4K || family == KILN_UK_Q6K) { /* the tile's one-row instance */
     for (j = 0; j < 4; ++j)
-      panel_tile_q4k(panel + j * panel_bytes, xs, 0, 1, k, 0, k / 256, y + 16 * j, 0, 16);
+      panel_tile_int(family, panel + j * panel_bytes, xs, 0, 1, k, g, 0, k / 256, y + 16 * j, 0,
+                     16);
     return;
   }
   for (j = 0; j < 4; ++j)
