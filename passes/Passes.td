@@ -102,6 +102,9 @@ def PackLayout : Pass<"kiln-pack-layout", "mlir::ModuleOp"> {
            : tensor<256x256x!kiln.q4_0>
     ```
     A table that embed also reads (tied embeddings) keeps the row layout.
+    GGUF block formats keep the file's rows unless `block-panels` names them
+    (the x86 targets: q4_k, q5_k and q6_k, re-encoded per panel lane in the
+    same bytes per row; codegen_targets/c99/kiln_uk_pack.h has the layouts).
   }];
   let options = [
     Option<"panelRows", "panel-rows", "int64_t", /*default=*/"0",
@@ -119,8 +122,9 @@ def TileForCache : Pass<"kiln-tile-for-cache", "mlir::ModuleOp"> {
     From the target's cache model picks, for each matmul whose weight
     pack-layout put in panels:
     - `mr`, the activation rows of one register tile: each row holds one
-      accumulator (float weights) or two (an int32 and a float one, int8
-      weights) of `vector-bytes`, and 4 registers stay free for the weights;
+      accumulator (float weights), two (an int32 and a float one, int8
+      weights) or three (a k-quant's sub-block and super-block sums and a
+      float one) of `vector-bytes`, and 4 registers stay free for the weights;
       at most 8 (the tiles the kernels are instantiated for; fewer rows take
       a smaller one at run time);
     - `kc`, the K block: the kernel passes over a panel once per row tile and

@@ -266,11 +266,11 @@ private:
                                              : std::string("the row layout"));
     if (code.panel && !code.tile)
       return op->emitOpError("has panel weights but no tile (run kiln-tile-for-cache)");
-    if (code.panel && code.element.blocks && code.element.family != "q4_k" &&
-        code.element.family != "q6_k")
+    if (code.panel && code.element.blocks &&
+        !llvm::is_contained({"q4_k", "q5_k", "q6_k"}, code.element.family))
       return op->emitOpError() << "reads " << code.element.family
-                               << " weights in panels, but the kernels read only q4_k and q6_k "
-                                  "panels of the GGUF block formats";
+                               << " weights in panels, but of the GGUF block formats the "
+                                  "kernels read only q4_k, q5_k and q6_k panels";
     Type element = cast<RankedTensorType>(weight.getType()).getElementType();
     if (isQuantizedType(element))
       code.stride = activationScratchBytes(1, code.k, activationGroup(element),
@@ -334,8 +334,10 @@ private:
                                    llvm::StringRef hi) {
     const ElementCode &c = w.element;
     std::string family = "KILN_UK_" + llvm::StringRef(c.family).upper();
-    if (c.blocks && w.panel) // the panel family of a block format (kiln_uk_pack.h)
-      family = c.family == "q4_k" ? "KILN_UK_Q4K" : "KILN_UK_Q6K";
+    if (c.blocks && w.panel) // the panel family of a k-quant (kiln_uk_pack.h)
+      family = c.family == "q4_k"   ? "KILN_UK_Q4K"
+               : c.family == "q5_k" ? "KILN_UK_Q5K"
+                                    : "KILN_UK_Q6K";
     else if (c.blocks)
       return formatv("  matmul_blocks({0}, {1}, {2}, scratch, rows, {3}, {4}, {5}, {6});\n", family,
                      wName, y, n, w.k, lo, hi);

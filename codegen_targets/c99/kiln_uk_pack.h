@@ -26,6 +26,8 @@
  *             sc[2i+1] | (m[2i+1] >> 4) << 6, and S2 holds m[2i] & 15 at bit
  *             4i and m[2i+1] & 15 at bit 16 + 4i: a shift and a mask give a
  *             sub-block's scales in every lane, and the mins in 16-bit pairs.
+ *   q5k       GGUF q5_k, g = 256: as q4k, with 8 quads of the fifth bits
+ *             (row r's bytes 4c..4c+3 of qh) between S2 and the code quads.
  *   q6k       GGUF q6_k, g = 256. Per super-block: 32 quads of nr x 4 bytes of
  *             the low bits (row r's bytes 4c..4c+3 of ql), 16 quads of the high
  *             bits (of qh), four arrays of nr words with the sixteen int8
@@ -40,7 +42,7 @@
 #include <string.h>
 
 enum { KILN_UK_F32 = 0, KILN_UK_F16 = 1, KILN_UK_I8 = 2, KILN_UK_I4 = 3, KILN_UK_Q4K = 4,
-       KILN_UK_Q6K = 5 };
+       KILN_UK_Q5K = 5, KILN_UK_Q6K = 6 };
 
 /* Limits of the kernels that the compiler checks against: the largest register
  * tile of activation rows the panel kernels are instantiated for (the cases of
@@ -55,6 +57,7 @@ static inline size_t kiln_uk_row_bytes(int family, int32_t k, int32_t g) {
   case KILN_UK_F16: return (size_t)k * 2u;
   case KILN_UK_I8: return (size_t)(k / g) * (size_t)(2 + g);
   case KILN_UK_Q4K: return (size_t)(k / 256) * 144u;
+  case KILN_UK_Q5K: return (size_t)(k / 256) * 176u;
   case KILN_UK_Q6K: return (size_t)(k / 256) * 210u;
   default: return (size_t)(k / g) * (size_t)(2 + g / 2);
   }
@@ -70,8 +73,10 @@ static inline void kiln_uk_put_u32le(uint8_t *p, uint32_t v) {
   p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16), p[3] = (uint8_t)(v >> 24);
 }
 
-/* One q4_k super-block (144 bytes at s) as row r of a panel's super-block at p. */
-static inline void kiln_uk_pack_q4k_block(const uint8_t *s, uint8_t *p, int32_t r, int32_t nr) {
+/* One q4_k (five = 0, 144 bytes at s) or q5_k super-block (176 bytes) as row
+ * r of a panel's super-block at p. */
+static inline void kiln_uk_pack_q45k_block(const uint8_t *s, uint8_t *p, int32_t r, int32_t nr,
+                                           int32_t five) {
   const uint8_t *q = s + 4; /* GGUF's 12 bytes of packed scales and mins */
   uint32_t w0 = 0, w1 = 0, w2 = 0;
   int32_t j, c;
@@ -90,7 +95,8 @@ static inline void kiln_uk_pack_q4k_block(const uint8_t *s, uint8_t *p, int32_t 
   kiln_uk_put_u32le(p + 4 * nr + 4 * r, w0);
   kiln_uk_put_u32le(p + 8 * nr + 4 * r, w1);
   kiln_uk_put_u32le(p + 12 * nr + 4 * r, w2);
-  for (c = 0; c < 32; ++c)
+  /* q5_k's qh then the codes, as quads: 8 + 32 of them, or q4_k's 32 */
+  for (c = 0; c < (five ? 40 : 32); ++c)
     memcpy(p + (size_t)(16 + 4 * c) * (size_t)nr + 4 * (size_t)r, s + 16 + 4 * c, 4);
 }
 
@@ -119,11 +125,12 @@ static inline void kiln_uk_pack_panels(int family, const uint8_t *src, uint8_t *
         memcpy(panel + ((size_t)j * (size_t)nr + (size_t)r) * es, s + (size_t)j * es, es);
       continue;
     }
-    if (family == KILN_UK_Q4K || family == KILN_UK_Q6K) {
-      const size_t bb = family == KILN_UK_Q4K ? 144u : 210u;
+    if (family >= KILN_UK_Q4K) {
+      const size_t bb = family == KILN_UK_Q4K ? 144u : family == KILN_UK_Q5K ? 176u : 210u;
       for (b = 0; b < k / 256; ++b) {
-        if (family == KILN_UK_Q4K)
-          kiln_uk_pack_q4k_block(s + bb * (size_t)b, panel + bb * (size_t)nr * (size_t)b, r, nr);
+        if (family != KILN_UK_Q6K)
+          kiln_uk_pack_q45k_block(s + bb * (size_t)b, panel + bb * (size_t)nr * (size_t)b, r, nr,
+                                  family == KILN_UK_Q5K);
         else
           kiln_uk_pack_q6k_block(s + bb * (size_t)b, panel + bb * (size_t)nr * (size_t)b, r, nr);
       }

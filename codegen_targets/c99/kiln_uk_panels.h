@@ -25,10 +25,10 @@ static inline size_t panel_act_stride(int32_t k, int32_t g) {
 }
 
 /* Bytes apart of the activation rows that the panels of a family read: the
- * q4_k and q6_k panels take the block formats' rows (blocks_quantize_row). */
+ * k-quant panels take the block formats' rows (blocks_quantize_row). */
 static inline size_t panel_family_stride(int family, int32_t k, int32_t g) {
 #ifdef KILN_UK_HAS_PANEL_KQUANTS
-  if (family == KILN_UK_Q4K || family == KILN_UK_Q6K)
+  if (family >= KILN_UK_Q4K)
     return blocks_act_stride(k, g);
 #endif
   (void)family;

@@ -2,9 +2,10 @@
 // (codegen_targets/x86/avx2/), with AVX-VNNI int8 dot products for the second.
 #include "codegen_targets/Target.h"
 
-// 8-row panels (one ymm of int32 or f32 lanes, q4_k and q6_k too), 16 vector
-// registers; 256 KiB of L2 per core as on most AVX2 parts.
-static constexpr kiln::KernelTarget kAvx2Kernels{/*panelRows=*/8, /*blockPanels=*/"q4_k,q6_k",
+// 8-row panels (one ymm of int32 or f32 lanes; q4_k, q5_k and q6_k too), 16
+// vector registers; 256 KiB of L2 per core as on most AVX2 parts.
+static constexpr kiln::KernelTarget kAvx2Kernels{/*panelRows=*/8,
+                                                 /*blockPanels=*/"q4_k,q5_k,q6_k",
                                                  /*l2Bytes=*/262144, /*vectorBytes=*/32,
                                                  /*registers=*/16};
 

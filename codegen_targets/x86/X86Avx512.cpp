@@ -11,9 +11,9 @@ const kiln::IsaVariant &kiln::x86Avx512Variant() {
       "__builtin_cpu_supports(\"avx512vl\") && __builtin_cpu_supports(\"avx512vnni\") && "
       "__builtin_cpu_supports(\"fma\")",
       // 16-row panels (one zmm of int32 or f32 lanes); 1 MiB of L2 per core as
-      // in current AVX-512 cores (Zen 4/5, Ice Lake server and later); q4_k
-      // and q6_k repacked into panels too.
-      {/*panelRows=*/16, /*blockPanels=*/"q4_k,q6_k", /*l2Bytes=*/1048576, /*vectorBytes=*/64,
+      // in current AVX-512 cores (Zen 4/5, Ice Lake server and later); the
+      // k-quants q4_k, q5_k and q6_k repacked into panels too.
+      {/*panelRows=*/16, /*blockPanels=*/"q4_k,q5_k,q6_k", /*l2Bytes=*/1048576, /*vectorBytes=*/64,
        /*registers=*/32},
       {"avx512f", "avx512bw", "avx512vl", "avx512vnni", "avx2", "fma", "f16c"}};
   return variant;

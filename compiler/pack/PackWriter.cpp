@@ -150,6 +150,7 @@ int panelFamily(Type element) {
   if (isa<Q8_0Type, I8GroupType>(element)) return KILN_UK_I8;
   if (isa<Q4_0Type, I4GroupType>(element)) return KILN_UK_I4;
   if (isa<Q4_KType>(element)) return KILN_UK_Q4K;
+  if (isa<Q5_KType>(element)) return KILN_UK_Q5K;
   if (isa<Q6_KType>(element)) return KILN_UK_Q6K;
   return element.isF16() ? KILN_UK_F16 : KILN_UK_F32;
 }

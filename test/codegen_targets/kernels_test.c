@@ -364,14 +364,14 @@ static void block_row(int fmt, const uint8_t *w, float *out, int32_t k) {
 }
 
 #ifdef KILN_UK_HAS_PANEL_KQUANTS
-/* q4_k or q6_k repacked into panels (the weights and activations test_blocks
+/* q4_k, q5_k or q6_k repacked into panels (the weights and activations test_blocks
  * made): each output against the naive sum of the decoded row, and the same
  * bits for every register tile, K block, panel range and row count (decode's
  * path). */
 static void test_kquant_panels(int fmt, int32_t rows, int32_t n, int32_t k, size_t stride,
                                size_t rb) {
-  const int family = fmt == KILN_UK_Q4_K ? KILN_UK_Q4K : KILN_UK_Q6K;
-  const char *name = fmt == KILN_UK_Q4_K ? "q4_k" : "q6_k";
+  const int family = fmt == KILN_UK_Q4_K ? KILN_UK_Q4K : fmt == KILN_UK_Q5_K ? KILN_UK_Q5K : KILN_UK_Q6K;
+  const char *name = fmt == KILN_UK_Q4_K ? "q4_k" : fmt == KILN_UK_Q5_K ? "q5_k" : "q6_k";
   static float wrow[MAX_K], y_panel[MAX_ROWS * MAX_N], y_other[MAX_ROWS * MAX_N];
   static const int32_t tiles[][3] = {{1, 256, 1}, {3, 256, 2}, {5, MAX_K, 3}, {8, 256, 5}};
   const int32_t panels = (n + KILN_UK_NR - 1) / KILN_UK_NR;
@@ -465,7 +465,7 @@ static void test_blocks(int fmt, int32_t rows, int32_t n, int32_t k) {
   snprintf(what, sizeof what, "%s matmul_blocks %s rows %d n %d k %d: error %.2f of bound",
            KILN_TEST_ISA_NAME, names[fmt], (int)rows, (int)n, (int)k, worst);
 #ifdef KILN_UK_HAS_PANEL_KQUANTS
-  if (fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q6_K)
+  if (fmt >= KILN_UK_Q4_K)
     test_kquant_panels(fmt, rows, n, k, stride, rb);
 #endif
   check(worst <= 1.0, what);
@@ -532,7 +532,7 @@ int main(void) {
       test_blocks(fmt, 3, 16, 2 * e);
       test_blocks(fmt, MAX_ROWS, 5, e == 32 ? 7 * e : e);
       /* Whole and ragged groups of four panels (decode's path), more tiles. */
-      if (fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q6_K) {
+      if (fmt >= KILN_UK_Q4_K) {
         test_blocks(fmt, 1, 80, 2 * e);
         test_blocks(fmt, 9, 70, e);
       }

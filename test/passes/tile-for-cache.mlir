@@ -10,8 +10,11 @@
 // and the block of all 64 input rows fit in half of L2, at most K: q4_0 takes
 // 16 x 18/32 + 64 + 1 = 74 bytes per column (1 MiB: K = 2048; 256 KiB: 1771 ->
 // 1760), f16 takes 16 x 2 + 64 x 4 + 1 = 289 (1 MiB: 1814; 256 KiB: 453). A
-// pinned kc is rounded down to whole groups. A weight in the row layout gets no
-// tile.
+// pinned kc is rounded down to whole groups. A k-quant in panels holds three
+// accumulators per row (32 registers: 8; 16: 4) and its groups are super-blocks
+// of 256: q4_k's 16 x 144/256 + 64 + 1 = 74 bytes per column give 1771 -> 1536
+// at 256 KiB, and a pinned kc of 100 rises to one super-block. A weight in the
+// row layout gets no tile.
 func.func @f(%x: tensor<64x2048xf32>, %h: tensor<64x64xf32>) -> (tensor<64x5632xf32>, tensor<64x5632xf32>, tensor<64x64xf32>) {
   %q = kiln.weight "blk.0.ffn_up.weight" {layout = #kiln.panel<rows = 16>} : tensor<5632x2048x!kiln.q4_0>
   // BIG: kiln.matmul {{.*}} {tile = #kiln.tile<mr = 8, nr = 16, kc = 2048>}
@@ -23,6 +26,11 @@ func.func @f(%x: tensor<64x2048xf32>, %h: tensor<64x64xf32>) -> (tensor<64x5632x
   // SMALL: kiln.matmul {{.*}} {tile = #kiln.tile<mr = 8, nr = 16, kc = 453>}
   // PINNED: kiln.matmul {{.*}} {tile = #kiln.tile<mr = 3, nr = 16, kc = 100>}
   %z = kiln.matmul %x, %f : (tensor<64x2048xf32>, tensor<5632x2048xf16>) -> tensor<64x5632xf32>
+  %k = kiln.weight "blk.0.ffn_down.weight" {layout = #kiln.panel<rows = 16>} : tensor<2048x2048x!kiln.q4_k>
+  // BIG: kiln.matmul {{.*}} {tile = #kiln.tile<mr = 8, nr = 16, kc = 2048>}
+  // SMALL: kiln.matmul {{.*}} {tile = #kiln.tile<mr = 4, nr = 16, kc = 1536>}
+  // PINNED: kiln.matmul {{.*}} {tile = #kiln.tile<mr = 3, nr = 16, kc = 256>}
+  %kq = kiln.matmul %x, %k : (tensor<64x2048xf32>, tensor<2048x2048x!kiln.q4_k>) -> tensor<64x2048xf32>
   %r = kiln.weight "blk.0.attn_q.weight" : tensor<64x64xf32>
   // BIG: kiln.matmul
   // BIG-NOT: tile

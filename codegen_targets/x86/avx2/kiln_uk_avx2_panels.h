@@ -73,25 +73,26 @@ static inline __m256i panel_shift32(__m256i v, int32_t left) {
                    : _mm256_srl_epi32(v, _mm_cvtsi32_si128(-left));
 }
 
-/* As the AVX-512 panel_tile_q4k, 8 output rows: mr k-quant activation rows
- * against super-blocks b0..b1-1 of one q4_k panel. */
-KILN_UK_INLINE void panel_tile_q4k(const uint8_t *panel, const uint8_t *xs, size_t stride,
-                                   int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
-                                   int32_t ldy, int32_t valid) {
+/* As the AVX-512 panel_tile_q45k, 8 output rows: mr k-quant activation rows
+ * against super-blocks b0..b1-1 of one q4_k (five = 0) or q5_k panel. */
+KILN_UK_INLINE void panel_tile_q45k(const uint8_t *panel, int32_t five, const uint8_t *xs,
+                                    size_t stride, int32_t mr, int32_t k, int32_t b0, int32_t b1,
+                                    float *y, int32_t ldy, int32_t valid) {
   const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u, pairs_at = xq_at + (size_t)k;
+  const size_t bytes = five ? 176u * 8u : 144u * 8u, codes_at = five ? 48u * 8u : 16u * 8u;
   const __m256i low = _mm256_set1_epi8(15), six = _mm256_set1_epi32(63);
   __m256 acc[KILN_UK_MR_MAX];
   int32_t r, b, i, h, c;
   for (r = 0; r < mr; ++r)
     acc[r] = b0 == 0 ? _mm256_setzero_ps() : load_lanes(y + (size_t)r * (size_t)ldy, valid);
   for (b = b0; b < b1; ++b) {
-    const uint8_t *gp = panel + (size_t)b * 144u * 8u;
+    const uint8_t *gp = panel + (size_t)b * bytes;
     const __m256i s0 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32)),
                   s1 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 64)),
                   s2 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 96));
     __m256i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX], mins[4];
     __m256 d, dmin;
-    for (c = 0; c < 144 * 8; c += 64)
+    for (c = 0; c < (int32_t)bytes; c += 64)
       KILN_UK_PREFETCH(gp + c);
     for (r = 0; r < mr; ++r)
       is[r] = _mm256_setzero_si256();
@@ -101,8 +102,16 @@ KILN_UK_INLINE void panel_tile_q4k(const uint8_t *panel, const uint8_t *xs, size
         for (r = 0; r < mr; ++r)
           part[r] = _mm256_setzero_si256();
         for (c = 0; c < 8; ++c) {
-          __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 128 + 32 * (8 * i + c)));
+          __m256i v = _mm256_loadu_si256(
+              (const __m256i *)(const void *)(gp + codes_at + 32 * (8 * i + c)));
           v = _mm256_and_si256(h ? _mm256_srli_epi16(v, 4) : v, low);
+          if (five) /* bit 2i + h of qh: the fifth bit of sub-block 2i + h */
+            v = _mm256_or_si256(
+                v, _mm256_and_si256(
+                       blocks_shift16(_mm256_loadu_si256(
+                                          (const __m256i *)(const void *)(gp + 128 + 32 * c)),
+                                      4 - 2 * i - h),
+                       _mm256_set1_epi8(0x10)));
           for (r = 0; r < mr; ++r) {
             const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at);
             part[r] = dot_u8s8(part[r], v,
@@ -213,8 +222,8 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
   const __m256i low = _mm256_set1_epi8(15);
   __m256 acc[KILN_UK_MR_MAX];
   int32_t r, b, c;
-  if (family == KILN_UK_Q4K) {
-    panel_tile_q4k(panel, xs, stride, mr, k, b0, b1, y, ldy, valid);
+  if (family == KILN_UK_Q4K || family == KILN_UK_Q5K) {
+    panel_tile_q45k(panel, family == KILN_UK_Q5K, xs, stride, mr, k, b0, b1, y, ldy, valid);
     return;
   }
   if (family == KILN_UK_Q6K) {

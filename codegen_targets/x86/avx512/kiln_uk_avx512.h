@@ -66,16 +66,18 @@ static inline __m512i q4k_mins(__m512i s0, __m512i s1, __m512i s2, int32_t i) {
 }
 
 /* mr rows of k-quant activations (blocks_quantize_row, rows `stride` bytes
- * apart) against super-blocks b0..b1-1 of one q4_k panel, as panel_tile_int.
+ * apart) against super-blocks b0..b1-1 of one q4_k (five = 0) or q5_k panel, as
+ * panel_tile_int; q5_k's fifth bits join the codes from its qh quads.
  * Per row, a sub-block's codes times the activations in int32 (vpdpbusd), times
  * its scale (vpmulld) and summed over the super-block in integers; the mins
  * meet the int16 sums of 32 activations in vpdpwssd. Two float steps per
  * super-block: d and dmin times the activations' scale. */
-KILN_UK_INLINE void panel_tile_q4k(const uint8_t *panel, const uint8_t *xs, size_t stride,
-                                   int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
-                                   int32_t ldy, int32_t rows_valid) {
+KILN_UK_INLINE void panel_tile_q45k(const uint8_t *panel, int32_t five, const uint8_t *xs,
+                                    size_t stride, int32_t mr, int32_t k, int32_t b0, int32_t b1,
+                                    float *y, int32_t ldy, int32_t rows_valid) {
   const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
   const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u, pairs_at = xq_at + (size_t)k;
+  const size_t bytes = five ? 176u * 16u : 144u * 16u, codes_at = five ? 48u * 16u : 16u * 16u;
   const __m512i low = _mm512_set1_epi8(15), six = _mm512_set1_epi32(63);
   __m512 acc[KILN_UK_MR_MAX];
   int32_t r, b, i, h, c;
@@ -83,12 +85,12 @@ KILN_UK_INLINE void panel_tile_q4k(const uint8_t *panel, const uint8_t *xs, size
     acc[r] = b0 == 0 ? _mm512_setzero_ps()
                      : _mm512_maskz_loadu_ps(valid, y + (size_t)r * (size_t)ldy);
   for (b = b0; b < b1; ++b) {
-    const uint8_t *gp = panel + (size_t)b * 144u * 16u;
+    const uint8_t *gp = panel + (size_t)b * bytes;
     const __m512i s0 = _mm512_loadu_si512(gp + 64), s1 = _mm512_loadu_si512(gp + 128),
                   s2 = _mm512_loadu_si512(gp + 192);
     __m512i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX], mins[4];
     __m512 d, dmin;
-    for (c = 0; c < 144 * 16; c += 64)
+    for (c = 0; c < (int32_t)bytes; c += 64)
       KILN_UK_PREFETCH(gp + c);
     for (r = 0; r < mr; ++r)
       is[r] = _mm512_setzero_si512();
@@ -98,8 +100,15 @@ KILN_UK_INLINE void panel_tile_q4k(const uint8_t *panel, const uint8_t *xs, size
         for (r = 0; r < mr; ++r)
           part[r] = _mm512_setzero_si512();
         for (c = 0; c < 8; ++c) {
-          __m512i v = _mm512_loadu_si512(gp + 256 + 64 * (8 * i + c));
+          __m512i v = _mm512_loadu_si512(gp + codes_at + 64 * (8 * i + c));
           v = _mm512_and_si512(h ? _mm512_srli_epi16(v, 4) : v, low);
+          if (five) { /* bit 2i + h of qh: the fifth bit of sub-block 2i + h */
+            const __m512i qh = _mm512_loadu_si512(gp + 256 + 64 * c);
+            const int32_t left = 4 - 2 * i - h;
+            v = _mm512_ternarylogic_epi32(
+                v, left >= 0 ? _mm512_slli_epi16(qh, (unsigned)left) : _mm512_srli_epi16(qh, (unsigned)-left),
+                _mm512_set1_epi8(0x10), 0xf8); /* v | (qh' & 0x10) */
+          }
           for (r = 0; r < mr; ++r) {
             const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at);
             part[r] = _mm512_dpbusd_epi32(
@@ -149,7 +158,7 @@ static inline __m512i q6k_codes(const uint8_t *gp, int32_t s, int32_t t) {
                          _mm512_and_si512(hi, _mm512_set1_epi8(0x30)));
 }
 
-/* As panel_tile_q4k for a q6_k panel: per sub-block of 16, the codes times the
+/* As panel_tile_q45k for a q6_k panel: per sub-block of 16, the codes times the
  * activations (vpdpbusd), less 32 times the activations' sum, times the int8
  * scale; the super-block summed in integers, then d times the activations'
  * scale. */
@@ -218,8 +227,8 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
   const __m512i low = _mm512_set1_epi8(15);
   __m512 acc[KILN_UK_MR_MAX];
   int32_t r, b, c;
-  if (family == KILN_UK_Q4K) {
-    panel_tile_q4k(panel, xs, stride, mr, k, b0, b1, y, ldy, rows_valid);
+  if (family == KILN_UK_Q4K || family == KILN_UK_Q5K) {
+    panel_tile_q45k(panel, family == KILN_UK_Q5K, xs, stride, mr, k, b0, b1, y, ldy, rows_valid);
     return;
   }
   if (family == KILN_UK_Q6K) {
@@ -285,7 +294,7 @@ KILN_UK_INLINE void panel_row4_int(int family, const uint8_t *panel, size_t pane
   const int8_t *q = (const int8_t *)(const void *)(xsum + groups);
   __m512 acc[4];
   int32_t b, c, j;
-  if (family == KILN_UK_Q4K || family == KILN_UK_Q6K) { /* the tile's one-row instance */
+  if (family >= KILN_UK_Q4K) { /* the k-quants: the tile's one-row instance */
     for (j = 0; j < 4; ++j)
       panel_tile_int(family, panel + j * panel_bytes, xs, 0, 1, k, g, 0, k / 256, y + 16 * j, 0,
                      16);
