@@ -259,7 +259,8 @@ extern "C" {{
 
 /* Exact sizes, known at compile time. */
 #define {1}_ARENA_BYTES {2}u      /* KV cache + activations; 64-byte aligned */
-#define {1}_KV_BYTES {3}u
+#define {1}_KV_BYTES {3}u          /* a layer with a window keeps a ring of window + chunk - 1 rows */
+#define {1}_KV_WINDOW {16}  /* --kv-window: positions every layer attends to; 0: the model's windows */
 #define {1}_PACK_BYTES {4}ull
 #define {1}_MODEL_HASH 0x{5:x-16}ull
 #define {1}_VOCAB {6}
@@ -331,7 +332,8 @@ extern const uint8_t {0}_pack_bytes[{1}_PACK_BYTES];
                  m.get("bos"), m.get("eos"), sites, pack.vocabOffset, pack.vocabBytes,
                  m.threads,
                  m.threads > 1 ? "  kiln_workers workers;             /* see set_workers */\n"
-                               : "");
+                               : "",
+                 m.config.get("kv_window") ? m.get("kv_window") : 0);
 }
 
 std::string scheduleApiText(const ModelInfo &m, const PackInfo &pack,

@@ -91,6 +91,12 @@ static cl::opt<int64_t> prefillChunk(
 static cl::opt<int64_t> maxContext(
     "max-context", cl::desc("KV cache capacity in tokens (default: the model's)"),
     cl::init(0), cl::cat(category));
+static cl::opt<int64_t> kvWindow(
+    "kv-window",
+    cl::desc("Attend to the last W positions on every layer (a model's own smaller windows "
+             "stay): each layer's cache becomes a ring of W + prefill chunk - 1 rows instead "
+             "of the capacity, positions stay absolute for rope"),
+    cl::init(0), cl::cat(category));
 static cl::opt<std::string> name("name",
                                  cl::desc("C identifier of the model (default: from "
                                           "general.name)"),
@@ -135,6 +141,7 @@ int main(int argc, char **argv) {
   options.minSplitWork = minSplitWork;
   options.import.prefillChunk = prefillChunk;
   options.import.maxContext = maxContext;
+  options.import.kvWindow = kvWindow;
   options.import.name = name;
   return failed(kiln::compile(options, outs(), errs())) ? 1 : 0;
 }

@@ -130,15 +130,17 @@ public:
               int64_t width = dim(w.getRows(), 1);
               int64_t hd = c.family == "i8" ? c.group : width;
               int64_t heads = width / hd, headBytes = cacheHeadBytes(c, hd);
-              k.name = formatv("{0}_kv_write_{1}_w{2}", prefix, c.name, width);
+              k.name = formatv("{0}_kv_write_{1}_w{2}_r{3}", prefix, c.name, width,
+                               dim(w.getCache(), 0));
               k.params = "const float *x, void *cache, int32_t rows, int32_t pos";
               k.body = rowRange(split) + formatv(R"c(  uint8_t *c = (uint8_t *)cache;
   int32_t r, h;
   for (r = r0; r < r1; ++r)
     for (h = 0; h < {0}; ++h)
-      kv_store_{1}(x + (size_t)r * {2} + h * {3}, c + (size_t)(pos + r) * {4}u + h * {5}, {3});
+      kv_store_{1}(x + (size_t)r * {2} + h * {3}, c + (size_t)((pos + r) % {6}) * {4}u + h * {5}, {3});
 )c",
-                               heads, c.family, width, hd, heads * headBytes, headBytes).str();
+                               heads, c.family, width, hd, heads * headBytes, headBytes,
+                               dim(w.getCache(), 0)).str();
               arg(w.getRows()), arg(w.getCache()), k.args.push_back("rows"),
                   k.args.push_back("pos");
               return success();
@@ -544,8 +546,9 @@ private:
     int64_t headBytes = cacheHeadBytes(cache, hd);
     KernelCall rope = ropeRows(m.getHeadDim(), m.getRopeDim(), m.getFreqBase().convertToFloat(),
                                m.getFreqFactors(), m.getNeox(), toFloat(m.getMscale()), prefix);
-    k.name = formatv("{0}_qkv_matmul_{1}_q{2}_kv{3}_k{4}{5}_{6}_c{7}", prefix, weightName(*w), nq,
-                     nkv, w->k, tileName(*w), rope.name.substr(prefix.size() + 11), cache.name);
+    k.name = formatv("{0}_qkv_matmul_{1}_q{2}_kv{3}_k{4}{5}_{6}_c{7}_r{8}", prefix, weightName(*w),
+                     nq, nkv, w->k, tileName(*w), rope.name.substr(prefix.size() + 11), cache.name,
+                     dim(m.getKeys(), 0));
     matmulSignature(k, *w, names, m, prefix, ValueRange{m.getWq(), m.getWk(), m.getWv()},
                     ", void *keys, void *values",
                     {names.operand(m.getKeys()), names.operand(m.getValues())}, true);
@@ -570,10 +573,11 @@ private:
       for (r = 0; r < rows; ++r)
         for (h = lo / {0}; h < hi / {0}; ++h)
           kv_store_{1}({5} + (size_t)r * {2} + h * {0},
-                       (uint8_t *){6} + (size_t)(pos + r) * {3}u + h * {4}u, {0});
+                       (uint8_t *){6} + (size_t)((pos + r) % {7}) * {3}u + h * {4}u, {0});
     }
 )c",
-                     hd, cache.family, nkv, nkv / hd * headBytes, headBytes, t, cacheName)
+                     hd, cache.family, nkv, nkv / hd * headBytes, headBytes, t, cacheName,
+                     dim(m.getKeys(), 0))
           .str();
     };
     k.body = shareRange(m->getAttrOfType<SplitAttr>("split"), nq + 2 * nkv, "n0", "n1") +
@@ -689,8 +693,8 @@ private:
       return a.emitOpError("expects one cache scale per head (group ") << hd << ")";
     int64_t window = a.getWindow() ? *a.getWindow() : 0;
     int64_t headBytes = cacheHeadBytes(c, hd);
-    k.name = formatv("{0}_attention_{1}_h{2}_kv{3}_d{4}_win{5}", prefix, c.name, nh, nkv, hd,
-                     window);
+    k.name = formatv("{0}_attention_{1}_h{2}_kv{3}_d{4}_win{5}_r{6}", prefix, c.name, nh, nkv, hd,
+                     window, dim(a.getKeys(), 0));
     double scale = 1.0 / std::sqrt(double(hd));
     if (a.getScale()) {
       scale = a.getScale()->convertToFloat();
@@ -718,13 +722,13 @@ private:
   int32_t u;
   for (u = u0; u < u1; ++u) {{
     int32_t h = u / rows, r = u % rows, g = h / {4}, p = pos + r, t0 = {5};
-    attend({8}, q + (size_t)r * {2} + h * {1}, 1, kc + g * {7}u, vc + g * {7}u, {3}u, t0, p,
-           {1}, {6}, y + (size_t)r * {2} + h * {1});
+    attend({8}, q + (size_t)r * {2} + h * {1}, 1, kc + g * {7}u, vc + g * {7}u, {3}u, {9}, t0,
+           p, {1}, {6}, y + (size_t)r * {2} + h * {1});
   }
 )c",
                      nh, hd, nh * hd, nkv * headBytes, nh / nkv, start,
                      floatLiteral(scale), headBytes,
-                     "KILN_UK_" + llvm::StringRef(c.family).upper()).str();
+                     "KILN_UK_" + llvm::StringRef(c.family).upper(), dim(a.getKeys(), 0)).str();
     k.args = {names.operand(a.getQuery()), names.operand(a.getKeys()),
               names.operand(a.getValues()), names.result(a), "rows", "pos"};
     return success();

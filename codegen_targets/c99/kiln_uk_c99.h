@@ -266,13 +266,14 @@ static inline void kv_axpy(int family, float *acc, float e, const uint8_t *row, 
 
 #ifndef KILN_UK_HAS_ATTEND
 /* Causal attention of nq query heads (q: nq x hd, contiguous) that share one KV
- * head, over cache rows t0..t1 (`stride` bytes apart) in `family` (KILN_UK_F32,
- * F16 or I8): an online softmax over blocks of 16 rows (the scores of a block,
- * one rescale of the accumulator if its maximum grew, then the block's
- * exponentials at once), no scores buffer. */
+ * head, over positions t0..t1 of a cache of `ring` rows (`stride` bytes apart;
+ * position t in row t % ring, so a cache shorter than the context is a ring
+ * buffer) in `family` (KILN_UK_F32, F16 or I8): an online softmax over blocks
+ * of 16 positions (the scores of a block, one rescale of the accumulator if its
+ * maximum grew, then the block's exponentials at once), no scores buffer. */
 KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t *keys,
-                           const uint8_t *values, size_t stride, int32_t t0, int32_t t1,
-                           int32_t hd, float scale, float *y) {
+                           const uint8_t *values, size_t stride, int32_t ring, int32_t t0,
+                           int32_t t1, int32_t hd, float scale, float *y) {
   int32_t h, t, i;
   for (h = 0; h < nq; ++h) {
     const float *qh = q + (size_t)h * (size_t)hd;
@@ -284,7 +285,7 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
       int32_t nb = t1 - t + 1 < 16 ? t1 - t + 1 : 16;
       float sc[16], ev[16], bm = -INFINITY;
       for (i = 0; i < nb; ++i) {
-        sc[i] = kv_dot(family, qh, keys + (size_t)(t + i) * stride, hd) * scale;
+        sc[i] = kv_dot(family, qh, keys + (size_t)((t + i) % ring) * stride, hd) * scale;
         bm = sc[i] > bm ? sc[i] : bm;
       }
       if (bm > mx) {
@@ -297,7 +298,7 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
       exp_block(sc, mx, ev, nb);
       for (i = 0; i < nb; ++i) {
         sum += ev[i];
-        kv_axpy(family, acc, ev[i], values + (size_t)(t + i) * stride, hd);
+        kv_axpy(family, acc, ev[i], values + (size_t)((t + i) % ring) * stride, hd);
       }
     }
     for (i = 0; i < hd; ++i)

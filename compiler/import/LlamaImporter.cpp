@@ -491,8 +491,9 @@ namespace {
 class DecoderBuilder {
 public:
   DecoderBuilder(OpBuilder &b, const gguf::File &file, const LlamaConfig &c,
-                 int64_t capacity)
-      : b(b), file(file), c(c), capacity(capacity), loc(b.getUnknownLoc()),
+                 int64_t capacity, int64_t chunk, std::vector<int64_t> windows)
+      : b(b), file(file), c(c), capacity(capacity), chunk(chunk), windows(std::move(windows)),
+        loc(b.getUnknownLoc()),
         ropeFactors(!c.ropeFreqFactorsLong.empty() && capacity > c.ropeOriginalContext
                         ? c.ropeFreqFactorsLong
                         : c.ropeFreqFactors) {}
@@ -566,7 +567,9 @@ private:
   OpBuilder &b;
   const gguf::File &file;
   const LlamaConfig &c;
-  int64_t capacity;
+  int64_t capacity, chunk;
+  /// Each layer's attention window, 0 for none.
+  std::vector<int64_t> windows;
   Location loc;
   /// The rope divisors for this capacity (phi3: long ones past the original context).
   ArrayRef<float> ropeFactors;
@@ -586,10 +589,14 @@ void DecoderBuilder::build(StringRef name, int64_t rows) {
 
   Value x = b.create<EmbedOp>(loc, f32Tensor(rows, c.nEmbd), weight("token_embd.weight"), tokens,
                               c.embedScale ? b.getF32FloatAttr(c.embedScale) : FloatAttr());
-  auto cacheType = f32Tensor(capacity, c.kvWidth());
   for (int64_t l = 0; l < c.nLayer; ++l) {
     std::string p = llvm::formatv("blk.{0}.", l);
     bool local = c.localLayers[l];
+    // A windowed layer's cache is a ring of the rows a prefill chunk can still
+    // read: its window plus the chunk's other rows (written before attention).
+    int64_t window = windows[l];
+    auto cacheType =
+        f32Tensor(window ? std::min(capacity, window + chunk - 1) : capacity, c.kvWidth());
     Value a = rmsNorm(x, p + "attn_norm.weight");
     // Queries and keys: projected, normalized per head (qwen3, gemma3), roped.
     auto roped = [&](StringRef part) {
@@ -610,7 +617,7 @@ void DecoderBuilder::build(StringRef name, int64_t rows) {
     Value o = b.create<AttentionOp>(
         loc, q.getType(), q, keys, values, pos, b.getI32IntegerAttr(c.nHead),
         b.getI32IntegerAttr(c.nKvHead), b.getI32IntegerAttr(c.headDim),
-        local ? b.getI32IntegerAttr(c.slidingWindow) : IntegerAttr(),
+        window ? b.getI32IntegerAttr(window) : IntegerAttr(),
         c.attentionScale ? b.getF32FloatAttr(c.attentionScale) : FloatAttr());
     Value attn = matmul(o, p + "attn_output.weight");
     if (c.postNorms)
@@ -674,6 +681,7 @@ Expected<OwningOpRef<ModuleOp>> kiln::importLlama(MLIRContext &context,
       b.getNamedAttr("n_vocab", i64(c.nVocab)),
       b.getNamedAttr("max_context", i64(capacity)),
       b.getNamedAttr("prefill_chunk", i64(chunk)),
+      b.getNamedAttr("kv_window", i64(options.kvWindow)),
       b.getNamedAttr("tied_output", b.getBoolAttr(c.tiedOutput)),
       b.getNamedAttr("tokenizer", b.getStringAttr(vocab->model)),
       b.getNamedAttr("bos", i64(vocab->bos)),
@@ -683,7 +691,19 @@ Expected<OwningOpRef<ModuleOp>> kiln::importLlama(MLIRContext &context,
   };
   (*module)->setAttr("kiln.model", b.getDictionaryAttr(modelAttrs));
   b.setInsertionPointToEnd(module->getBody());
-  DecoderBuilder builder(b, file, c, capacity);
+  // The model's windows, narrowed (or set, on the layers without one) by
+  // --kv-window.
+  if (options.kvWindow < 0 || options.kvWindow > capacity)
+    return fail(llvm::formatv("--kv-window={0} must be in [1, the KV cache capacity {1}] "
+                              "(--max-context)",
+                              options.kvWindow, capacity));
+  std::vector<int64_t> windows(c.nLayer, 0);
+  for (int64_t l = 0; l < c.nLayer; ++l) {
+    windows[l] = c.localLayers[l] ? c.slidingWindow : 0;
+    if (options.kvWindow)
+      windows[l] = windows[l] ? std::min(windows[l], options.kvWindow) : options.kvWindow;
+  }
+  DecoderBuilder builder(b, file, c, capacity, chunk, windows);
   builder.build("prefill", chunk);
   builder.build("decode", 1);
   if (failed(verify(*module)))

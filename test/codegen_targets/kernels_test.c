@@ -278,8 +278,9 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
       put_f16(v, 0.01f);
     }
   }
-  attend(family, q, nq, keys + head_bytes, values + head_bytes, stride, t0, t1, hd, 0.125f, out);
-  ref_attend(family, q, nq, keys + head_bytes, values + head_bytes, stride, t0, t1, hd, 0.125f,
+  attend(family, q, nq, keys + head_bytes, values + head_bytes, stride, 64, t0, t1, hd, 0.125f,
+         out);
+  ref_attend(family, q, nq, keys + head_bytes, values + head_bytes, stride, 64, t0, t1, hd, 0.125f,
              out_ref);
   /* The outputs are convex combinations of values in [-1, 1]. */
   for (i = 0; i < nq * hd; ++i)
@@ -287,6 +288,51 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
   snprintf(what, sizeof what, "%s attend %s heads %d hd %d rows %d..%d", KILN_TEST_ISA_NAME,
            family_name(family), (int)nq, (int)hd, (int)t0, (int)t1);
   check(ok, what);
+  /* The same positions from a ring of `ring` rows (position t in row t % ring,
+   * later positions written over earlier ones): the same bits. */
+  {
+    static uint8_t rk[64 * 3 * (2 + 4 * 128)], rv[64 * 3 * (2 + 4 * 128)];
+    static float out_ring[4 * 128];
+    const int32_t ring = t1 - t0 + 1 + (t0 % 3);
+    for (t = 0; t <= t1; ++t) {
+      memcpy(rk + (size_t)(t % ring) * stride, keys + (size_t)t * stride, stride);
+      memcpy(rv + (size_t)(t % ring) * stride, values + (size_t)t * stride, stride);
+    }
+    attend(family, q, nq, rk + head_bytes, rv + head_bytes, stride, ring, t0, t1, hd, 0.125f,
+           out_ring);
+    snprintf(what, sizeof what, "%s attend %s heads %d hd %d rows %d..%d from a ring of %d: same bits",
+             KILN_TEST_ISA_NAME, family_name(family), (int)nq, (int)hd, (int)t0, (int)t1,
+             (int)ring);
+    check(memcmp(out_ring, out, sizeof(float) * (size_t)(nq * hd)) == 0, what);
+  }
+  /* f32 against a naive softmax in double. */
+  if (family == KILN_UK_F32) {
+    int32_t h;
+    ok = 1;
+    for (h = 0; h < nq; ++h) {
+      double w[64], mx = -1e300, sum = 0.0;
+      for (t = t0; t <= t1; ++t) {
+        const float *k = (const float *)(const void *)(keys + (size_t)t * stride + head_bytes);
+        double s = 0.0;
+        for (i = 0; i < hd; ++i)
+          s += (double)q[h * hd + i] * (double)k[i];
+        w[t] = s * 0.125;
+        mx = w[t] > mx ? w[t] : mx;
+      }
+      for (t = t0; t <= t1; ++t)
+        sum += (w[t] = exp(w[t] - mx));
+      for (i = 0; i < hd; ++i) {
+        double a = 0.0;
+        for (t = t0; t <= t1; ++t)
+          a += w[t] / sum *
+               (double)((const float *)(const void *)(values + (size_t)t * stride + head_bytes))[i];
+        ok &= fabs(out[h * hd + i] - a) <= 1e-5;
+      }
+    }
+    snprintf(what, sizeof what, "%s attend f32 heads %d hd %d rows %d..%d vs naive softmax",
+             KILN_TEST_ISA_NAME, (int)nq, (int)hd, (int)t0, (int)t1);
+    check(ok, what);
+  }
 }
 
 /* The row-wise ops: relative error of a few float roundings. */

@@ -43,8 +43,8 @@ void ref_matmul(int family, const float *x, const uint8_t *w, float *y, void *sc
 void ref_quantize_act(const float *x, float *d, int8_t *q, int32_t k, int32_t g);
 float ref_kv_dot(int family, const float *q, const uint8_t *row, int32_t hd);
 void ref_attend(int family, const float *q, int32_t nq, const uint8_t *keys,
-                const uint8_t *values, size_t stride, int32_t t0, int32_t t1, int32_t hd,
-                float scale, float *y);
+                const uint8_t *values, size_t stride, int32_t ring, int32_t t0, int32_t t1,
+                int32_t hd, float scale, float *y);
 void ref_rms_norm_row(const float *x, const float *g, float *y, int32_t d, float eps);
 void ref_silu(const float *x, float *y, int32_t n);
 void ref_kv_axpy(int family, float *acc, float e, const uint8_t *row, int32_t hd);

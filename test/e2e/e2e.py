@@ -263,7 +263,26 @@ SHAPES = {
     "llama-swa-f32": (["--n-embd", "64", "--n-layer", "2", "--n-head", "4", "--n-head-kv", "2",
                        "--n-ff", "96", "--vocab", "64", "--ctx", "24", "--sliding-window", "5"],
                       8),
+    # --kv-window on a model without one: every layer's cache a ring of 9 + 4 - 1
+    # rows, a window wider than the chunk (llama-swa-f32's is narrower).
+    "llama-kvwindow-f32": (["--n-embd", "64", "--n-layer", "2", "--n-head", "4", "--n-head-kv",
+                            "2", "--n-ff", "96", "--vocab", "64", "--ctx", "24"], 4),
 }
+# Shapes compiled with --kv-window, and the window the reference gives every layer.
+KV_WINDOW = {"llama-kvwindow-f32": 9}
+
+
+def check_ring_bytes(res, shape, out, name, flags, chunk, window):
+    """The header's KV bytes: every layer's keys and values in rings of
+    window + chunk - 1 f32 rows, not the whole context."""
+    arg = lambda f: int(flags[flags.index(f) + 1])
+    head_dim = arg("--n-embd") // arg("--n-head")
+    rows = min(arg("--ctx"), window + chunk - 1)
+    want = arg("--n-layer") * 2 * rows * arg("--n-head-kv") * head_dim * 4
+    with open(os.path.join(out, name + ".h")) as f:
+        header = f.read()
+    got = int(header.split(f"{name.upper()}_KV_BYTES ")[1].split("u")[0])
+    res.check(got == want, f"{shape}: KV cache {got} bytes == {want} (rings of {rows} rows)")
 
 
 def random_model(args):
@@ -274,9 +293,14 @@ def random_model(args):
     run([sys.executable, os.path.join(ROOT, "test", "tools", "gguf_tool.py"), "model", gguf,
          "--seed", "7", "--name", args.shape, *flags])
     out = os.path.join(args.work, "out")
-    name = compile_model(args, gguf, out, f"--prefill-chunk={chunk}")
+    window = KV_WINDOW.get(args.shape, 0)
+    name = compile_model(args, gguf, out, f"--prefill-chunk={chunk}",
+                         *([f"--kv-window={window}"] if window else []))
     b = build(out, args.cc[0])
     ref = llama_ref.LlamaRef(gguf)
+    if window:
+        ref.windows = [window] * len(ref.windows)
+        check_ring_bytes(res, args.shape, out, name, flags, chunk, window)
     vocab = len(ref.logits([1])[0])
     ctx = int(flags[flags.index("--ctx") + 1])
     rng = random.Random(3)

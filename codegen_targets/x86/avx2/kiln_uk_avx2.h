@@ -19,6 +19,16 @@
 /* Asks for the cache line KILN_UK_PREFETCH_BYTES past p. */
 #define KILN_UK_PREFETCH(p) _mm_prefetch((const char *)(p) + KILN_UK_PREFETCH_BYTES, _MM_HINT_T0)
 
+/* Step j of `steps` of prefetching the `bytes` at p: that share of its cache
+ * lines, so that a kernel's prefetches spread over its work instead of
+ * filling the miss queue at once. */
+KILN_UK_INLINE void prefetch_share(const uint8_t *p, int32_t bytes, int32_t j, int32_t steps) {
+  const int32_t lines = (bytes + 63) / 64;
+  int32_t c;
+  for (c = lines * j / steps; c < lines * (j + 1) / steps; ++c)
+    KILN_UK_PREFETCH(p + 64 * c);
+}
+
 static inline float hsum_ps(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));

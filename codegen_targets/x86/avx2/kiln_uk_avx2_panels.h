@@ -92,12 +92,11 @@ KILN_UK_INLINE void panel_tile_q45k(const uint8_t *panel, int32_t five, const ui
                   s2 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 96));
     __m256i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX], mins[4];
     __m256 d, dmin;
-    for (c = 0; c < (int32_t)bytes; c += 64)
-      KILN_UK_PREFETCH(gp + c);
     for (r = 0; r < mr; ++r)
       is[r] = _mm256_setzero_si256();
     for (i = 0; i < 4; ++i)
       for (h = 0; h < 2; ++h) { /* sub-block 2i + h: the low or the high nibbles */
+        prefetch_share(gp, (int32_t)bytes, 2 * i + h, 8);
         const __m256i sc = _mm256_and_si256(panel_shift32(h ? s1 : s0, -8 * i), six);
         for (r = 0; r < mr; ++r)
           part[r] = _mm256_setzero_si256();
@@ -171,18 +170,17 @@ KILN_UK_INLINE void panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size
   const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u;
   const size_t sums_at = xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u;
   __m256 acc[KILN_UK_MR_MAX];
-  int32_t r, b, s, t, c;
+  int32_t r, b, s, t;
   for (r = 0; r < mr; ++r)
     acc[r] = b0 == 0 ? _mm256_setzero_ps() : load_lanes(y + (size_t)r * (size_t)ldy, valid);
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * 210u * 8u;
     __m256i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX];
     __m256 d;
-    for (c = 0; c < 210 * 8; c += 64)
-      KILN_UK_PREFETCH(gp + c);
     for (r = 0; r < mr; ++r)
       is[r] = _mm256_setzero_si256();
     for (s = 0; s < 16; ++s) {
+      prefetch_share(gp, 210 * 8, s, 16);
       const __m256i words = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 * (48 + s / 4)));
       const __m256i sc = _mm256_srai_epi32(panel_shift32(words, 24 - 8 * (s % 4)), 24);
       const int32_t col = 128 * (s / 8) + 32 * ((s % 8) / 2) + 16 * (s % 2);

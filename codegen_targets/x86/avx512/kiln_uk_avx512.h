@@ -90,12 +90,11 @@ KILN_UK_INLINE void panel_tile_q45k(const uint8_t *panel, int32_t five, const ui
                   s2 = _mm512_loadu_si512(gp + 192);
     __m512i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX], mins[4];
     __m512 d, dmin;
-    for (c = 0; c < (int32_t)bytes; c += 64)
-      KILN_UK_PREFETCH(gp + c);
     for (r = 0; r < mr; ++r)
       is[r] = _mm512_setzero_si512();
     for (i = 0; i < 4; ++i)
       for (h = 0; h < 2; ++h) { /* sub-block 2i + h: the low or the high nibbles */
+        prefetch_share(gp, (int32_t)bytes, 2 * i + h, 8);
         const __m512i sc = _mm512_and_si512(_mm512_srli_epi32(h ? s1 : s0, 8 * i), six);
         for (r = 0; r < mr; ++r)
           part[r] = _mm512_setzero_si512();
@@ -169,7 +168,7 @@ KILN_UK_INLINE void panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size
   const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u;
   const size_t sums_at = xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u;
   __m512 acc[KILN_UK_MR_MAX];
-  int32_t r, b, s, t, c;
+  int32_t r, b, s, t;
   for (r = 0; r < mr; ++r)
     acc[r] = b0 == 0 ? _mm512_setzero_ps()
                      : _mm512_maskz_loadu_ps(valid, y + (size_t)r * (size_t)ldy);
@@ -177,11 +176,10 @@ KILN_UK_INLINE void panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size
     const uint8_t *gp = panel + (size_t)b * 210u * 16u;
     __m512i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX];
     __m512 d;
-    for (c = 0; c < 210 * 16; c += 64)
-      KILN_UK_PREFETCH(gp + c);
     for (r = 0; r < mr; ++r)
       is[r] = _mm512_setzero_si512();
     for (s = 0; s < 16; ++s) {
+      prefetch_share(gp, 210 * 16, s, 16);
       const __m512i words = _mm512_loadu_si512(gp + 64 * (48 + s / 4));
       const __m512i sc = _mm512_srai_epi32(_mm512_slli_epi32(words, 24 - 8 * (s % 4)), 24);
       const int32_t col = 128 * (s / 8) + 32 * ((s % 8) / 2) + 16 * (s % 2);
@@ -538,8 +536,8 @@ static inline __m512 kv_load(int family, const uint8_t *row, int32_t j, __mmask1
  * block maximum, one vector exp and one rescale of the accumulators (held in
  * registers) per block instead of per row. */
 KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t *keys,
-                           const uint8_t *values, size_t stride, int32_t t0, int32_t t1,
-                           int32_t hd, float scale, float *y) {
+                           const uint8_t *values, size_t stride, int32_t ring, int32_t t0,
+                           int32_t t1, int32_t hd, float scale, float *y) {
   const int32_t nv = (hd + 15) / 16;
   int32_t h, t, i, j;
   for (h = 0; h < nq; ++h) {
@@ -556,7 +554,7 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
       float sc[16], ev[16], bm;
       __m512 sv, e;
       for (i = 0; i < nb; ++i) {
-        const uint8_t *k = keys + (size_t)(t + i) * stride;
+        const uint8_t *k = keys + (size_t)((t + i) % ring) * stride;
         __m512 d = _mm512_setzero_ps();
         for (j = 0; j < nv; ++j)
           d = _mm512_fmadd_ps(qv[j], kv_load(family, k, j, tail_mask(hd - 16 * j)), d);
@@ -575,7 +573,7 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
       sum += _mm512_reduce_add_ps(e);
       _mm512_storeu_ps(ev, e);
       for (i = 0; i < nb; ++i) {
-        const uint8_t *v = values + (size_t)(t + i) * stride;
+        const uint8_t *v = values + (size_t)((t + i) % ring) * stride;
         __m512 ei = _mm512_set1_ps(ev[i] * (family == KILN_UK_I8 ? load_f16(v) : 1.0f));
         for (j = 0; j < nv; ++j)
           acc[j] = _mm512_fmadd_ps(ei, kv_load(family, v, j, tail_mask(hd - 16 * j)), acc[j]);

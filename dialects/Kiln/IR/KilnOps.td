@@ -29,7 +29,9 @@ def Kiln_WeightOp : Kiln_Op<"weight", [Pure]> {
 def Kiln_KvCacheOp : Kiln_Op<"kv_cache", [Pure]> {
   let summary = "the persistent key or value cache of one layer";
   let description = [{
-    Rows are positions (capacity T), columns the n_kv_head * head_dim features.
+    Rows are positions, columns the n_kv_head * head_dim features. Position p
+    is in row p mod the rows, so a cache with fewer rows than the context (a
+    layer with a sliding window) is a ring buffer.
     Every function of the module that names the same (layer, kind) sees the same state.
   }];
   let arguments = (ins I32Attr:$layer, Kiln_CacheKindAttr:$kind);
@@ -118,8 +120,9 @@ def Kiln_RopeOp : Kiln_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
 def Kiln_AttentionOp : Kiln_Op<"attention", [Pure]> {
   let summary = "causal grouped-query attention of C query rows over the cache";
   let description = [{
-    Query row i (position pos+i) attends to cache rows 0..pos+i, or to the last
-    `window` of them when a window is set. Query head h reads kv head
+    Query row i (position pos+i) attends to positions 0..pos+i, or to the last
+    `window` of them when a window is set (position p in cache row p mod the
+    cache's rows). Query head h reads kv head
     h / (n_head / n_kv_head). Scores are q.k times `scale`, 1/sqrt(head_dim)
     unless set.
   }];
