@@ -310,6 +310,12 @@ kiln_status {0}_decode({0}_model *m, int32_t token, float *logits);
 kiln_status {0}_tokenizer(const {0}_model *m, kiln_tokenizer *t);
 /* Empties the KV cache. */
 void {0}_reset({0}_model *m);
+/* Context shift: keeps the first `keep` tokens, drops the next `drop`, moves
+ * the rest down (their keys turned back by drop positions), so generation can
+ * go on in the same arena. KILN_ERR_ARGUMENT when keep + drop passes the
+ * tokens in the cache, or a sliding window would then reach back to the kept
+ * tokens in a ring that has wrapped. */
+kiln_status {0}_shift({0}_model *m, int32_t keep, int32_t drop);
 /* The workers that run split kernels (a copy is kept); NULL or a zeroed one:
  * everything on the calling thread. Not while a call on m runs. */
 void {0}_set_workers({0}_model *m, const kiln_workers *workers);
@@ -334,6 +340,102 @@ extern const uint8_t {0}_pack_bytes[{1}_PACK_BYTES];
                  m.threads > 1 ? "  kiln_workers workers;             /* see set_workers */\n"
                                : "",
                  m.config.get("kv_window") ? m.get("kv_window") : 0);
+}
+
+/// `shift_cache(m, keep, drop)` and `shift_fits(m, keep, drop)`: the context
+/// shift of every layer's cache, read off the decode function. A full cache
+/// moves positions keep+drop.. down by drop; a ring that has wrapped turns by
+/// drop rows instead (position p stays in row p mod rows), which is right
+/// while no window reaches back to the kept tokens. Then the moved keys turn
+/// by -drop with their layer's rope.
+FailureOr<std::string> shiftText(func::FuncOp decode, const TargetDescription &target,
+                                 const ModelInfo &info,
+                                 std::map<std::string, KernelCall> &kernels) {
+  std::string moves, fits;
+  for (auto cache : decode.getBody().front().getOps<KvCacheOp>()) {
+    if (cache.getKind() != CacheKind::key)
+      continue;
+    Operation *writer = *cache->getUsers().begin();
+    KvCacheOp values;
+    int64_t window = 0;
+    for (Operation &op : decode.getBody().front()) {
+      if (auto v = dyn_cast<KvCacheOp>(op))
+        if (v.getKind() == CacheKind::value && v.getLayer() == cache.getLayer())
+          values = v;
+      if (auto a = dyn_cast<AttentionOp>(op))
+        if (a.getKeys().getDefiningOp() == writer && a.getWindow())
+          window = *a.getWindow();
+    }
+    if (!values) {
+      cache.emitOpError("has no value cache");
+      return failure();
+    }
+    FailureOr<KernelCall> rerope = target.reropeKernelFor(writer, info.name);
+    if (failed(rerope))
+      return failure();
+    kernels.try_emplace(rerope->name, *rerope);
+    for (const KernelCall &helper : rerope->helpers)
+      kernels.try_emplace(helper.name, helper);
+    auto type = cast<RankedTensorType>(cache.getType());
+    int64_t rows = type.getDimSize(0);
+    int64_t rowBytes = getStorageBytes(type) / rows;
+    bool ring = rows < info.get("max_context");
+    moves += formatv(R"c(  {{ /* layer {0} */
+    uint8_t *k = m->arena + {1}u, *v = m->arena + {2}u;
+)c",
+                     cache.getLayer(), slotOffset(cache), slotOffset(values));
+    if (ring)
+      moves += formatv(R"c(    if (m->pos > {0}) {{
+      rotate_rows(k, {1}u, {0}, drop % {0});
+      rotate_rows(v, {1}u, {0}, drop % {0});
+      {2}(k, 0, {0}, -drop);
+    } else
+)c",
+                       rows, rowBytes, rerope->name);
+    moves += formatv(R"c(    {{
+      memmove(k + (size_t)keep * {0}u, k + (size_t)(keep + drop) * {0}u,
+              (size_t)(m->pos - keep - drop) * {0}u);
+      memmove(v + (size_t)keep * {0}u, v + (size_t)(keep + drop) * {0}u,
+              (size_t)(m->pos - keep - drop) * {0}u);
+      {1}(k, keep, m->pos - drop, -drop);
+    }
+  }
+)c",
+                     rowBytes, rerope->name);
+    if (ring)
+      fits += formatv("  if (m->pos > {0} && m->pos - drop - {1} + 1 < keep)\n    return 0;\n",
+                      rows, window);
+  }
+  const char *rotate = R"c(/* Rows n of `row` bytes at c turned by s rows (row i gets row i + s mod n),
+ * in place: three reversals. */
+static void reverse_rows(uint8_t *c, size_t row, int32_t i, int32_t j) {
+  for (--j; i < j; ++i, --j) {
+    uint8_t *a = c + (size_t)i * row, *b = c + (size_t)j * row, t;
+    size_t n;
+    for (n = 0; n < row; ++n)
+      t = a[n], a[n] = b[n], b[n] = t;
+  }
+}
+static void rotate_rows(uint8_t *c, size_t row, int32_t n, int32_t s) {
+  reverse_rows(c, row, 0, s);
+  reverse_rows(c, row, s, n);
+  reverse_rows(c, row, 0, n);
+}
+
+)c";
+  return formatv(R"c({3}/* Whether every windowed ring can shift: after it, no window may reach back
+ * to the kept tokens (their rows were overwritten). */
+static int shift_fits(const {0}_model *m, int32_t keep, int32_t drop) {{
+{1}  (void)m, (void)keep, (void)drop;
+  return 1;
+}
+
+static void shift_cache({0}_model *m, int32_t keep, int32_t drop) {{
+{2}}
+
+)c",
+                 info.name, fits, moves, fits.empty() ? "" : rotate)
+      .str();
 }
 
 std::string scheduleApiText(const ModelInfo &m, const PackInfo &pack,
@@ -440,6 +542,17 @@ void {0}_reset({0}_model *m) {{
     m->pos = 0;
 }
 
+kiln_status {0}_shift({0}_model *m, int32_t keep, int32_t drop) {{
+  if (!m || !m->arena || keep < 0 || drop < 0 || drop > m->pos - keep ||
+      !shift_fits(m, keep, drop))
+    return KILN_ERR_ARGUMENT;
+  if (drop == 0)
+    return KILN_OK;
+  shift_cache(m, keep, drop);
+  m->pos -= drop;
+  return KILN_OK;
+}
+
 void {0}_set_workers({0}_model *m, const kiln_workers *workers) {{
 {8}}
 
@@ -470,6 +583,9 @@ static kiln_status api_tokenizer(const void *m, kiln_tokenizer *t) {{
   return {0}_tokenizer((const {0}_model *)m, t);
 }
 static void api_reset(void *m) {{ {0}_reset(({0}_model *)m); }
+static kiln_status api_shift(void *m, int32_t keep, int32_t drop) {{
+  return {0}_shift(({0}_model *)m, keep, drop);
+}
 static void api_set_workers(void *m, const kiln_workers *w) {{
   {0}_set_workers(({0}_model *)m, w);
 }
@@ -479,7 +595,7 @@ const kiln_model_api {0}_api = {{
     "{0}", sizeof({0}_model), {1}_ARENA_BYTES, {1}_PACK_BYTES, {1}_VOCAB,
     {1}_MAX_CONTEXT, {1}_PREFILL_CHUNK, {1}_BOS, {1}_EOS, {1}_THREADS,
     api_open, api_prefill, api_prefill_last, api_decode, api_position, api_tokenizer,
-    api_reset, api_set_workers, api_close};
+    api_reset, api_shift, api_set_workers, api_close};
 )c",
                  m.name, m.upper, pack.dataOffset, pack.dataSize, prefillLogits,
                  decodeLogits, cpuCheck,
@@ -731,7 +847,11 @@ static void run_shares(const {0}_model *m, kiln_task_fn fn, run_args *ctx, int p
 
 {2})c",
                       info.name, info.upper, emitter.sitesText());
-  source += layerTableText(module, info, pack) + schedule +
+  FailureOr<std::string> shift =
+      shiftText(module.lookupSymbol<func::FuncOp>("decode"), target, info, kernels);
+  if (failed(shift))
+    return failure();
+  source += layerTableText(module, info, pack) + schedule + *shift +
             scheduleApiText(info, pack, logits[0], logits[1], target.isaVariant());
 
   std::string decls = formatv("/* Generated by kiln-compile: kernels of model {0}. */\n"

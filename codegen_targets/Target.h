@@ -62,6 +62,12 @@ public:
   virtual mlir::FailureOr<KernelCall> kernelFor(mlir::Operation *op,
                                                 llvm::StringRef prefix,
                                                 const OperandNames &names) const = 0;
+  /// `<prefix>_kv_rerope_...(void *keys, int32_t r0, int32_t r1, int32_t delta)`:
+  /// rows r0..r1-1 of the key cache that `keyWriter` (a kv_write of roped keys,
+  /// or a qkv_matmul) fills, turned by delta positions with its rope, for a
+  /// context shift. Failure with a diagnostic when its keys are not roped.
+  virtual mlir::FailureOr<KernelCall> reropeKernelFor(mlir::Operation *keyWriter,
+                                                      llvm::StringRef prefix) const = 0;
 };
 
 /// The instruction-set variants, in codegen_targets/<isa>/.

@@ -228,6 +228,53 @@ private:
   }
 
   /// Bytes of one head of one position in a cache of code `c`.
+  FailureOr<KernelCall> reropeKernelFor(Operation *keyWriter,
+                                        llvm::StringRef prefix) const override {
+    Value cache;
+    std::optional<KernelCall> rope;
+    int64_t hd = 0;
+    // The writer's rope, without mscale: the keys already carry it once.
+    if (auto w = dyn_cast<KvWriteOp>(keyWriter)) {
+      cache = w.getCache();
+      if (auto r = w.getRows().getDefiningOp<RopeOp>()) {
+        hd = r.getHeadDim();
+        rope = ropeRows(hd, r.getRopeDim(), r.getFreqBase().convertToFloat(),
+                        r.getFreqFactors(), r.getNeox(), std::nullopt, prefix);
+      }
+    } else if (auto m = dyn_cast<QkvMatmulOp>(keyWriter)) {
+      cache = m.getKeys();
+      hd = m.getHeadDim();
+      rope = ropeRows(hd, m.getRopeDim(), m.getFreqBase().convertToFloat(), m.getFreqFactors(),
+                      m.getNeox(), std::nullopt, prefix);
+    }
+    if (!rope)
+      return keyWriter->emitOpError("writes keys that are not roped: a context shift cannot "
+                                    "turn them");
+    ElementCode c = elementCode(cache);
+    int64_t width = dim(cache, 1), heads = width / hd, headBytes = cacheHeadBytes(c, hd);
+    std::string family = "KILN_UK_" + llvm::StringRef(c.family).upper();
+    KernelCall k;
+    k.name = formatv("{0}_kv_rerope_{1}_w{2}_{3}", prefix, c.name, width,
+                     rope->name.substr(prefix.size() + 11));
+    k.params = "void *keys, int32_t r0, int32_t r1, int32_t delta";
+    k.body = formatv(R"c(  uint8_t *c = (uint8_t *)keys;
+  float t[{0}];
+  int32_t r, h;
+  for (r = r0; r < r1; ++r) {{
+    uint8_t *row = c + (size_t)r * {1}u;
+    for (h = 0; h < {2}; ++h)
+      kv_load_row({3}, row + h * {4}, t + h * {5}, {5});
+    {6}(t, t, {0}, 1, delta, 0, {2});
+    for (h = 0; h < {2}; ++h)
+      kv_store_{7}(t + h * {5}, row + h * {4}, {5});
+  }
+)c",
+                     width, heads * headBytes, heads, family, headBytes, hd, rope->name, c.family)
+                 .str();
+    k.helpers.push_back(*rope);
+    return k;
+  }
+
   static int64_t cacheHeadBytes(const ElementCode &c, int64_t hd) {
     return c.family == "i8" ? 2 + hd : c.family == "f16" ? 2 * hd : 4 * hd;
   }

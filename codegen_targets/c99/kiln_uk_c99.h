@@ -249,6 +249,14 @@ static inline void gelu(const float *x, float *y, int32_t n) {
   }
 }
 
+/* One head's cache row as floats (i8 rows: times their scale). */
+static inline void kv_load_row(int family, const uint8_t *row, float *x, int32_t hd) {
+  const float d = family == KILN_UK_I8 ? load_f16(row) : 1.0f;
+  int32_t i;
+  for (i = 0; i < hd; ++i)
+    x[i] = d * kv_value(family, row, i);
+}
+
 static inline float kv_dot(int family, const float *q, const uint8_t *row, int32_t hd) {
   return family == KILN_UK_F32   ? kv_dot_f32(q, row, hd)
          : family == KILN_UK_F16 ? kv_dot_f16(q, row, hd)

@@ -44,7 +44,7 @@ static int32_t tokens[KILN_MAX_CONTEXT];
 typedef struct options {
   const char *pack, *prompt, *ids, *dump, *perplexity, *kl_base, *system, *profile;
   double bandwidth_gbs;
-  int32_t n_generate, ctx, chunks, threads;
+  int32_t n_generate, ctx, chunks, threads, keep;
   int prefill, tokenize, ignore_eos, chat;
   kiln_sampler_params sampling;
 } options;
@@ -54,7 +54,7 @@ static void usage(void) {
           "usage: kiln-generate [--pack FILE] -p TEXT [-n N] [--temp T] [--top-k K]\n"
           "                     [--top-p P] [--repeat-penalty R] [--seed S] [--ignore-eos]\n"
           "                     [--dump-logits FILE]\n"
-          "       kiln-generate [--pack FILE] --tokens ID,ID,... [-n N] [--no-prefill]\n"
+          "       kiln-generate [--pack FILE] --tokens ID,ID,... [-n N] [--no-prefill] [--keep N]\n"
           "       kiln-generate [--pack FILE] --perplexity TEXTFILE [--ctx N] [--chunks K]\n"
           "                     [--dump-logits FILE] [--kl-base FILE]\n"
           "       kiln-generate [--pack FILE] --tokenize -p TEXT\n"
@@ -63,6 +63,8 @@ static void usage(void) {
           "  --dump-logits  float32 logits, one row of vocab floats per evaluated\n"
           "                 position (prompt positions, then generated ones)\n"
           "  --no-prefill   evaluate the prompt one decode call at a time\n"
+          "  --keep N       when the context is full, keep the first N tokens, drop\n"
+          "                 half of the rest (a context shift) and go on generating\n"
           "  --perplexity   perplexity over chunks of --ctx tokens, each [BOS] + ctx-1\n"
           "                 tokens of the text, all ctx predictions scored\n"
           "  --kl-base      logits dumped by a reference run of --perplexity: also\n"
@@ -94,6 +96,7 @@ static int parse(int argc, char **argv, options *o) {
   o->ctx = KILN_MAX_CONTEXT;
   o->prefill = 1;
   o->threads = 1;
+  o->keep = -1;
   kiln_sampler_default_params(&o->sampling);
   for (i = 1; i < argc; ++i) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -107,6 +110,7 @@ static int parse(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--tokens")) o->ids = v, ++i;
     else if (!strcmp(a, "-n")) o->n_generate = atoi(v), ++i;
     else if (!strcmp(a, "-t")) o->threads = atoi(v), ++i;
+    else if (!strcmp(a, "--keep")) o->keep = atoi(v), ++i;
     else if (!strcmp(a, "--dump-logits")) o->dump = v, ++i;
     else if (!strcmp(a, "--perplexity")) o->perplexity = v, ++i;
     else if (!strcmp(a, "--ctx")) o->ctx = atoi(v), ++i;
@@ -123,7 +127,8 @@ static int parse(int argc, char **argv, options *o) {
     else return 0;
   }
   return (o->prompt || o->ids || o->perplexity || o->chat) && o->n_generate >= 0 &&
-         o->threads >= 1 && (!o->system || o->chat);
+         o->threads >= 1 && (!o->system || o->chat) && o->keep >= -1 &&
+         o->keep < KILN_MAX_CONTEXT;
 }
 
 /* Tokenizes `len` bytes into `out` (at most `cap` ids). */
@@ -442,7 +447,7 @@ static long peak_rss_kib(void) {
 static int generate(const kiln_model_api *api, const kiln_tokenizer *t, const options *o) {
   static uint8_t sampler_work[4 * KILN_VOCAB + 64];
   kiln_sampler sampler;
-  int32_t n_prompt, i, next, generated = 0, decoded = 0;
+  int32_t n_prompt, i, next, generated = 0, decoded = 0, shifts = 0;
   double t0, t1, t2;
   kiln_status s;
   FILE *dump = NULL;
@@ -493,6 +498,17 @@ static int generate(const kiln_model_api *api, const kiln_tokenizer *t, const op
       print_piece(t, next, 0);
     if (i + 1 == o->n_generate)
       break;
+    if (api->position(&model) == KILN_MAX_CONTEXT && o->keep >= 0) {
+      /* full: keep the first tokens, drop half of the others, as llama.cpp's
+       * --keep does */
+      int32_t pos = KILN_MAX_CONTEXT, drop = (pos - o->keep) / 2 > 0 ? (pos - o->keep) / 2 : 1;
+      s = api->shift(&model, o->keep, drop);
+      if (s != KILN_OK)
+        return fail("context shift", s);
+      memmove(tokens + o->keep, tokens + o->keep + drop,
+              (size_t)(pos - o->keep - drop) * sizeof tokens[0]);
+      ++shifts;
+    }
     if (api->position(&model) < KILN_MAX_CONTEXT)
       tokens[api->position(&model)] = next;
     s = api->decode(&model, next, logits);
@@ -509,10 +525,10 @@ static int generate(const kiln_model_api *api, const kiln_tokenizer *t, const op
     fclose(dump);
   fprintf(stderr,
           "prefill: %d tokens, %.1f tokens/s; time to first token %.2f ms\n"
-          "generated %d tokens; decode: %.1f tokens/s\n"
+          "generated %d tokens; decode: %.1f tokens/s; context shifts: %d\n"
           "arena: %lu bytes; pack: %llu bytes; peak RSS: %ld KiB\n",
           (int)n_prompt, n_prompt / (t1 - t0), (t1 - t0) * 1e3, (int)generated,
-          decoded > 0 ? decoded / (t2 - t1) : 0.0, (unsigned long)api->arena_bytes,
+          decoded > 0 ? decoded / (t2 - t1) : 0.0, (int)shifts, (unsigned long)api->arena_bytes,
           (unsigned long long)api->pack_bytes, peak_rss_kib());
   return 0;
 }

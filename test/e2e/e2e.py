@@ -342,6 +342,64 @@ def random_model(args):
     return res.finish()
 
 
+def shift(args):
+    """Context shift: a random llama model's context filled, then
+    kiln-generate --keep K shifts it (keeps K tokens, drops half of the rest)
+    and goes on. Each logits row after the shift against the naive reference
+    shifted the same way (its cache rows removed, the later keys turned back
+    in double): full caches (f32 within 1e-4; f16 and q8 caches, stored again
+    after turning, within the quantized bound) and rings of --kv-window
+    (turned whole). The distance to a recompute from scratch on the kept
+    tokens (which also forgets what the dropped tokens put into the kept
+    ones' deeper keys) is printed. A shift that would leave a window reaching
+    the kept tokens of a wrapped ring is refused."""
+    res = Results()
+    os.makedirs(args.work, exist_ok=True)
+    ctx, chunk, keep = 24, 4, 3
+    gguf = os.path.join(args.work, "m.gguf")
+    run([sys.executable, os.path.join(ROOT, "test", "tools", "gguf_tool.py"), "model", gguf,
+         "--seed", "11", "--name", "shift", "--n-embd", "64", "--n-layer", "2", "--n-head", "4",
+         "--n-head-kv", "2", "--n-ff", "96", "--vocab", "64", "--ctx", str(ctx)])
+    rng = random.Random(5)
+    prompt = [rng.randrange(64) for _ in range(ctx)]
+    drop = (ctx - keep) // 2
+    for label, flags, window, tol in (("f32", [], 0, 1e-4), ("kv-f16", ["--kv-type=f16"], 0, None),
+                                      ("kv-q8", ["--kv-type=q8"], 0, None),
+                                      ("ring", ["--kv-window=9"], 9, 1e-4)):
+        out = os.path.join(args.work, label)
+        name = compile_model(args, gguf, out, f"--prefill-chunk={chunk}", *flags)
+        b = build(out, args.cc[0])
+        dump = os.path.join(out, "logits.f32")
+        n = 5
+        ids = generate(b, os.path.join(out, name + ".kpack"), prompt, n, dump, "--keep", str(keep))
+        rows = llama_ref.read_f32(dump, 64)[ctx:]
+        ref = llama_ref.LlamaRef(gguf)
+        if window:
+            ref.windows = [window] * len(ref.windows)
+        ref.logits(prompt)
+        ref.shift(keep, drop)
+        want = [ref.step(t) for t in ids[:n - 1]]
+        err, r, c = llama_ref.max_abs_diff(rows, want)
+        bound = tol if tol else QUANTIZED_RTOL * max(abs(x) for row in want for x in row)
+        kept = prompt[:keep] + prompt[keep + drop:]
+        fresh = ref.logits(kept + ids[:n - 1])[len(kept):]
+        res.check(len(rows) == n - 1 and err <= bound,
+                  f"{label}: {len(rows)} rows after a shift (keep {keep}, drop {drop}) vs the "
+                  f"shifted reference: max abs error {err:.3g} <= {bound:.3g} (a recompute "
+                  f"on the kept tokens differs by {llama_ref.max_abs_diff(rows, fresh)[0]:.3g})")
+    # Refused: a window of 9 would reach the 12 kept tokens; drop past the cache.
+    out = os.path.join(args.work, "ring")
+    b = os.path.join(out, "build-" + os.path.basename(args.cc[0]))
+    for keep_n, what in (("12", "a window reaching the kept tokens"),):
+        r = subprocess.run([os.path.join(b, "kiln-generate"), "--pack",
+                            os.path.join(out, "shift.kpack"), "--tokens",
+                            ",".join(map(str, prompt)), "-n", "3", "--keep", keep_n],
+                           text=True, capture_output=True)
+        res.check(r.returncode == 1 and "context shift" in r.stderr,
+                  f"ring: --keep {keep_n} ({what}) is refused: {r.stderr.strip()}")
+    return res.finish()
+
+
 def patch(data, offset, fmt, value):
     data = bytearray(data)
     struct.pack_into(fmt, data, offset, value)
@@ -882,14 +940,18 @@ def sanitize(args):
     """Generated code built with AddressSanitizer and UndefinedBehaviorSanitizer:
     every format's kernels, the KV cache types and the runtime run model A
     without a report (out-of-bounds access past the static arena, misaligned
-    loads, overflow). Text equals the unsanitized build's."""
+    loads, overflow). Text equals the unsanitized build's. Two generate past a
+    small capacity with context shifts (--keep), in a full q8 cache and in
+    rings of --kv-window."""
     res = Results()
     flags = "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-    configs = [("f32", []), ("f16-kv-f16", ["--quant=f16", "--kv-type=f16"]),
-               ("q8_0-kv-q8", ["--quant=q8_0", "--kv-type=q8"]),
-               ("q4_0-i4g64", ["--quant=q4_0", "--quant-override=*.ffn_*=i4g64"])]
+    configs = [("f32", [], []), ("f16-kv-f16", ["--quant=f16", "--kv-type=f16"], []),
+               ("q8_0-kv-q8", ["--quant=q8_0", "--kv-type=q8"], []),
+               ("q4_0-i4g64", ["--quant=q4_0", "--quant-override=*.ffn_*=i4g64"], []),
+               ("shift-kv-q8", ["--max-context=64", "--kv-type=q8"], ["--keep", "4"]),
+               ("shift-ring", ["--max-context=64", "--kv-window=12"], ["--keep", "2"])]
     prompt = json.load(open(os.path.join(MODEL_A, "tiny-llama-A-refs.json")))["prompts"][2]
-    for label, extra in configs:
+    for label, extra, run_flags in configs:
         out = os.path.join(args.work, label)
         name = compile_model(args, os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"), out,
                              "--prefill-chunk=16", *extra)
@@ -902,11 +964,14 @@ def sanitize(args):
             run(["cmake", "--build", b, "-j2"])
             r = subprocess.run([os.path.join(b, "kiln-generate"), "--pack",
                                 os.path.join(out, name + ".kpack"), "-p", prompt["text"], "-n",
-                                "40", "--ignore-eos"], text=True, capture_output=True)
+                                "40", "--ignore-eos", *run_flags], text=True, capture_output=True)
             texts.append((r.returncode, r.stdout, r.stderr))
         (rc0, plain, _), (rc1, checked, err) = texts
-        res.check(rc0 == 0 and rc1 == 0 and plain == checked and "runtime error" not in err,
+        shifted = "context shifts: 0" not in err
+        res.check(rc0 == 0 and rc1 == 0 and plain == checked and "runtime error" not in err
+                  and shifted == bool(run_flags),
                   f"{args.target} {label}: sanitized run clean and identical"
+                  + (", shifting the context" if run_flags else "")
                   + ("" if rc1 == 0 else f": {err.strip()[-400:]}"))
     return res.finish()
 
@@ -1027,6 +1092,7 @@ def main():
     c.add_argument("--ctx", type=int, default=256)
     c.add_argument("--chunks", type=int, default=4)
     sub.add_parser("gpt2-vocab")
+    sub.add_parser("shift")
     args = ap.parse_args()
     args.cc = args.cc or ["gcc"]
     missing = [f for f in TARGET_CPU_FLAGS.get(args.target, []) if f not in host_cpu_flags()]
@@ -1035,7 +1101,7 @@ def main():
         return 77  # ctest's SKIP_RETURN_CODE: reported as skipped, not passed
     return {"model-a": model_a, "random": random_model, "bad-packs": bad_packs, "app": app,
             "baremetal": baremetal, "quant": quant, "block-formats": block_formats, "gpt2-vocab": gpt2_vocab,
-            "cross": cross, "sanitize": sanitize, "threads": threads}[args.cmd](args)
+            "cross": cross, "sanitize": sanitize, "threads": threads, "shift": shift}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -292,6 +292,19 @@ class LlamaRef:
         self.pos += 1
         return _matvec(self.output, _rmsnorm(x, self.output_norm, self.eps))
 
+    def shift(self, keep, drop):
+        """Context shift as llama.cpp's --keep does it: the cached positions
+        keep..keep+drop-1 removed, the later keys turned back by drop positions
+        (no mscale: they carry it already)."""
+        for l, (k_cache, v_cache) in enumerate(self.cache):
+            local = self.windows[l] and "global_every" in self.traits
+            inv_freq = self.local_inv_freq if local else self.inv_freq
+            for g in range(self.n_head_kv):
+                del k_cache[g][keep:keep + drop]
+                del v_cache[g][keep:keep + drop]
+                k_cache[g][keep:] = [self._rope(k, -drop, inv_freq, 1.0) for k in k_cache[g][keep:]]
+        self.pos -= drop
+
     def logits(self, tokens):
         """Logits at every position of tokens, from an empty cache."""
         self.reset()

@@ -33,6 +33,8 @@ typedef struct kiln_model_api {
   /* The tokenizer over the vocabulary stored in the pack of an open model. */
   kiln_status (*tokenizer)(const void *model, kiln_tokenizer *t);
   void (*reset)(void *model);
+  /* Context shift: keep the first `keep` tokens, drop the next `drop`. */
+  kiln_status (*shift)(void *model, int32_t keep, int32_t drop);
   /* The workers for split kernels; ignored by a model compiled for one thread. */
   void (*set_workers)(void *model, const kiln_workers *workers);
   void (*close)(void *model);
