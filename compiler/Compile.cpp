@@ -200,7 +200,9 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
     if (!chosen)
       return report(errs, options.input,
                     llvm::toString(chosen.takeError()) +
-                        (options.kvType != "q8" ? "; --kv-type=q8 shrinks the KV cache" : ""));
+                        (options.kvType != "q8" && options.kvType != "q4"
+                             ? "; --kv-type=q8 or q4 shrinks the KV cache"
+                             : ""));
     quantize.overrides = *chosen;
   }
   PassManager pm(&context);

@@ -51,8 +51,10 @@ static cl::list<std::string> quantOverride(
              "'output.weight=q8_0' (repeatable; the last match wins)"),
     cl::cat(category));
 static cl::opt<std::string> kvType("kv-type",
-                                   cl::desc("KV cache element: f32, f16 or q8 (int8, one "
-                                            "scale per head and position)"),
+                                   cl::desc("KV cache element: f32, f16, q8 (int8, one "
+                                            "scale per head and position) or q4 (int4 in "
+                                            "groups of 32 with a scale and a minimum; head "
+                                            "dimension a multiple of 32)"),
                                    cl::init("f32"), cl::cat(category));
 static cl::opt<std::string> report(
     "report", cl::ValueOptional, cl::value_desc("DIR"),

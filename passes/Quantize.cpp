@@ -68,9 +68,9 @@ struct QuantizePass : kiln::impl::QuantizeBase<QuantizePass> {
       }
       rules.push_back({std::move(*pattern), type});
     }
-    if (kv != "f32" && kv != "f16" && kv != "q8")
+    if (kv != "f32" && kv != "f16" && kv != "q8" && kv != "q4")
       return emitError(UnknownLoc::get(ctx))
-             << "unknown KV cache type '" << kv << "' (f32, f16, q8)";
+             << "unknown KV cache type '" << kv << "' (f32, f16, q8, q4)";
     return success();
   }
 
@@ -81,6 +81,10 @@ struct QuantizePass : kiln::impl::QuantizeBase<QuantizePass> {
     WalkResult result = getOperation().walk([&](AttentionOp op) -> WalkResult {
       if (kv == "q8" && op.getHeadDim() % 2 != 0)
         return op.emitOpError("a q8 KV cache needs an even head dimension, got ")
+               << op.getHeadDim();
+      if (kv == "q4" && op.getHeadDim() % 32 != 0)
+        return op.emitOpError("a q4 KV cache (groups of 32) needs a head dimension that is a "
+                              "multiple of 32, got ")
                << op.getHeadDim();
       retypeCache(op);
       return WalkResult::advance();
@@ -110,8 +114,9 @@ struct QuantizePass : kiln::impl::QuantizeBase<QuantizePass> {
   /// requested element type; every function sees the same cache type.
   void retypeCache(AttentionOp op) {
     MLIRContext *ctx = &getContext();
-    Type element = kv == "f16" ? Type(Float16Type::get(ctx))
-                               : Type(I8GroupType::get(ctx, op.getHeadDim()));
+    Type element = kv == "f16"  ? Type(Float16Type::get(ctx))
+                   : kv == "q4" ? Type(Q4_1Type::get(ctx))
+                                : Type(I8GroupType::get(ctx, op.getHeadDim()));
     for (Value cache : {op.getKeys(), op.getValues()}) {
       auto type = cast<RankedTensorType>(cache.getType());
       auto retyped = RankedTensorType::get(type.getShape(), element);

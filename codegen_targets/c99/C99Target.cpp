@@ -50,6 +50,15 @@ ElementCode elementCode(Value v) {
   return elementCode(cast<RankedTensorType>(v.getType()).getElementType());
 }
 
+/// The code of a KV cache: as a weight's, but q4_1 blocks are the int4 cache
+/// (family q4: kv_store_q4, KILN_UK_Q4).
+ElementCode cacheCode(Value cache) {
+  ElementCode c = elementCode(cache);
+  if (c.family == "q4_1")
+    return {"q4", 32, "q4", false};
+  return c;
+}
+
 int64_t dim(Value v, unsigned i) { return cast<RankedTensorType>(v.getType()).getDimSize(i); }
 
 /// A float constant that reads back as the same float.
@@ -126,7 +135,7 @@ public:
             })
             .Case([&](RopeOp r) { return rope(r, prefix, names, k); })
             .Case([&](KvWriteOp w) {
-              ElementCode c = elementCode(w.getCache());
+              ElementCode c = cacheCode(w.getCache());
               int64_t width = dim(w.getRows(), 1);
               int64_t hd = c.family == "i8" ? c.group : width;
               int64_t heads = width / hd, headBytes = cacheHeadBytes(c, hd);
@@ -250,7 +259,7 @@ private:
     if (!rope)
       return keyWriter->emitOpError("writes keys that are not roped: a context shift cannot "
                                     "turn them");
-    ElementCode c = elementCode(cache);
+    ElementCode c = cacheCode(cache);
     int64_t width = dim(cache, 1), heads = width / hd, headBytes = cacheHeadBytes(c, hd);
     std::string family = "KILN_UK_" + llvm::StringRef(c.family).upper();
     KernelCall k;
@@ -276,7 +285,10 @@ private:
   }
 
   static int64_t cacheHeadBytes(const ElementCode &c, int64_t hd) {
-    return c.family == "i8" ? 2 + hd : c.family == "f16" ? 2 * hd : 4 * hd;
+    return c.family == "i8"    ? 2 + hd
+           : c.family == "q4"  ? hd / 32 * 20
+           : c.family == "f16" ? 2 * hd
+                               : 4 * hd;
   }
 
   static int64_t rowBytes(Value weight) {
@@ -586,7 +598,7 @@ private:
     FailureOr<WeightCode> w = weightCode(m, m.getWq());
     if (failed(w))
       return failure();
-    ElementCode cache = elementCode(m.getKeys());
+    ElementCode cache = cacheCode(m.getKeys());
     int64_t nq = dim(m.getWq(), 0), nkv = dim(m.getWk(), 0), hd = m.getHeadDim();
     if (cache.family == "i8" && cache.group != hd)
       return m.emitOpError("expects one cache scale per head (group ") << hd << ")";
@@ -734,7 +746,7 @@ private:
 
   LogicalResult attention(AttentionOp a, llvm::StringRef prefix,
                           const OperandNames &names, KernelCall &k) const {
-    ElementCode c = elementCode(a.getKeys());
+    ElementCode c = cacheCode(a.getKeys());
     int64_t nh = a.getNHead(), nkv = a.getNKvHead(), hd = a.getHeadDim();
     if (c.family == "i8" && c.group != hd)
       return a.emitOpError("expects one cache scale per head (group ") << hd << ")";

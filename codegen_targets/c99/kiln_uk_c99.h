@@ -170,6 +170,68 @@ static inline void kv_axpy_f16(float *acc, float e, const uint8_t *row, int32_t 
 }
 #endif
 
+/* The int4 cache (--kv-type=q4): per 32 values a GGUF q4_1 block, an f16 scale
+ * d and an f16 minimum m, then 16 bytes of codes q (value j of the block in
+ * the low nibble of byte j, j + 16 in the high one), each value d q + m: the
+ * asymmetric int4 of the literature, groups of 32 per head and position. The
+ * codes are rounded against the stored (f16) d and m. */
+static inline void kv_store_q4(const float *x, uint8_t *row, int32_t hd) {
+  int32_t b, i;
+  for (b = 0; b < hd / 32; ++b) {
+    const float *xb = x + 32 * b;
+    uint8_t *blk = row + 20 * b;
+    float lo = xb[0], hi = xb[0], d, m, id;
+    uint16_t h;
+    for (i = 1; i < 32; ++i) {
+      lo = xb[i] < lo ? xb[i] : lo;
+      hi = xb[i] > hi ? xb[i] : hi;
+    }
+    h = kiln_f32_to_f16((hi - lo) / 15.0f);
+    memcpy(blk, &h, sizeof h);
+    h = kiln_f32_to_f16(lo);
+    memcpy(blk + 2, &h, sizeof h);
+    d = load_f16(blk);
+    m = load_f16(blk + 2);
+    id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (i = 0; i < 16; ++i) {
+      float a = roundf((xb[i] - m) * id), c = roundf((xb[i + 16] - m) * id);
+      int32_t qa = a < 0.0f ? 0 : a > 15.0f ? 15 : (int32_t)a;
+      int32_t qc = c < 0.0f ? 0 : c > 15.0f ? 15 : (int32_t)c;
+      blk[4 + i] = (uint8_t)(qa | qc << 4);
+    }
+  }
+}
+/* Replaced together by an ISA header that defines KILN_UK_HAS_KV_Q4. */
+#ifndef KILN_UK_HAS_KV_Q4
+static inline float kv_dot_q4(const float *q, const uint8_t *row, int32_t hd) {
+  float s = 0.0f;
+  int32_t b, i;
+  for (b = 0; b < hd / 32; ++b) {
+    const uint8_t *blk = row + 20 * b;
+    const float *qb = q + 32 * b;
+    float dot = 0.0f, sum = 0.0f;
+    for (i = 0; i < 16; ++i) {
+      dot += qb[i] * (float)(blk[4 + i] & 15) + qb[i + 16] * (float)(blk[4 + i] >> 4);
+      sum += qb[i] + qb[i + 16];
+    }
+    s += load_f16(blk) * dot + load_f16(blk + 2) * sum;
+  }
+  return s;
+}
+static inline void kv_axpy_q4(float *acc, float e, const uint8_t *row, int32_t hd) {
+  int32_t b, i;
+  for (b = 0; b < hd / 32; ++b) {
+    const uint8_t *blk = row + 20 * b;
+    const float ed = e * load_f16(blk), em = e * load_f16(blk + 2);
+    float *ab = acc + 32 * b;
+    for (i = 0; i < 16; ++i) {
+      ab[i] += ed * (float)(blk[4 + i] & 15) + em;
+      ab[i + 16] += ed * (float)(blk[4 + i] >> 4) + em;
+    }
+  }
+}
+#endif
+
 /* One f16 scale per head and position, then hd int8. The values are rounded
  * against the stored (f16) scale so dequantization uses the same one. */
 static inline void kv_store_i8(const float *x, uint8_t *row, int32_t hd) {
@@ -253,6 +315,14 @@ static inline void gelu(const float *x, float *y, int32_t n) {
 static inline void kv_load_row(int family, const uint8_t *row, float *x, int32_t hd) {
   const float d = family == KILN_UK_I8 ? load_f16(row) : 1.0f;
   int32_t i;
+  if (family == KILN_UK_Q4) {
+    for (i = 0; i < hd; ++i) {
+      const uint8_t *blk = row + 20 * (i / 32);
+      const int32_t j = i % 32, c = j < 16 ? blk[4 + j] & 15 : blk[4 + j - 16] >> 4;
+      x[i] = load_f16(blk) * (float)c + load_f16(blk + 2);
+    }
+    return;
+  }
   for (i = 0; i < hd; ++i)
     x[i] = d * kv_value(family, row, i);
 }
@@ -260,6 +330,7 @@ static inline void kv_load_row(int family, const uint8_t *row, float *x, int32_t
 static inline float kv_dot(int family, const float *q, const uint8_t *row, int32_t hd) {
   return family == KILN_UK_F32   ? kv_dot_f32(q, row, hd)
          : family == KILN_UK_F16 ? kv_dot_f16(q, row, hd)
+         : family == KILN_UK_Q4  ? kv_dot_q4(q, row, hd)
                                  : kv_dot_i8(q, row, hd);
 }
 
@@ -268,6 +339,8 @@ static inline void kv_axpy(int family, float *acc, float e, const uint8_t *row, 
     kv_axpy_f32(acc, e, row, hd);
   else if (family == KILN_UK_F16)
     kv_axpy_f16(acc, e, row, hd);
+  else if (family == KILN_UK_Q4)
+    kv_axpy_q4(acc, e, row, hd);
   else
     kv_axpy_i8(acc, e, row, hd);
 }

@@ -136,7 +136,11 @@ static void isa_matmul(int family, int32_t rows, int32_t n, int32_t k, int32_t g
 }
 
 static const char *family_name(int f) {
-  return f == KILN_UK_F32 ? "f32" : f == KILN_UK_F16 ? "f16" : f == KILN_UK_I8 ? "i8" : "i4";
+  return f == KILN_UK_F32   ? "f32"
+         : f == KILN_UK_F16 ? "f16"
+         : f == KILN_UK_I8  ? "i8"
+         : f == KILN_UK_Q4  ? "q4"
+                            : "i4";
 }
 
 static void test_matmul(int family, int32_t rows, int32_t n, int32_t k, int32_t g) {
@@ -226,18 +230,34 @@ static void test_kv(int family, int32_t hd) {
     }
   if (family == KILN_UK_I8)
     put_f16(row, 0.01f);
+  if (family == KILN_UK_Q4)
+    for (i = 0; i < hd / 32; ++i) {
+      put_f16(row + 20 * i, 0.01f + 0.005f * (float)i);
+      put_f16(row + 20 * i + 2, -0.1f * uniform());
+    }
   for (i = 0; i < hd; ++i)
     mag += fabs(q[i]) * (family == KILN_UK_I8 ? 1.28 : 1.0);
   {
     float a = family == KILN_UK_F32 ? kv_dot_f32(q, row, hd)
               : family == KILN_UK_F16 ? kv_dot_f16(q, row, hd)
+              : family == KILN_UK_Q4  ? kv_dot_q4(q, row, hd)
                                       : kv_dot_i8(q, row, hd);
     ok &= fabs(a - ref_kv_dot(family, q, row, hd)) <= 2e-6 * mag + 1e-30;
+    if (family == KILN_UK_Q4) { /* and against the dequantized row */
+      float back[256];
+      double naive = 0.0;
+      kv_load_row(KILN_UK_Q4, row, back, hd);
+      for (i = 0; i < hd; ++i)
+        naive += (double)q[i] * (double)back[i];
+      ok &= fabs(a - naive) <= 2e-6 * mag + 1e-30;
+    }
   }
   if (family == KILN_UK_F32)
     kv_axpy_f32(acc, 0.37f, row, hd);
   else if (family == KILN_UK_F16)
     kv_axpy_f16(acc, 0.37f, row, hd);
+  else if (family == KILN_UK_Q4)
+    kv_axpy_q4(acc, 0.37f, row, hd);
   else
     kv_axpy_i8(acc, 0.37f, row, hd);
   ref_kv_axpy(family, acc_ref, 0.37f, row, hd);
@@ -247,12 +267,37 @@ static void test_kv(int family, int32_t hd) {
   check(ok, what);
 }
 
+/* The int4 store: each value back within half a quantization step of the
+ * block (its d / 2, plus the f16 rounding of d and m), and a block's minimum
+ * and maximum represented. */
+static void test_kv_store_q4(int32_t hd) {
+  uint8_t row[8 * 20];
+  float xs[256], back[256];
+  int32_t i, ok = 1;
+  char what[80];
+  for (i = 0; i < hd; ++i)
+    xs[i] = uniform() * (i % 32 == 5 ? 8.0f : 1.0f);
+  xs[31] = xs[30]; /* ties */
+  kv_store_q4(xs, row, hd);
+  kv_load_row(KILN_UK_Q4, row, back, hd);
+  for (i = 0; i < hd; ++i) {
+    const float d = load_f16(row + 20 * (i / 32));
+    ok &= fabsf(back[i] - xs[i]) <= 0.5f * d + 1e-2f * (fabsf(xs[i]) + d);
+  }
+  snprintf(what, sizeof what, "%s kv_store_q4 hd %d: within half a step", KILN_TEST_ISA_NAME,
+           (int)hd);
+  check(ok, what);
+}
+
 /* Attention of a group of query heads over cache rows t0..t1 of one KV head, in
  * a cache whose rows hold 3 such heads (so rows are strided). */
 static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t t1) {
   static uint8_t keys[64 * 3 * (2 + 4 * 128)], values[64 * 3 * (2 + 4 * 128)];
   static float q[4 * 128], out[4 * 128], out_ref[4 * 128];
-  size_t head_bytes = family == KILN_UK_F32 ? 4u * hd : family == KILN_UK_F16 ? 2u * hd : 2u + hd;
+  size_t head_bytes = family == KILN_UK_F32   ? 4u * hd
+                      : family == KILN_UK_F16 ? 2u * hd
+                      : family == KILN_UK_Q4  ? (size_t)hd / 32u * 20u
+                                              : 2u + hd;
   size_t stride = 3 * head_bytes;
   int32_t t, i, ok = 1;
   char what[120];
@@ -276,6 +321,13 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
     if (family == KILN_UK_I8) {
       put_f16(k, 0.02f);
       put_f16(v, 0.01f);
+    }
+    if (family == KILN_UK_Q4) { /* whole rows of floats through the int4 store */
+      static float kf[128], vf[128];
+      for (i = 0; i < hd; ++i)
+        kf[i] = uniform(), vf[i] = uniform();
+      kv_store_q4(kf, k, hd);
+      kv_store_q4(vf, v, hd);
     }
   }
   attend(family, q, nq, keys + head_bytes, values + head_bytes, stride, 64, t0, t1, hd, 0.125f,
@@ -548,14 +600,15 @@ int main(void) {
           test_matmul(groups[b][0], rows, n, 7 * g, g);
       }
     }
-  for (a = 0; a < 3; ++a) {
+  for (a = 0; a < 4; ++a) {
     static const int32_t spans[][2] = {{0, 0}, {0, 15}, {0, 16}, {3, 40}, {0, 63}, {20, 33}};
     static const int32_t hds[] = {8, 24, 64, 128};
-    int family = a == 0 ? KILN_UK_F32 : a == 1 ? KILN_UK_F16 : KILN_UK_I8;
+    int family = a == 0 ? KILN_UK_F32 : a == 1 ? KILN_UK_F16 : a == 2 ? KILN_UK_I8 : KILN_UK_Q4;
     for (b = 0; b < sizeof spans / sizeof spans[0]; ++b) {
       size_t h;
       for (h = 0; h < sizeof hds / sizeof hds[0]; ++h)
-        test_attend(family, 1 + (int32_t)(b % 4), hds[h], spans[b][0], spans[b][1]);
+        if (family != KILN_UK_Q4 || hds[h] % 32 == 0) /* q4: whole blocks of 32 */
+          test_attend(family, 1 + (int32_t)(b % 4), hds[h], spans[b][0], spans[b][1]);
     }
   }
   for (hd = 1; hd <= MAX_K; hd = hd * 2 + 1)
@@ -564,7 +617,11 @@ int main(void) {
     test_kv(KILN_UK_F32, hd);
     test_kv(KILN_UK_F16, hd);
     test_kv(KILN_UK_I8, hd);
+    if (hd % 32 == 0)
+      test_kv(KILN_UK_Q4, hd);
   }
+  for (hd = 32; hd <= 256; hd += 32)
+    test_kv_store_q4(hd);
 #ifdef KILN_UK_NR
   test_quantize_sums(64, 32);
   test_quantize_sums(512, 64);

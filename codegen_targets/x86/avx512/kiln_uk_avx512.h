@@ -525,9 +525,20 @@ static inline void silu(const float *x, float *y, int32_t n) {
 }
 
 /* Dims 16j.. of a cache row of one head (i8 rows: the int8 values, unscaled). */
+/* Dims 16j.. of a q4 cache row (whole blocks of 32: j even the low nibbles of a
+ * block, odd the high ones), as d q + m. */
+static inline __m512 kv_load_q4(const uint8_t *row, int32_t j) {
+  const uint8_t *blk = row + 20 * (j / 2);
+  __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(blk + 4));
+  c = _mm_and_si128(j % 2 ? _mm_srli_epi16(c, 4) : c, _mm_set1_epi8(15));
+  return _mm512_fmadd_ps(_mm512_set1_ps(load_f16(blk)), _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c)),
+                         _mm512_set1_ps(load_f16(blk + 2)));
+}
+
 static inline __m512 kv_load(int family, const uint8_t *row, int32_t j, __mmask16 m) {
   return family == KILN_UK_F32   ? _mm512_maskz_loadu_ps(m, (const float *)(const void *)row + 16 * j)
          : family == KILN_UK_F16 ? kv_load_f16(row + 32 * j, m)
+         : family == KILN_UK_Q4  ? kv_load_q4(row, j)
                                  : kv_load_i8(row + 2 + 16 * j, m);
 }
 

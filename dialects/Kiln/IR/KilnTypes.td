@@ -71,6 +71,6 @@ def Kiln_WeightElement : AnyTypeOf<[F32, F16, BF16, Kiln_QuantElement]>;
 def Kiln_WeightTensor : RankedTensorOf<[Kiln_WeightElement]>;
 def Kiln_F32Tensor : RankedTensorOf<[F32]>;
 def Kiln_TokenTensor : 1DTensorOf<[I32]>;
-def Kiln_CacheTensor : 2DTensorOf<[F32, F16, Kiln_I8GroupType]>;
+def Kiln_CacheTensor : 2DTensorOf<[F32, F16, Kiln_I8GroupType, Kiln_Q4_1Type]>;
 
 #endif // KILN_TYPES_TD
