@@ -291,6 +291,8 @@ COLUMNS = ["shape", "target", "format", "compile s", "prefill t/s", "decode t/s 
 
 def markdown(result):
     p = result["probes"]
+    n = result.get("long_context", 0)
+    columns = COLUMNS + (["decode t/s @%d" % n, "loss @%d vs @16" % n] if n else [])
     lines = [
         "Kiln shapes benchmark: %s, C flags `%s`, median of %d runs; host target `%s`."
         % (result["date"], CFLAGS, result["repeat"], result["host_target"]),
@@ -299,8 +301,8 @@ def markdown(result):
         "int8 dot peak %.0f GOPS (%s)."
         % (p["bandwidth_gbs"], p["fma_gflops"], p["fma_isa"], p["int8_gops"], p["int8_isa"]),
         "",
-        "| " + " | ".join(COLUMNS) + " |",
-        "|" + "---|" * len(COLUMNS),
+        "| " + " | ".join(columns) + " |",
+        "|" + "---|" * len(columns),
     ]
     for r in result["rows"]:
         if "error" in r:
@@ -314,7 +316,8 @@ def markdown(result):
             r["shape"], target, r["format"], "%.2f" % r["compile_s"],
             rate(r["prefill_tps"]), rate(r["decode16_tps"]), rate(r["decode512_tps"]),
             str(r["arena_bytes"]), str(r["pack_bytes"]), fraction(r["decode_roofline"]),
-            fraction(r["prefill_of_peak"])]) + " |")
+            fraction(r["prefill_of_peak"])] +
+            ([rate(r["decode_long_tps"]), fraction(r["long_context_loss"])] if n else [])) + " |")
     skipped = ["%s %s %s: %d-token runs skipped (%s, over --max-prefill-seconds)."
                % (r["shape"], r["target"], r["format"], LONG_PROMPT, r["long_skipped"])
                for r in result["rows"] if "long_skipped" in r]
@@ -348,6 +351,10 @@ def main():
                     help="skip the %d-token runs of a configuration whose first "
                          "%d-token prefill predicts a longer prefill" % (LONG_PROMPT, SHORT_PROMPT))
     ap.add_argument("--models-only", action="store_true", help="write the model files and stop")
+    ap.add_argument("--long-context", type=int, default=0,
+                    help="also decode after a prompt of this many tokens (the KV capacity "
+                         "grows to fit) and give its loss against decode @16, e.g. 2048 with "
+                         "--kiln-flags=--kv-type=f16 --kiln-flags=--kv-type=q4")
     ap.add_argument("--kiln-flags", action="append",
                     help="more kiln-compile flags, named in the rows; repeat it for several "
                          "variants in the same run, e.g. --kiln-flags= "
@@ -358,6 +365,8 @@ def main():
                          "--kiln-flags (every pair is a row), e.g. --kiln-flags=--threads=2 "
                          "--run-flags='-t 1' --run-flags='-t 2' sets 1 thread against 2")
     args = ap.parse_args()
+    global MAX_CONTEXT
+    MAX_CONTEXT = max(MAX_CONTEXT, args.long_context + LONG_DECODE + 2)
     shapes = args.shapes.split(",")
     formats = args.formats.split(",")
     for s in shapes:
@@ -390,7 +399,8 @@ def main():
                    "format": fmt,
                    "model": models[shape], "matmul_weights": weights, "vocab": vocab,
                    "weight_bytes_per_token": round(weights * BYTES_PER_WEIGHT[fmt]),
-                   "prefill": [], "decode16": [], "decode512": [], "rss_kib": 0}
+                   "prefill": [], "decode16": [], "decode512": [], "decode_long": [],
+                   "rss_kib": 0}
             out = os.path.join(args.work, "out", re.sub(r"[^\w.-]+", "_", "%s-%s-%s%s" % (
                 shape, target, fmt, "".join(extra))))
             try:
@@ -412,7 +422,8 @@ def main():
             if "error" in row:
                 continue
             rng = random.Random(rep)  # the same prompts for every configuration
-            ids = [rng.randrange(3, row["vocab"]) for _ in range(LONG_PROMPT)]
+            ids = [rng.randrange(3, row["vocab"])
+                   for _ in range(max(LONG_PROMPT, args.long_context))]
             label = "%s %s %s (run %d)" % (row["shape"], row["target"], row["format"], rep + 1)
             try:
                 log("run " + label)
@@ -423,10 +434,14 @@ def main():
                 if predicted > args.max_prefill_seconds:
                     row["long_skipped"] = "predicted prefill %.0f s" % predicted
                     continue
-                pf, dec, rss = generate(row["gen"], ids, LONG_DECODE)
+                pf, dec, rss = generate(row["gen"], ids[:LONG_PROMPT], LONG_DECODE)
                 row["prefill"].append(pf)
                 row["decode512"].append(dec)
                 row["rss_kib"] = max(row["rss_kib"], rss)
+                if args.long_context:
+                    _, dec, rss = generate(row["gen"], ids[:args.long_context], LONG_DECODE)
+                    row["decode_long"].append(dec)
+                    row["rss_kib"] = max(row["rss_kib"], rss)
             except RuntimeError as e:
                 row["error"] = str(e)
                 log(row["error"])
@@ -434,8 +449,10 @@ def main():
     bandwidth = probes["bandwidth_gbs"] * 1e9
     for row in rows:
         row.pop("gen", None)
-        for key in ("prefill", "decode16", "decode512"):
+        for key in ("prefill", "decode16", "decode512", "decode_long"):
             row[key + "_tps"] = statistics.median(row[key]) if row[key] else None
+        row["long_context_loss"] = (row["decode_long_tps"] and row["decode16_tps"] and
+                                    1 - row["decode_long_tps"] / row["decode16_tps"])
         dec, pf = row["decode16_tps"], row["prefill_tps"]
         peak = probes["int8_gops" if row["format"] in INT8_FORMATS else "fma_gflops"] * 1e9
         row["decode_roofline"] = dec and row["weight_bytes_per_token"] * dec / bandwidth
@@ -445,6 +462,7 @@ def main():
 
     result = {"date": time.strftime("%Y-%m-%d %H:%M"), "repeat": args.repeat,
               "host_target": best, "cflags": CFLAGS, "max_context": MAX_CONTEXT,
+              "long_context": args.long_context,
               "prefill_chunk": PREFILL_CHUNK, "probes": probes, "rows": rows}
     md = markdown(result)
     print(md, end="")
