@@ -380,28 +380,45 @@ FailureOr<std::string> shiftText(func::FuncOp decode, const TargetDescription &t
     int64_t rows = type.getDimSize(0);
     int64_t rowBytes = getStorageBytes(type) / rows;
     bool ring = rows < info.get("max_context");
+    // Head-major caches move each head's block of rows on its own.
+    auto layout = info.config.getAs<StringAttr>("kv_layout");
+    int64_t heads = layout && layout.getValue() == "head-major"
+                        ? type.getDimSize(1) / info.get("head_dim")
+                        : 1;
+    int64_t blockBytes = rows * (rowBytes / heads);
+    rowBytes /= heads;
     moves += formatv(R"c(  {{ /* layer {0} */
-    uint8_t *k = m->arena + {1}u, *v = m->arena + {2}u;
+    int32_t h;
+    for (h = 0; h < {3}; ++h) {{
+    uint8_t *k = m->arena + {1}u + (size_t)h * {4}u, *v = m->arena + {2}u + (size_t)h * {4}u;
 )c",
-                     cache.getLayer(), slotOffset(cache), slotOffset(values));
+                     cache.getLayer(), slotOffset(cache), slotOffset(values), heads, blockBytes);
     if (ring)
       moves += formatv(R"c(    if (m->pos > {0}) {{
       rotate_rows(k, {1}u, {0}, drop % {0});
       rotate_rows(v, {1}u, {0}, drop % {0});
-      {2}(k, 0, {0}, -drop);
     } else
 )c",
-                       rows, rowBytes, rerope->name);
+                       rows, rowBytes);
     moves += formatv(R"c(    {{
       memmove(k + (size_t)keep * {0}u, k + (size_t)(keep + drop) * {0}u,
               (size_t)(m->pos - keep - drop) * {0}u);
       memmove(v + (size_t)keep * {0}u, v + (size_t)(keep + drop) * {0}u,
               (size_t)(m->pos - keep - drop) * {0}u);
-      {1}(k, keep, m->pos - drop, -drop);
+    }
+    }
+    {{
+      uint8_t *k = m->arena + {2}u;
+{3}      {1}(k, keep, m->pos - drop, -drop);
     }
   }
 )c",
-                     rowBytes, rerope->name);
+                     rowBytes, rerope->name, slotOffset(cache),
+                     ring ? formatv("      if (m->pos > {0})\n        {1}(k, 0, {0}, -drop);\n"
+                                    "      else\n  ",
+                                    rows, rerope->name)
+                                .str()
+                          : std::string());
     if (ring)
       fits += formatv("  if (m->pos > {0} && m->pos - drop - {1} + 1 < keep)\n    return 0;\n",
                       rows, window);

@@ -99,6 +99,12 @@ static cl::opt<int64_t> kvWindow(
              "stay): each layer's cache becomes a ring of W + prefill chunk - 1 rows instead "
              "of the capacity, positions stay absolute for rope"),
     cl::init(0), cl::cat(category));
+static cl::opt<std::string> kvLayout(
+    "kv-layout",
+    cl::desc("KV cache order: head-major ([head][position][dim]: each head's positions "
+             "contiguous, the default: measured faster at long contexts) or pos-major "
+             "([position][head][dim])"),
+    cl::init("head-major"), cl::cat(category));
 static cl::opt<std::string> name("name",
                                  cl::desc("C identifier of the model (default: from "
                                           "general.name)"),
@@ -144,6 +150,7 @@ int main(int argc, char **argv) {
   options.import.prefillChunk = prefillChunk;
   options.import.maxContext = maxContext;
   options.import.kvWindow = kvWindow;
+  options.import.kvLayout = kvLayout;
   options.import.name = name;
   return failed(kiln::compile(options, outs(), errs())) ? 1 : 0;
 }

@@ -50,6 +50,45 @@ ElementCode elementCode(Value v) {
   return elementCode(cast<RankedTensorType>(v.getType()).getElementType());
 }
 
+/// Where a KV cache keeps (position slot, kv head): head-major ([head][slot][dim],
+/// one head's positions contiguous; kiln-compile's default) or pos-major rows of
+/// all heads ([slot][head][dim], also what a module without the setting gets),
+/// as --kv-layout set it in the module's model config.
+struct CacheLayout {
+  int64_t rows, heads, headBytes;
+  bool headMajor;
+
+  CacheLayout(Operation *op, Value cache, int64_t heads, int64_t headBytes)
+      : rows(cast<RankedTensorType>(cache.getType()).getDimSize(0)), heads(heads),
+        headBytes(headBytes) {
+    auto module = op->getParentOfType<ModuleOp>();
+    auto config = module ? module->getAttrOfType<DictionaryAttr>("kiln.model") : nullptr;
+    auto layout = config ? config.getAs<StringAttr>("kv_layout") : nullptr;
+    headMajor = layout && layout.getValue() == "head-major";
+  }
+  /// C expression of the byte offset of (slot, head).
+  std::string at(llvm::StringRef slot, llvm::StringRef head) const {
+    return headMajor ? formatv("((size_t)({0}) * {1}u + (size_t)({2})) * {3}u", head, rows, slot,
+                               headBytes)
+                           .str()
+                     : formatv("(size_t)({0}) * {1}u + (size_t)({2}) * {3}u", slot,
+                               heads * headBytes, head, headBytes)
+                           .str();
+  }
+  /// Bytes from one position to the next of a head, and from one head to the next.
+  int64_t positionStride() const { return headMajor ? headBytes : heads * headBytes; }
+  int64_t headStride() const { return headMajor ? rows * headBytes : headBytes; }
+  std::string tag() const { return headMajor ? "_hm" : ""; }
+};
+
+/// The head dimension of a model's KV cache, for kernels that only see its rows.
+int64_t modelHeadDim(Operation *op) {
+  auto module = op->getParentOfType<ModuleOp>();
+  auto config = module ? module->getAttrOfType<DictionaryAttr>("kiln.model") : nullptr;
+  auto hd = config ? config.getAs<IntegerAttr>("head_dim") : nullptr;
+  return hd ? hd.getInt() : 0;
+}
+
 /// The code of a KV cache: as a weight's, but q4_1 blocks are the int4 cache
 /// (family q4: kv_store_q4, KILN_UK_Q4).
 ElementCode cacheCode(Value cache) {
@@ -136,20 +175,30 @@ public:
             .Case([&](RopeOp r) { return rope(r, prefix, names, k); })
             .Case([&](KvWriteOp w) {
               ElementCode c = cacheCode(w.getCache());
-              int64_t width = dim(w.getRows(), 1);
+              int64_t width = dim(w.getRows(), 1), modelHd = modelHeadDim(w);
+              // Whole rows at once where the heads are adjacent.
               int64_t hd = c.family == "i8" ? c.group : width;
+              CacheLayout probe(w, w.getCache(), 1, 0);
+              if (probe.headMajor && c.family != "i8") {
+                if (modelHd <= 0 || width % modelHd != 0)
+                  return LogicalResult(
+                      w.emitOpError("a head-major cache needs the model's head dimension"));
+                hd = modelHd;
+              }
               int64_t heads = width / hd, headBytes = cacheHeadBytes(c, hd);
-              k.name = formatv("{0}_kv_write_{1}_w{2}_r{3}", prefix, c.name, width,
-                               dim(w.getCache(), 0));
+              CacheLayout layout(w, w.getCache(), heads, headBytes);
+              k.name = formatv("{0}_kv_write_{1}_w{2}_r{3}{4}", prefix, c.name, width,
+                               dim(w.getCache(), 0), layout.tag());
               k.params = "const float *x, void *cache, int32_t rows, int32_t pos";
               k.body = rowRange(split) + formatv(R"c(  uint8_t *c = (uint8_t *)cache;
   int32_t r, h;
   for (r = r0; r < r1; ++r)
     for (h = 0; h < {0}; ++h)
-      kv_store_{1}(x + (size_t)r * {2} + h * {3}, c + (size_t)((pos + r) % {6}) * {4}u + h * {5}, {3});
+      kv_store_{1}(x + (size_t)r * {2} + h * {3}, c + {4}, {3});
 )c",
-                               heads, c.family, width, hd, heads * headBytes, headBytes,
-                               dim(w.getCache(), 0)).str();
+                               heads, c.family, width, hd,
+                               layout.at(formatv("(pos + r) % {0}", dim(w.getCache(), 0)).str(),
+                                         "h")).str();
               arg(w.getRows()), arg(w.getCache()), k.args.push_back("rows"),
                   k.args.push_back("pos");
               return success();
@@ -263,22 +312,23 @@ private:
     int64_t width = dim(cache, 1), heads = width / hd, headBytes = cacheHeadBytes(c, hd);
     std::string family = "KILN_UK_" + llvm::StringRef(c.family).upper();
     KernelCall k;
-    k.name = formatv("{0}_kv_rerope_{1}_w{2}_{3}", prefix, c.name, width,
-                     rope->name.substr(prefix.size() + 11));
+    CacheLayout layout(keyWriter, cache, heads, headBytes);
+    k.name = formatv("{0}_kv_rerope_{1}_w{2}_{3}_r{4}{5}", prefix, c.name, width,
+                     rope->name.substr(prefix.size() + 11), layout.rows, layout.tag());
     k.params = "void *keys, int32_t r0, int32_t r1, int32_t delta";
     k.body = formatv(R"c(  uint8_t *c = (uint8_t *)keys;
   float t[{0}];
   int32_t r, h;
   for (r = r0; r < r1; ++r) {{
-    uint8_t *row = c + (size_t)r * {1}u;
     for (h = 0; h < {2}; ++h)
-      kv_load_row({3}, row + h * {4}, t + h * {5}, {5});
+      kv_load_row({3}, c + {1}, t + h * {5}, {5});
     {6}(t, t, {0}, 1, delta, 0, {2});
     for (h = 0; h < {2}; ++h)
-      kv_store_{7}(t + h * {5}, row + h * {4}, {5});
+      kv_store_{7}(t + h * {5}, c + {1}, {5});
   }
 )c",
-                     width, heads * headBytes, heads, family, headBytes, hd, rope->name, c.family)
+                     width, layout.at("r", "h"), heads, family, headBytes, hd, rope->name,
+                     c.family)
                  .str();
     k.helpers.push_back(*rope);
     return k;
@@ -605,9 +655,10 @@ private:
     int64_t headBytes = cacheHeadBytes(cache, hd);
     KernelCall rope = ropeRows(m.getHeadDim(), m.getRopeDim(), m.getFreqBase().convertToFloat(),
                                m.getFreqFactors(), m.getNeox(), toFloat(m.getMscale()), prefix);
-    k.name = formatv("{0}_qkv_matmul_{1}_q{2}_kv{3}_k{4}{5}_{6}_c{7}_r{8}", prefix, weightName(*w),
-                     nq, nkv, w->k, tileName(*w), rope.name.substr(prefix.size() + 11), cache.name,
-                     dim(m.getKeys(), 0));
+    k.name = formatv("{0}_qkv_matmul_{1}_q{2}_kv{3}_k{4}{5}_{6}_c{7}_r{8}{9}", prefix,
+                     weightName(*w), nq, nkv, w->k, tileName(*w),
+                     rope.name.substr(prefix.size() + 11), cache.name, dim(m.getKeys(), 0),
+                     CacheLayout(m, m.getKeys(), 1, 0).tag());
     matmulSignature(k, *w, names, m, prefix, ValueRange{m.getWq(), m.getWk(), m.getWv()},
                     ", void *keys, void *values",
                     {names.operand(m.getKeys()), names.operand(m.getValues())}, true);
@@ -626,17 +677,18 @@ private:
                      width, hd)
           .str();
     };
+    CacheLayout layout(m, m.getKeys(), nkv / hd, headBytes);
     auto store = [&](llvm::StringRef cacheName, llvm::StringRef t) {
       return formatv(R"c(    {{
       int32_t r, h;
       for (r = 0; r < rows; ++r)
         for (h = lo / {0}; h < hi / {0}; ++h)
-          kv_store_{1}({5} + (size_t)r * {2} + h * {0},
-                       (uint8_t *){6} + (size_t)((pos + r) % {7}) * {3}u + h * {4}u, {0});
+          kv_store_{1}({2} + (size_t)r * {3} + h * {0},
+                       (uint8_t *){4} + {5}, {0});
     }
 )c",
-                     hd, cache.family, nkv, nkv / hd * headBytes, headBytes, t, cacheName,
-                     dim(m.getKeys(), 0))
+                     hd, cache.family, t, nkv, cacheName,
+                     layout.at(formatv("(pos + r) % {0}", dim(m.getKeys(), 0)).str(), "h"))
           .str();
     };
     k.body = shareRange(m->getAttrOfType<SplitAttr>("split"), nq + 2 * nkv, "n0", "n1") +
@@ -752,8 +804,9 @@ private:
       return a.emitOpError("expects one cache scale per head (group ") << hd << ")";
     int64_t window = a.getWindow() ? *a.getWindow() : 0;
     int64_t headBytes = cacheHeadBytes(c, hd);
-    k.name = formatv("{0}_attention_{1}_h{2}_kv{3}_d{4}_win{5}_r{6}", prefix, c.name, nh, nkv, hd,
-                     window, dim(a.getKeys(), 0));
+    CacheLayout layout(a, a.getKeys(), nkv, headBytes);
+    k.name = formatv("{0}_attention_{1}_h{2}_kv{3}_d{4}_win{5}_r{6}{7}", prefix, c.name, nh, nkv,
+                     hd, window, dim(a.getKeys(), 0), layout.tag());
     double scale = 1.0 / std::sqrt(double(hd));
     if (a.getScale()) {
       scale = a.getScale()->convertToFloat();
@@ -785,8 +838,8 @@ private:
            p, {1}, {6}, y + (size_t)r * {2} + h * {1});
   }
 )c",
-                     nh, hd, nh * hd, nkv * headBytes, nh / nkv, start,
-                     floatLiteral(scale), headBytes,
+                     nh, hd, nh * hd, layout.positionStride(), nh / nkv, start,
+                     floatLiteral(scale), layout.headStride(),
                      "KILN_UK_" + llvm::StringRef(c.family).upper(), dim(a.getKeys(), 0)).str();
     k.args = {names.operand(a.getQuery()), names.operand(a.getKeys()),
               names.operand(a.getValues()), names.result(a), "rows", "pos"};

@@ -682,6 +682,7 @@ Expected<OwningOpRef<ModuleOp>> kiln::importLlama(MLIRContext &context,
       b.getNamedAttr("max_context", i64(capacity)),
       b.getNamedAttr("prefill_chunk", i64(chunk)),
       b.getNamedAttr("kv_window", i64(options.kvWindow)),
+      b.getNamedAttr("kv_layout", b.getStringAttr(options.kvLayout)),
       b.getNamedAttr("tied_output", b.getBoolAttr(c.tiedOutput)),
       b.getNamedAttr("tokenizer", b.getStringAttr(vocab->model)),
       b.getNamedAttr("bos", i64(vocab->bos)),
@@ -693,6 +694,9 @@ Expected<OwningOpRef<ModuleOp>> kiln::importLlama(MLIRContext &context,
   b.setInsertionPointToEnd(module->getBody());
   // The model's windows, narrowed (or set, on the layers without one) by
   // --kv-window.
+  if (options.kvLayout != "pos-major" && options.kvLayout != "head-major")
+    return fail(llvm::formatv("unknown --kv-layout={0} (pos-major, head-major)",
+                              options.kvLayout));
   if (options.kvWindow < 0 || options.kvWindow > capacity)
     return fail(llvm::formatv("--kv-window={0} must be in [1, the KV cache capacity {1}] "
                               "(--max-context)",

@@ -64,6 +64,7 @@ struct ImportOptions {
   int64_t prefillChunk = 0; // 0: min(64, context)
   int64_t maxContext = 0;   // 0: the model's context length
   int64_t kvWindow = 0;     // a sliding window on every layer; 0: the model's windows only
+  std::string kvLayout = "head-major"; // KV cache order: head-major or pos-major
   std::string name;         // C identifier of the model; empty: from general.name
 };
 

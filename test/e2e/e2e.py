@@ -345,7 +345,9 @@ def random_model(args):
 def shift(args):
     """Context shift: a random llama model's context filled, then
     kiln-generate --keep K shifts it (keeps K tokens, drops half of the rest)
-    and goes on. Each logits row after the shift against the naive reference
+    and goes on, in both cache layouts (pos-major bit-identical to the default
+    head-major).
+    Each logits row after the shift against the naive reference
     shifted the same way (its cache rows removed, the later keys turned back
     in double): full caches (f32 within 1e-4; f16 and q8 caches, stored again
     after turning, within the quantized bound) and rings of --kv-window
@@ -363,15 +365,22 @@ def shift(args):
     rng = random.Random(5)
     prompt = [rng.randrange(64) for _ in range(ctx)]
     drop = (ctx - keep) // 2
+    dumps = {}
     for label, flags, window, tol in (("f32", [], 0, 1e-4), ("kv-f16", ["--kv-type=f16"], 0, None),
                                       ("kv-q8", ["--kv-type=q8"], 0, None),
-                                      ("ring", ["--kv-window=9"], 9, 1e-4)):
+                                      ("ring", ["--kv-window=9"], 9, 1e-4),
+                                      ("pos-major", ["--kv-layout=pos-major"], 0, 1e-4),
+                                      ("pos-major-ring-q8", ["--kv-layout=pos-major",
+                                                             "--kv-window=9", "--kv-type=q8"],
+                                       9, None),
+                                      ("ring-q8", ["--kv-window=9", "--kv-type=q8"], 9, None)):
         out = os.path.join(args.work, label)
         name = compile_model(args, gguf, out, f"--prefill-chunk={chunk}", *flags)
         b = build(out, args.cc[0])
         dump = os.path.join(out, "logits.f32")
         n = 5
         ids = generate(b, os.path.join(out, name + ".kpack"), prompt, n, dump, "--keep", str(keep))
+        dumps[label] = open(dump, "rb").read()
         rows = llama_ref.read_f32(dump, 64)[ctx:]
         ref = llama_ref.LlamaRef(gguf)
         if window:
@@ -387,6 +396,9 @@ def shift(args):
                   f"{label}: {len(rows)} rows after a shift (keep {keep}, drop {drop}) vs the "
                   f"shifted reference: max abs error {err:.3g} <= {bound:.3g} (a recompute "
                   f"on the kept tokens differs by {llama_ref.max_abs_diff(rows, fresh)[0]:.3g})")
+    # The layouts order the same arithmetic: the same bits, shifts included.
+    for a, b_ in (("f32", "pos-major"), ("ring-q8", "pos-major-ring-q8")):
+        res.check(dumps[a] == dumps[b_], f"{b_}: logits bit-identical to {a}'s")
     # Refused: a window of 9 would reach the 12 kept tokens; drop past the cache.
     out = os.path.join(args.work, "ring")
     b = os.path.join(out, "build-" + os.path.basename(args.cc[0]))
