@@ -387,38 +387,47 @@ FailureOr<std::string> shiftText(func::FuncOp decode, const TargetDescription &t
                         : 1;
     int64_t blockBytes = rows * (rowBytes / heads);
     rowBytes /= heads;
-    moves += formatv(R"c(  {{ /* layer {0} */
+    // Positions keep + drop.. of a block moved down by drop, at an indent.
+    auto moveText = [&](llvm::StringRef pad) {
+      return formatv("memmove(k + (size_t)keep * {0}u, k + (size_t)(keep + drop) * {0}u,\n"
+                     "{1}        (size_t)(m->pos - keep - drop) * {0}u);\n"
+                     "{1}memmove(v + (size_t)keep * {0}u, v + (size_t)(keep + drop) * {0}u,\n"
+                     "{1}        (size_t)(m->pos - keep - drop) * {0}u);",
+                     rowBytes, pad)
+          .str();
+    };
+    std::string move = moveText("      ");
+    std::string turn = formatv("{0}(m->arena + {1}u, keep, m->pos - drop, -drop);",
+                               rerope->name, slotOffset(cache))
+                           .str();
+    if (ring) {
+      // A wrapped ring turns whole; one that has not wrapped moves as a full cache.
+      move = formatv(R"c(if (m->pos > {0}) {{
+        rotate_rows(k, {1}u, {0}, drop % {0});
+        rotate_rows(v, {1}u, {0}, drop % {0});
+      } else {{
+        {2}
+      })c",
+                     rows, rowBytes, moveText("        "))
+                 .str();
+      turn = formatv(R"c(if (m->pos > {0})
+      {1}(m->arena + {2}u, 0, {0}, -drop);
+    else
+      {3})c",
+                     rows, rerope->name, slotOffset(cache), turn)
+                 .str();
+    }
+    moves += formatv(R"c(  {{ /* layer {0}: {3} block(s) of {4} rows */
     int32_t h;
     for (h = 0; h < {3}; ++h) {{
-    uint8_t *k = m->arena + {1}u + (size_t)h * {4}u, *v = m->arena + {2}u + (size_t)h * {4}u;
-)c",
-                     cache.getLayer(), slotOffset(cache), slotOffset(values), heads, blockBytes);
-    if (ring)
-      moves += formatv(R"c(    if (m->pos > {0}) {{
-      rotate_rows(k, {1}u, {0}, drop % {0});
-      rotate_rows(v, {1}u, {0}, drop % {0});
-    } else
-)c",
-                       rows, rowBytes);
-    moves += formatv(R"c(    {{
-      memmove(k + (size_t)keep * {0}u, k + (size_t)(keep + drop) * {0}u,
-              (size_t)(m->pos - keep - drop) * {0}u);
-      memmove(v + (size_t)keep * {0}u, v + (size_t)(keep + drop) * {0}u,
-              (size_t)(m->pos - keep - drop) * {0}u);
+      uint8_t *k = m->arena + {1}u + (size_t)h * {5}u, *v = m->arena + {2}u + (size_t)h * {5}u;
+      {6}
     }
-    }
-    {{
-      uint8_t *k = m->arena + {2}u;
-{3}      {1}(k, keep, m->pos - drop, -drop);
-    }
+    {7}
   }
 )c",
-                     rowBytes, rerope->name, slotOffset(cache),
-                     ring ? formatv("      if (m->pos > {0})\n        {1}(k, 0, {0}, -drop);\n"
-                                    "      else\n  ",
-                                    rows, rerope->name)
-                                .str()
-                          : std::string());
+                     cache.getLayer(), slotOffset(cache), slotOffset(values), heads, rows,
+                     blockBytes, move, turn);
     if (ring)
       fits += formatv("  if (m->pos > {0} && m->pos - drop - {1} + 1 < keep)\n    return 0;\n",
                       rows, window);
