@@ -4,6 +4,7 @@
 #include "codegen_targets/c99/kiln_uk_pack.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/TargetParser/Host.h"
@@ -50,6 +51,29 @@ ElementCode elementCode(Value v) {
   return elementCode(cast<RankedTensorType>(v.getType()).getElementType());
 }
 
+/// The panel family (kiln_uk_pack.h) of a GGUF block format, empty for those
+/// the panel kernels do not read.
+llvm::StringRef blockPanelFamily(llvm::StringRef format) {
+  return llvm::StringSwitch<llvm::StringRef>(format)
+      .Case("q4_k", "KILN_UK_Q4K")
+      .Case("q5_k", "KILN_UK_Q5K")
+      .Case("q6_k", "KILN_UK_Q6K")
+      .Default("");
+}
+
+/// The kiln.model config of the module holding `op` (null outside one).
+DictionaryAttr modelConfig(Operation *op) {
+  auto module = op->getParentOfType<ModuleOp>();
+  return module ? module->getAttrOfType<DictionaryAttr>("kiln.model") : nullptr;
+}
+
+/// Whether the model's KV caches are head-major (--kv-layout).
+bool headMajorCache(Operation *op) {
+  DictionaryAttr config = modelConfig(op);
+  auto layout = config ? config.getAs<StringAttr>("kv_layout") : nullptr;
+  return layout && layout.getValue() == "head-major";
+}
+
 /// Where a KV cache keeps (position slot, kv head): head-major ([head][slot][dim],
 /// one head's positions contiguous; kiln-compile's default) or pos-major rows of
 /// all heads ([slot][head][dim], also what a module without the setting gets),
@@ -60,12 +84,7 @@ struct CacheLayout {
 
   CacheLayout(Operation *op, Value cache, int64_t heads, int64_t headBytes)
       : rows(cast<RankedTensorType>(cache.getType()).getDimSize(0)), heads(heads),
-        headBytes(headBytes) {
-    auto module = op->getParentOfType<ModuleOp>();
-    auto config = module ? module->getAttrOfType<DictionaryAttr>("kiln.model") : nullptr;
-    auto layout = config ? config.getAs<StringAttr>("kv_layout") : nullptr;
-    headMajor = layout && layout.getValue() == "head-major";
-  }
+        headBytes(headBytes), headMajor(headMajorCache(op)) {}
   /// C expression of the byte offset of (slot, head).
   std::string at(llvm::StringRef slot, llvm::StringRef head) const {
     return headMajor ? formatv("((size_t)({0}) * {1}u + (size_t)({2})) * {3}u", head, rows, slot,
@@ -78,13 +97,12 @@ struct CacheLayout {
   /// Bytes from one position to the next of a head, and from one head to the next.
   int64_t positionStride() const { return headMajor ? headBytes : heads * headBytes; }
   int64_t headStride() const { return headMajor ? rows * headBytes : headBytes; }
-  std::string tag() const { return headMajor ? "_hm" : ""; }
+  std::string tag() const { return headMajor ? "_hm" : ""; }  // in kernel names
 };
 
 /// The head dimension of a model's KV cache, for kernels that only see its rows.
 int64_t modelHeadDim(Operation *op) {
-  auto module = op->getParentOfType<ModuleOp>();
-  auto config = module ? module->getAttrOfType<DictionaryAttr>("kiln.model") : nullptr;
+  DictionaryAttr config = modelConfig(op);
   auto hd = config ? config.getAs<IntegerAttr>("head_dim") : nullptr;
   return hd ? hd.getInt() : 0;
 }
@@ -178,8 +196,7 @@ public:
               int64_t width = dim(w.getRows(), 1), modelHd = modelHeadDim(w);
               // Whole rows at once where the heads are adjacent.
               int64_t hd = c.family == "i8" ? c.group : width;
-              CacheLayout probe(w, w.getCache(), 1, 0);
-              if (probe.headMajor && c.family != "i8") {
+              if (headMajorCache(w) && c.family != "i8") {
                 if (modelHd <= 0 || width % modelHd != 0)
                   return LogicalResult(
                       w.emitOpError("a head-major cache needs the model's head dimension"));
@@ -377,8 +394,7 @@ private:
                                              : std::string("the row layout"));
     if (code.panel && !code.tile)
       return op->emitOpError("has panel weights but no tile (run kiln-tile-for-cache)");
-    if (code.panel && code.element.blocks &&
-        !llvm::is_contained({"q4_k", "q5_k", "q6_k"}, code.element.family))
+    if (code.panel && code.element.blocks && blockPanelFamily(code.element.family).empty())
       return op->emitOpError() << "reads " << code.element.family
                                << " weights in panels, but of the GGUF block formats the "
                                   "kernels read only q4_k, q5_k and q6_k panels";
@@ -445,10 +461,8 @@ private:
                                    llvm::StringRef hi) {
     const ElementCode &c = w.element;
     std::string family = "KILN_UK_" + llvm::StringRef(c.family).upper();
-    if (c.blocks && w.panel) // the panel family of a k-quant (kiln_uk_pack.h)
-      family = c.family == "q4_k"   ? "KILN_UK_Q4K"
-               : c.family == "q5_k" ? "KILN_UK_Q5K"
-                                    : "KILN_UK_Q6K";
+    if (c.blocks && w.panel)
+      family = blockPanelFamily(c.family).str();
     else if (c.blocks)
       return formatv("  matmul_blocks({0}, {1}, {2}, scratch, rows, {3}, {4}, {5}, {6});\n", family,
                      wName, y, n, w.k, lo, hi);
@@ -658,7 +672,7 @@ private:
     k.name = formatv("{0}_qkv_matmul_{1}_q{2}_kv{3}_k{4}{5}_{6}_c{7}_r{8}{9}", prefix,
                      weightName(*w), nq, nkv, w->k, tileName(*w),
                      rope.name.substr(prefix.size() + 11), cache.name, dim(m.getKeys(), 0),
-                     CacheLayout(m, m.getKeys(), 1, 0).tag());
+                     headMajorCache(m) ? "_hm" : "");
     matmulSignature(k, *w, names, m, prefix, ValueRange{m.getWq(), m.getWk(), m.getWv()},
                     ", void *keys, void *values",
                     {names.operand(m.getKeys()), names.operand(m.getValues())}, true);
