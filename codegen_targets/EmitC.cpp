@@ -279,6 +279,7 @@ typedef struct {0}_model {{
   uint8_t *arena;                   /* caller's, {1}_ARENA_BYTES */
   const kiln_pack_source *source;
   int32_t pos;                      /* tokens in the KV cache */
+  int32_t cold;                     /* no step has run yet: ask for each layer's pages */
 {15}#ifdef KILN_PROFILE
   /* Set by the caller after open: a clock in any unit; each kernel call adds
    * its time to site_time and one to site_calls, which open zeroes. */
@@ -492,6 +493,7 @@ kiln_status {0}_open({0}_model *m, const kiln_pack_source *src, void *arena,
   m->arena = NULL;
   m->source = NULL;
   m->pos = 0;
+  m->cold = 1;
 #ifdef KILN_PROFILE
   memset(m->site_time, 0, sizeof m->site_time);
   memset(m->site_calls, 0, sizeof m->site_calls);
@@ -524,6 +526,7 @@ static kiln_status prefill_chunks({0}_model *m, const int32_t *tokens, int32_t n
     rows = n - done < {1}_PREFILL_CHUNK ? n - done : {1}_PREFILL_CHUNK;
     head = !logits ? 0 : all_rows ? rows : done + rows == n ? 1 : 0;
     run_prefill(m, tokens + done, rows, m->pos, head);
+    m->cold = 0;
     if (head)
       memcpy(all_rows ? logits + (size_t)done * {1}_VOCAB : logits, m->arena + {4}u,
              (size_t)head * {1}_VOCAB * sizeof(float));
@@ -550,6 +553,7 @@ kiln_status {0}_decode({0}_model *m, int32_t token, float *logits) {{
   if (m->pos >= {1}_MAX_CONTEXT)
     return KILN_ERR_CONTEXT_FULL;
   run_decode(m, &token, 1, m->pos, 1);
+  m->cold = 0;
   if (logits)
     memcpy(logits, m->arena + {5}u, {1}_VOCAB * sizeof(float));
   m->pos += 1;
@@ -649,7 +653,10 @@ std::string layerTableText(ModuleOp module, const ModelInfo &m, const PackInfo &
                     range.second - range.first);
   if (layers.empty())
     rows = "    {0u, 0u},\n";
-  return formatv(R"c(/* Hosted builds map the pack and ask for a layer's pages before it runs. */
+  return formatv(R"c(/* Hosted builds map the pack and, on the first step after open, ask for a
+ * layer's pages before it runs. Later steps ask nothing: a hint per layer and
+ * token is a system call that walks every page of the layer (a tenth of model
+ * A's decode time), and the pages it asked for are resident by then. */
 #ifdef KILN_NO_MMAP
 static void prefetch_layer(const {0}_model *m, int32_t layer) {{
   (void)m;
@@ -661,7 +668,7 @@ static const uint64_t layer_range[][2] = {{
 {1}};
 
 static void prefetch_layer(const {0}_model *m, int32_t layer) {{
-  if (layer >= 0 && layer < (int32_t)(sizeof layer_range / sizeof layer_range[0]))
+  if (m->cold && layer >= 0 && layer < (int32_t)(sizeof layer_range / sizeof layer_range[0]))
     kiln_pack_source_prefetch(m->source, layer_range[layer][0], layer_range[layer][1]);
 }
 #endif

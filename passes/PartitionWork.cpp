@@ -77,7 +77,7 @@ struct PartitionWorkPass : kiln::impl::PartitionWorkBase<PartitionWorkPass> {
       return {"columns", grain, n / grain};
     }
     if (auto a = dyn_cast<AttentionOp>(op))
-      return {"heads", 1, rows * a.getNHead()};
+      return {"heads", 1, rows * a.getNKvHead()};
     return {"rows", 1, rows};
   }
 };

@@ -166,7 +166,7 @@ def PartitionWork : Pass<"kiln-partition-work", "mlir::ModuleOp"> {
     - matmuls: output columns, in whole weight panels (four at a time when
       every share gets at least four, so decode streams four panels at once);
       16 columns for a weight in the row layout;
-    - attention: (query head, row) pairs, head-major (whole heads per share);
+    - attention: (KV head, row) pairs, head-major (whole KV heads per share);
     - embed, norms, rope, kv_write and elementwise ops: rows.
     Smaller kernels stay on one worker: a tiny model is never slower with more
     threads. The kernel checks its run-time work against the same `min-work`.

@@ -833,23 +833,23 @@ private:
                "int32_t pos";
     std::string start = window ? formatv("p - {0} + 1 > 0 ? p - {0} + 1 : 0", window).str()
                                : std::string("0");
-    // The work is (query head, row) pairs u0..u1-1, head-major, all of them
-    // unless split: a share holds whole heads where it can, so shares get
-    // equal work however long each row's causal context is, and one head's
-    // rows read its KV head's cache rows one after another.
+    // The work is (KV head, row) pairs u0..u1-1, head-major, all of them
+    // unless split: a share holds whole KV heads where it can, so shares get
+    // equal work however long each row's causal context is, and one KV head's
+    // query heads read its cache rows together.
     auto split = a->getAttrOfType<SplitAttr>("split");
     std::string units =
         split ? formatv("  const int32_t u0 = (int32_t)((int64_t)rows * {0} * s0 / {1}),\n"
                         "                u1 = (int32_t)((int64_t)rows * {0} * s1 / {1});\n",
-                        nh, split.getShares())
+                        nkv, split.getShares())
                     .str()
-              : formatv("  const int32_t u0 = 0, u1 = rows * {0};\n", nh).str();
+              : formatv("  const int32_t u0 = 0, u1 = rows * {0};\n", nkv).str();
     k.body = units + formatv(R"c(  const uint8_t *kc = (const uint8_t *)keys, *vc = (const uint8_t *)values;
   int32_t u;
   for (u = u0; u < u1; ++u) {{
-    int32_t h = u / rows, r = u % rows, g = h / {4}, p = pos + r, t0 = {5};
-    attend({8}, q + (size_t)r * {2} + h * {1}, 1, kc + g * {7}u, vc + g * {7}u, {3}u, {9}, t0,
-           p, {1}, {6}, y + (size_t)r * {2} + h * {1});
+    int32_t g = u / rows, r = u % rows, p = pos + r, t0 = {5};
+    attend({8}, q + (size_t)r * {2} + g * {4} * {1}, {4}, kc + g * {7}u, vc + g * {7}u, {3}u,
+           {9}, t0, p, {1}, {6}, y + (size_t)r * {2} + g * {4} * {1});
   }
 )c",
                      nh, hd, nh * hd, layout.positionStride(), nh / nkv, start,

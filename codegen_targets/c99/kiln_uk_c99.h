@@ -346,44 +346,60 @@ static inline void kv_axpy(int family, float *acc, float e, const uint8_t *row, 
 }
 
 #ifndef KILN_UK_HAS_ATTEND
+/* Query heads whose state attend keeps at once (on the stack: 4 KiB at the
+ * largest head dimension); a larger group runs in parts. */
+#define KILN_UK_ATTEND_HEADS 4
+
 /* Causal attention of nq query heads (q: nq x hd, contiguous) that share one KV
  * head, over positions t0..t1 of a cache of `ring` rows (`stride` bytes apart;
  * position t in row t % ring, so a cache shorter than the context is a ring
- * buffer) in `family` (KILN_UK_F32, F16 or I8): an online softmax over blocks
- * of 16 positions (the scores of a block, one rescale of the accumulator if its
- * maximum grew, then the block's exponentials at once), no scores buffer. */
+ * buffer) in `family` (KILN_UK_F32, F16, I8 or Q4): an online softmax over
+ * blocks of 16 positions (the scores of a block, one rescale of the accumulator
+ * if its maximum grew, then the block's exponentials at once), no scores
+ * buffer. Every head of the group takes each block in turn, so the block's
+ * rows are read from memory once for the group; each head's arithmetic is the
+ * same whatever the group. */
 KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t *keys,
                            const uint8_t *values, size_t stride, int32_t ring, int32_t t0,
                            int32_t t1, int32_t hd, float scale, float *y) {
-  int32_t h, t, i;
-  for (h = 0; h < nq; ++h) {
-    const float *qh = q + (size_t)h * (size_t)hd;
-    float acc[KILN_UK_MAX_HEAD_DIM];
-    float mx = -INFINITY, sum = 0.0f;
-    for (i = 0; i < hd; ++i)
-      acc[i] = 0.0f;
+  int32_t h0;
+  for (h0 = 0; h0 < nq; h0 += KILN_UK_ATTEND_HEADS) {
+    const int32_t nh = nq - h0 < KILN_UK_ATTEND_HEADS ? nq - h0 : KILN_UK_ATTEND_HEADS;
+    float acc[KILN_UK_ATTEND_HEADS][KILN_UK_MAX_HEAD_DIM];
+    float mx[KILN_UK_ATTEND_HEADS], sum[KILN_UK_ATTEND_HEADS];
+    int32_t h, t, i;
+    for (h = 0; h < nh; ++h) {
+      for (i = 0; i < hd; ++i)
+        acc[h][i] = 0.0f;
+      mx[h] = -INFINITY;
+      sum[h] = 0.0f;
+    }
     for (t = t0; t <= t1; t += 16) {
-      int32_t nb = t1 - t + 1 < 16 ? t1 - t + 1 : 16;
-      float sc[16], ev[16], bm = -INFINITY;
-      for (i = 0; i < nb; ++i) {
-        sc[i] = kv_dot(family, qh, keys + (size_t)((t + i) % ring) * stride, hd) * scale;
-        bm = sc[i] > bm ? sc[i] : bm;
-      }
-      if (bm > mx) {
-        float c = expf(mx - bm);
-        for (i = 0; i < hd; ++i)
-          acc[i] *= c;
-        sum *= c;
-        mx = bm;
-      }
-      exp_block(sc, mx, ev, nb);
-      for (i = 0; i < nb; ++i) {
-        sum += ev[i];
-        kv_axpy(family, acc, ev[i], values + (size_t)((t + i) % ring) * stride, hd);
+      const int32_t nb = t1 - t + 1 < 16 ? t1 - t + 1 : 16;
+      for (h = 0; h < nh; ++h) {
+        const float *qh = q + (size_t)(h0 + h) * (size_t)hd;
+        float sc[16], ev[16], bm = -INFINITY;
+        for (i = 0; i < nb; ++i) {
+          sc[i] = kv_dot(family, qh, keys + (size_t)((t + i) % ring) * stride, hd) * scale;
+          bm = sc[i] > bm ? sc[i] : bm;
+        }
+        if (bm > mx[h]) {
+          float c = expf(mx[h] - bm);
+          for (i = 0; i < hd; ++i)
+            acc[h][i] *= c;
+          sum[h] *= c;
+          mx[h] = bm;
+        }
+        exp_block(sc, mx[h], ev, nb);
+        for (i = 0; i < nb; ++i) {
+          sum[h] += ev[i];
+          kv_axpy(family, acc[h], ev[i], values + (size_t)((t + i) % ring) * stride, hd);
+        }
       }
     }
-    for (i = 0; i < hd; ++i)
-      y[(size_t)h * (size_t)hd + i] = acc[i] / sum;
+    for (h = 0; h < nh; ++h)
+      for (i = 0; i < hd; ++i)
+        y[(size_t)(h0 + h) * (size_t)hd + i] = acc[h][i] / sum[h];
   }
 }
 #endif

@@ -293,7 +293,7 @@ static void test_kv_store_q4(int32_t hd) {
  * a cache whose rows hold 3 such heads (so rows are strided). */
 static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t t1) {
   static uint8_t keys[64 * 3 * (2 + 4 * 128)], values[64 * 3 * (2 + 4 * 128)];
-  static float q[4 * 128], out[4 * 128], out_ref[4 * 128];
+  static float q[9 * 128], out[9 * 128], out_ref[9 * 128];
   size_t head_bytes = family == KILN_UK_F32   ? 4u * hd
                       : family == KILN_UK_F16 ? 2u * hd
                       : family == KILN_UK_Q4  ? (size_t)hd / 32u * 20u
@@ -340,11 +340,25 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
   snprintf(what, sizeof what, "%s attend %s heads %d hd %d rows %d..%d", KILN_TEST_ISA_NAME,
            family_name(family), (int)nq, (int)hd, (int)t0, (int)t1);
   check(ok, what);
+  /* Each head of the group alone: the same bits (the group only shares loads). */
+  {
+    static float out_one[128];
+    int32_t h;
+    ok = 1;
+    for (h = 0; h < nq; ++h) {
+      attend(family, q + h * hd, 1, keys + head_bytes, values + head_bytes, stride, 64, t0, t1,
+             hd, 0.125f, out_one);
+      ok &= memcmp(out_one, out + h * hd, sizeof(float) * (size_t)hd) == 0;
+    }
+    snprintf(what, sizeof what, "%s attend %s heads %d hd %d rows %d..%d: each head alone, same bits",
+             KILN_TEST_ISA_NAME, family_name(family), (int)nq, (int)hd, (int)t0, (int)t1);
+    check(ok, what);
+  }
   /* The same positions from a ring of `ring` rows (position t in row t % ring,
    * later positions written over earlier ones): the same bits. */
   {
     static uint8_t rk[64 * 3 * (2 + 4 * 128)], rv[64 * 3 * (2 + 4 * 128)];
-    static float out_ring[4 * 128];
+    static float out_ring[9 * 128];
     const int32_t ring = t1 - t0 + 1 + (t0 % 3);
     for (t = 0; t <= t1; ++t) {
       memcpy(rk + (size_t)(t % ring) * stride, keys + (size_t)t * stride, stride);
@@ -609,6 +623,8 @@ int main(void) {
       for (h = 0; h < sizeof hds / sizeof hds[0]; ++h)
         if (family != KILN_UK_Q4 || hds[h] % 32 == 0) /* q4: whole blocks of 32 */
           test_attend(family, 1 + (int32_t)(b % 4), hds[h], spans[b][0], spans[b][1]);
+    /* A group larger than the heads attend keeps at once (it runs in parts). */
+    test_attend(family, 9, 64, 3, 40);
     }
   }
   for (hd = 1; hd <= MAX_K; hd = hd * 2 + 1)

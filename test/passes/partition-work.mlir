@@ -6,7 +6,7 @@
 // Three workers: matmuls split their output columns in whole panels, four at a
 // time when every share still gets four (352 panels of 16), one at a time
 // otherwise (4 panels of 16 for 3 shares); a row-layout weight in 16 columns.
-// Attention splits (head, row) pairs, row-wise ops their rows. One-row ops
+// Attention splits (KV head, row) pairs, row-wise ops their rows. One-row ops
 // (decode) cannot be split by rows. min-work is compared with the most work:
 // multiply-adds at all rows, attention over the whole cache, elements for
 // row-wise ops.

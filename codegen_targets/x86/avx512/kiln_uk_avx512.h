@@ -542,57 +542,147 @@ static inline __m512 kv_load(int family, const uint8_t *row, int32_t j, __mmask1
                                  : kv_load_i8(row + 2 + 16 * j, m);
 }
 
+/* Sums of the lanes of each 128-bit quarter of p0..p3: quarter L of the result
+ * holds [p0, p1, p2, p3]'s sums over their quarter L. */
+static inline __m512 attend_sum4(__m512 p0, __m512 p1, __m512 p2, __m512 p3) {
+  __m512 a = _mm512_add_ps(_mm512_unpacklo_ps(p0, p1), _mm512_unpackhi_ps(p0, p1));
+  __m512 b = _mm512_add_ps(_mm512_unpacklo_ps(p2, p3), _mm512_unpackhi_ps(p2, p3));
+  return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                       _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+/* From four attend_sum4 results (keys 4m..4m+3 in c[m]), lane i = the whole
+ * sum of key i's vector. */
+static inline __m512 attend_sum16(const __m512 *c) {
+  __m512 d01 = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  __m512 d23 = _mm512_add_ps(_mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(d01, d23, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(d01, d23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* q (one head) against one cache row: the products summed over the row's
+ * vectors, lanes not yet reduced; a row past the block's end gives zeros. */
+KILN_UK_INLINE __m512 attend_dot(int family, const float *q, const uint8_t *row, int32_t live,
+                                 int32_t hd) {
+  __m512 d = _mm512_setzero_ps();
+  int32_t j;
+  if (!live)
+    return d;
+  for (j = 0; j < (hd + 15) / 16; ++j) {
+    __mmask16 m = tail_mask(hd - 16 * j);
+    d = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + 16 * j), kv_load(family, row, j, m), d);
+  }
+  return d;
+}
+
+/* attend_sum4 of q against the rows at keys + off[0..3] (of which `nb` are live). */
+KILN_UK_INLINE __m512 attend_dot4(int family, const float *q, const uint8_t *keys,
+                                  const size_t *off, int32_t nb, int32_t hd) {
+  return attend_sum4(attend_dot(family, q, keys + off[0], nb > 0, hd),
+                     attend_dot(family, q, keys + off[1], nb > 1, hd),
+                     attend_dot(family, q, keys + off[2], nb > 2, hd),
+                     attend_dot(family, q, keys + off[3], nb > 3, hd));
+}
+
+/* Query heads whose state attend keeps at once; a larger group runs in parts. */
+#define KILN_UK_ATTEND_HEADS 8
+
 #define KILN_UK_HAS_ATTEND 1
-/* As the portable attend, over blocks of 16 cache rows: 16 scores, then one
- * block maximum, one vector exp and one rescale of the accumulators (held in
- * registers) per block instead of per row. */
+/* As the portable attend, over blocks of 16 cache rows, with every query head
+ * of the group at each block, so a block of keys and values comes from memory
+ * once for all of them. Per head and block: the 16 scores as one vector
+ * (products reduced across keys at once, not one horizontal sum per key), one
+ * maximum, one vector exp and one rescale of the accumulators; the weighted
+ * values go to `sets` interleaved accumulators (row i to set i % sets), so short
+ * heads are not bound by one chain of fmadds. Each head's arithmetic is the
+ * same whatever the group, the block's place in a ring or the query's row. */
 KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t *keys,
                            const uint8_t *values, size_t stride, int32_t ring, int32_t t0,
                            int32_t t1, int32_t hd, float scale, float *y) {
-  const int32_t nv = (hd + 15) / 16;
-  int32_t h, t, i, j;
-  for (h = 0; h < nq; ++h) {
-    const float *qh = q + (size_t)h * (size_t)hd;
-    __m512 qv[KILN_UK_MAX_HEAD_DIM / 16], acc[KILN_UK_MAX_HEAD_DIM / 16];
-    float mx = -INFINITY, sum = 0.0f;
-    for (j = 0; j < nv; ++j) {
-      qv[j] = _mm512_maskz_loadu_ps(tail_mask(hd - 16 * j), qh + 16 * j);
-      acc[j] = _mm512_setzero_ps();
+  const int32_t nv = (hd + 15) / 16, sets = nv <= 2 ? 4 : nv <= 4 ? 2 : 1;
+  int32_t h0;
+  for (h0 = 0; h0 < nq; h0 += KILN_UK_ATTEND_HEADS) {
+    const int32_t nh = nq - h0 < KILN_UK_ATTEND_HEADS ? nq - h0 : KILN_UK_ATTEND_HEADS;
+    __m512 acc[KILN_UK_ATTEND_HEADS][KILN_UK_MAX_HEAD_DIM / 16], sum[KILN_UK_ATTEND_HEADS];
+    float mx[KILN_UK_ATTEND_HEADS];
+    int32_t h, t, i, j, row = t0 % ring;
+    for (h = 0; h < nh; ++h) {
+      for (j = 0; j < sets * nv; ++j)
+        acc[h][j] = _mm512_setzero_ps();
+      sum[h] = _mm512_setzero_ps();
+      mx[h] = -INFINITY;
     }
     for (t = t0; t <= t1; t += 16) {
-      int32_t nb = t1 - t + 1 < 16 ? t1 - t + 1 : 16;
-      __mmask16 live = tail_mask(nb);
-      float sc[16], ev[16], bm;
-      __m512 sv, e;
-      for (i = 0; i < nb; ++i) {
-        const uint8_t *k = keys + (size_t)((t + i) % ring) * stride;
-        __m512 d = _mm512_setzero_ps();
-        for (j = 0; j < nv; ++j)
-          d = _mm512_fmadd_ps(qv[j], kv_load(family, k, j, tail_mask(hd - 16 * j)), d);
-        sc[i] = _mm512_reduce_add_ps(d) * (family == KILN_UK_I8 ? load_f16(k) : 1.0f) * scale;
+      const int32_t nb = t1 - t + 1 < 16 ? t1 - t + 1 : 16;
+      const __mmask16 live = tail_mask(nb);
+      size_t off[16];
+      float ks[16], vs[16];
+      __m512 ksv = _mm512_set1_ps(scale), vsv = _mm512_set1_ps(1.0f);
+      for (i = 0; i < 16; ++i) {
+        off[i] = (size_t)row * stride;
+        if (i < nb)
+          row = row + 1 == ring ? 0 : row + 1;
       }
-      sv = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), live, sc);
-      bm = _mm512_reduce_max_ps(sv);
-      if (bm > mx) {
-        __m512 c = _mm512_set1_ps(mx == -INFINITY ? 0.0f : expf(mx - bm));
-        for (j = 0; j < nv; ++j)
-          acc[j] = _mm512_mul_ps(acc[j], c);
-        sum *= _mm512_cvtss_f32(c);
-        mx = bm;
+      if (family == KILN_UK_I8) { /* each row's scale: of its scores, of its values */
+        for (i = 0; i < 16; ++i) {
+          ks[i] = i < nb ? load_f16(keys + off[i]) : 0.0f;
+          vs[i] = i < nb ? load_f16(values + off[i]) : 0.0f;
+        }
+        ksv = _mm512_mul_ps(_mm512_loadu_ps(ks), ksv);
+        vsv = _mm512_loadu_ps(vs);
       }
-      e = _mm512_maskz_mov_ps(live, exp_ps(_mm512_sub_ps(sv, _mm512_set1_ps(mx))));
-      sum += _mm512_reduce_add_ps(e);
-      _mm512_storeu_ps(ev, e);
-      for (i = 0; i < nb; ++i) {
-        const uint8_t *v = values + (size_t)((t + i) % ring) * stride;
-        __m512 ei = _mm512_set1_ps(ev[i] * (family == KILN_UK_I8 ? load_f16(v) : 1.0f));
-        for (j = 0; j < nv; ++j)
-          acc[j] = _mm512_fmadd_ps(ei, kv_load(family, v, j, tail_mask(hd - 16 * j)), acc[j]);
+      for (h = 0; h < nh; ++h) {
+        const float *qh = q + (size_t)(h0 + h) * (size_t)hd;
+        __m512 c[4], a[KILN_UK_MAX_HEAD_DIM / 16], sv, e;
+        float ev[16], bm;
+        c[0] = attend_dot4(family, qh, keys, off, nb, hd);
+        c[1] = attend_dot4(family, qh, keys, off + 4, nb - 4, hd);
+        c[2] = attend_dot4(family, qh, keys, off + 8, nb - 8, hd);
+        c[3] = attend_dot4(family, qh, keys, off + 12, nb - 12, hd);
+        sv = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), live,
+                                _mm512_mul_ps(attend_sum16(c), ksv));
+        bm = _mm512_reduce_max_ps(sv);
+        for (j = 0; j < sets * nv; ++j)
+          a[j] = acc[h][j];
+        if (bm > mx[h]) {
+          __m512 r = _mm512_set1_ps(mx[h] == -INFINITY ? 0.0f : expf(mx[h] - bm));
+          for (j = 0; j < sets * nv; ++j)
+            a[j] = _mm512_mul_ps(a[j], r);
+          sum[h] = _mm512_mul_ps(sum[h], r);
+          mx[h] = bm;
+        }
+        e = _mm512_maskz_mov_ps(live, exp_ps(_mm512_sub_ps(sv, _mm512_set1_ps(mx[h]))));
+        sum[h] = _mm512_add_ps(sum[h], e);
+        _mm512_storeu_ps(ev, _mm512_mul_ps(e, vsv));
+        for (i = 0; i < nb; i += sets) {
+          int32_t s;
+          for (s = 0; s < sets; ++s) {
+            const uint8_t *v = values + off[i + s];
+            const __m512 ei = _mm512_set1_ps(ev[i + s]);
+            if (i + s >= nb)
+              break;
+            for (j = 0; j < nv; ++j)
+              a[s * nv + j] =
+                  _mm512_fmadd_ps(ei, kv_load(family, v, j, tail_mask(hd - 16 * j)), a[s * nv + j]);
+          }
+        }
+        for (j = 0; j < sets * nv; ++j)
+          acc[h][j] = a[j];
       }
     }
-    for (j = 0; j < nv; ++j)
-      _mm512_mask_storeu_ps(y + (size_t)h * (size_t)hd + 16 * j, tail_mask(hd - 16 * j),
-                            _mm512_div_ps(acc[j], _mm512_set1_ps(sum)));
+    for (h = 0; h < nh; ++h) {
+      const __m512 total = _mm512_set1_ps(_mm512_reduce_add_ps(sum[h]));
+      float *yh = y + (size_t)(h0 + h) * (size_t)hd;
+      for (j = 0; j < nv; ++j) {
+        __m512 a = acc[h][j];
+        int32_t s;
+        for (s = 1; s < sets; ++s)
+          a = _mm512_add_ps(a, acc[h][s * nv + j]);
+        _mm512_mask_storeu_ps(yh + 16 * j, tail_mask(hd - 16 * j), _mm512_div_ps(a, total));
+      }
+    }
   }
 }
 

@@ -71,8 +71,8 @@ def Kiln_SplitAttr : Kiln_Attr<"Split", "split"> {
     - `columns` (matmuls): output columns from (s * u / shares) * grain, where
       u is the columns in units of `grain` (whole weight panels);
     - `rows`: input rows from s * rows / shares;
-    - `heads` (attention): (query head, row) pairs, head-major, from
-      s * rows * n_head / shares.
+    - `heads` (attention): (KV head, row) pairs, head-major, from
+      s * rows * n_kv_head / shares; a pair is the KV head's query heads.
     The kernel runs on the workers only when its work at run time (multiply-adds,
     or elements for row-wise ops) is at least `threshold`, otherwise all shares
     on the caller. Each output is computed the same way whichever share holds
