@@ -295,7 +295,8 @@ extern const char *const {0}_profile_sites[{1}_PROFILE_SITES];
 extern const uint64_t {0}_profile_weight_bytes[{1}_PROFILE_SITES];
 
 /* Checks the arena (64-byte aligned, at least {1}_ARENA_BYTES) and that the
- * pack was written for this code. The source and arena must outlive the model. */
+ * pack was written for this code, then zeroes the arena's {1}_ARENA_BYTES.
+ * The source and arena must outlive the model. */
 kiln_status {0}_open({0}_model *m, const kiln_pack_source *src, void *arena,
                      size_t arena_bytes);
 /* Appends n tokens (any n up to the free context), in chunks of
@@ -504,6 +505,9 @@ kiln_status {0}_open({0}_model *m, const kiln_pack_source *src, void *arena,
   s = kiln_pack_verify(src, &expect, &m->weights);
   if (s != KILN_OK)
     return s;
+  /* Every page of the arena written now, so no step waits for the system to
+   * commit one (a fresh KV cache row every few tokens would). */
+  memset(arena, 0, {1}_ARENA_BYTES);
   m->arena = (uint8_t *)arena;
   m->source = src;
   return KILN_OK;

@@ -207,15 +207,22 @@ public:
               k.name = formatv("{0}_kv_write_{1}_w{2}_r{3}{4}", prefix, c.name, width,
                                dim(w.getCache(), 0), layout.tag());
               k.params = "const float *x, void *cache, int32_t rows, int32_t pos";
+              // The share that writes the last row asks for the next step's.
               k.body = rowRange(split) + formatv(R"c(  uint8_t *c = (uint8_t *)cache;
   int32_t r, h;
   for (r = r0; r < r1; ++r)
     for (h = 0; h < {0}; ++h)
       kv_store_{1}(x + (size_t)r * {2} + h * {3}, c + {4}, {3});
+  if (r1 == rows)
+    for (h = 0; h < {0}; ++h)
+      prefetch_store(c + {5}, {6}u);
 )c",
                                heads, c.family, width, hd,
                                layout.at(formatv("(pos + r) % {0}", dim(w.getCache(), 0)).str(),
-                                         "h")).str();
+                                         "h"),
+                               layout.at(formatv("(pos + rows) % {0}", dim(w.getCache(), 0)).str(),
+                                         "h"),
+                               headBytes).str();
               arg(w.getRows()), arg(w.getCache()), k.args.push_back("rows"),
                   k.args.push_back("pos");
               return success();
@@ -699,10 +706,14 @@ private:
         for (h = lo / {0}; h < hi / {0}; ++h)
           kv_store_{1}({2} + (size_t)r * {3} + h * {0},
                        (uint8_t *){4} + {5}, {0});
+      for (h = lo / {0}; h < hi / {0}; ++h)
+        prefetch_store((uint8_t *){4} + {6}, {7}u);
     }
 )c",
                      hd, cache.family, t, nkv, cacheName,
-                     layout.at(formatv("(pos + r) % {0}", dim(m.getKeys(), 0)).str(), "h"))
+                     layout.at(formatv("(pos + r) % {0}", dim(m.getKeys(), 0)).str(), "h"),
+                     layout.at(formatv("(pos + rows) % {0}", dim(m.getKeys(), 0)).str(), "h"),
+                     headBytes)
           .str();
     };
     k.body = shareRange(m->getAttrOfType<SplitAttr>("split"), nq + 2 * nkv, "n0", "n1") +

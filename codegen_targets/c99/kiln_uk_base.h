@@ -76,6 +76,19 @@ static inline float kv_value(int family, const uint8_t *row, int32_t i) {
     axpy(KILN_UK_I8, acc, e * load_f16(row), row, hd);                                   \
   }
 
+/* Asks for the cache lines of the `bytes` at p ahead of a store: the KV cache
+ * row the next step writes, so that store does not wait on memory. A hint. */
+static inline void prefetch_store(const void *p, size_t bytes) {
+#if defined(__GNUC__)
+  size_t i;
+  for (i = 0; i < bytes; i += 64)
+    __builtin_prefetch((const char *)p + i, 1, 3);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
 /* An unaligned 32-bit load: four int8 activations for one broadcast. */
 static inline int32_t load_i32(const int8_t *p) {
   int32_t v;
