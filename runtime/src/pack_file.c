@@ -65,6 +65,12 @@ kiln_status kiln_pack_source_open_file(kiln_pack_source *src, const char *path) 
   close(fd); /* the mapping keeps the file referenced */
   if (map == MAP_FAILED)
     return KILN_ERR_IO;
+#ifdef MADV_HUGEPAGE
+  /* Large pages where the system maps files with them: a decode step streams
+   * every weight, and with 4 KiB pages a TLB miss every 4 KiB of each stream
+   * cost L q4_0 decode about a quarter of its speed here. Only a hint. */
+  madvise(map, size, MADV_HUGEPAGE);
+#endif
   src->bytes = (const uint8_t *)map;
   src->size = size;
   src->mapping = map;
