@@ -348,6 +348,11 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
   if (ec)
     return fail(llvm::formatv("{0}: {1}", path, ec.message()));
+  // Writes of whole aligned megabytes (a full buffer, or a large segment while
+  // it is empty): the system then caches the file in large pages, which the
+  // runtime maps with large pages, where small writes of padding would leave
+  // small ones.
+  os.SetBufferSize(8u << 20);
   uint8_t header[kHeaderBytes] = {'K', 'I', 'L', 'N', 'P', 'A', 'C', 'K'};
   using namespace llvm::support::endian;
   write32le(header + 8, kPackVersion);
