@@ -69,9 +69,6 @@ static inline float kv_value(int family, const uint8_t *row, int32_t i) {
   static inline void kv_axpy_f16(float *acc, float e, const uint8_t *row, int32_t hd) {  \
     axpy(KILN_UK_F16, acc, e, row, hd);                                                  \
   }                                                                                      \
-  static inline float kv_dot_i8(const float *q, const uint8_t *row, int32_t hd) {        \
-    return dot(KILN_UK_I8, q, row, hd) * load_f16(row);                                  \
-  }                                                                                      \
   static inline void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t hd) {   \
     axpy(KILN_UK_I8, acc, e * load_f16(row), row, hd);                                   \
   }
@@ -109,6 +106,30 @@ static inline void quantize_act(const float *x, float *d, int8_t *q, int32_t k, 
     id = d[b] != 0.0f ? 1.0f / d[b] : 0.0f;
     for (j = 0; j < g; ++j)
       q[g * b + j] = (int8_t)roundf(xb[j] * id);
+  }
+}
+
+/* A query head against an int8 or int4 cache is quantized once per attend,
+ * as the matmuls' activations are (quantize_act): per group of 32 dims (the
+ * whole head when hd is no multiple of 32) an f32 scale, the int8 values and
+ * their sum. A score is then an exact int32 sum per group, scaled once, on
+ * every target alike. */
+typedef struct kv_query {
+  float d[KILN_UK_MAX_HEAD_DIM / 32];
+  int32_t s[KILN_UK_MAX_HEAD_DIM / 32];
+  int8_t q[KILN_UK_MAX_HEAD_DIM];
+} kv_query;
+
+static inline int32_t kv_query_group(int32_t hd) { return hd % 32 == 0 ? 32 : hd; }
+
+static inline void kv_query_set(kv_query *kq, const float *q, int32_t hd) {
+  const int32_t g = kv_query_group(hd);
+  int32_t b, i;
+  quantize_act(q, kq->d, kq->q, hd, g);
+  for (b = 0; b < hd / g; ++b) {
+    kq->s[b] = 0;
+    for (i = 0; i < g; ++i)
+      kq->s[b] += kq->q[g * b + i];
   }
 }
 

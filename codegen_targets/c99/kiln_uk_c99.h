@@ -201,23 +201,8 @@ static inline void kv_store_q4(const float *x, uint8_t *row, int32_t hd) {
     }
   }
 }
-/* Replaced together by an ISA header that defines KILN_UK_HAS_KV_Q4. */
+/* Replaced by an ISA header that defines KILN_UK_HAS_KV_Q4. */
 #ifndef KILN_UK_HAS_KV_Q4
-static inline float kv_dot_q4(const float *q, const uint8_t *row, int32_t hd) {
-  float s = 0.0f;
-  int32_t b, i;
-  for (b = 0; b < hd / 32; ++b) {
-    const uint8_t *blk = row + 20 * b;
-    const float *qb = q + 32 * b;
-    float dot = 0.0f, sum = 0.0f;
-    for (i = 0; i < 16; ++i) {
-      dot += qb[i] * (float)(blk[4 + i] & 15) + qb[i + 16] * (float)(blk[4 + i] >> 4);
-      sum += qb[i] + qb[i + 16];
-    }
-    s += load_f16(blk) * dot + load_f16(blk + 2) * sum;
-  }
-  return s;
-}
 static inline void kv_axpy_q4(float *acc, float e, const uint8_t *row, int32_t hd) {
   int32_t b, i;
   for (b = 0; b < hd / 32; ++b) {
@@ -250,16 +235,8 @@ static inline void kv_store_i8(const float *x, uint8_t *row, int32_t hd) {
     q[i] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
   }
 }
-/* Replaced together by an ISA header that defines KILN_UK_HAS_KV_I8. */
+/* Replaced by an ISA header that defines KILN_UK_HAS_KV_I8. */
 #ifndef KILN_UK_HAS_KV_I8
-static inline float kv_dot_i8(const float *q, const uint8_t *row, int32_t hd) {
-  const int8_t *k = (const int8_t *)(const void *)(row + 2);
-  float s = 0.0f;
-  int32_t i;
-  for (i = 0; i < hd; ++i)
-    s += q[i] * (float)k[i];
-  return s * load_f16(row);
-}
 static inline void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t hd) {
   const int8_t *v = (const int8_t *)(const void *)(row + 2);
   float ed = e * load_f16(row);
@@ -268,6 +245,37 @@ static inline void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t h
     acc[i] += ed * (float)v[i];
 }
 #endif
+
+/* The int8 row (f16 scale, then hd values) against a quantized query. */
+static inline float kv_qdot_i8(const kv_query *kq, const uint8_t *row, int32_t hd) {
+  const int8_t *k = (const int8_t *)(const void *)(row + 2);
+  const int32_t g = kv_query_group(hd);
+  float s = 0.0f;
+  int32_t b, i;
+  for (b = 0; b < hd / g; ++b) {
+    int32_t dot = 0;
+    for (i = g * b; i < g * (b + 1); ++i)
+      dot += (int32_t)kq->q[i] * (int32_t)k[i];
+    s += kq->d[b] * (float)dot;
+  }
+  return s * load_f16(row);
+}
+
+/* The int4 row (q4_1 blocks: d, m, 16 bytes of codes per 32) against a
+ * quantized query: per block d x the codes' dot plus m x the query's sum. */
+static inline float kv_qdot_q4(const kv_query *kq, const uint8_t *row, int32_t hd) {
+  float s = 0.0f;
+  int32_t b, i;
+  for (b = 0; b < hd / 32; ++b) {
+    const uint8_t *blk = row + 20 * b;
+    const int8_t *qb = kq->q + 32 * b;
+    int32_t dot = 0;
+    for (i = 0; i < 16; ++i)
+      dot += (int32_t)qb[i] * (blk[4 + i] & 15) + (int32_t)qb[i + 16] * (blk[4 + i] >> 4);
+    s += load_f16(blk) * kq->d[b] * (float)dot + load_f16(blk + 2) * kq->d[b] * (float)kq->s[b];
+  }
+  return s;
+}
 
 #ifndef KILN_UK_HAS_RMS_NORM_ROW
 /* y = x / sqrt(mean(x^2) + eps) * g over one row of d, the sum of squares in
@@ -327,11 +335,14 @@ static inline void kv_load_row(int family, const uint8_t *row, float *x, int32_t
     x[i] = d * kv_value(family, row, i);
 }
 
-static inline float kv_dot(int family, const float *q, const uint8_t *row, int32_t hd) {
+/* A score: the float query against an f32 or f16 row, the quantized one
+ * against an int8 or int4 row. */
+static inline float kv_dot(int family, const float *q, const kv_query *kq, const uint8_t *row,
+                           int32_t hd) {
   return family == KILN_UK_F32   ? kv_dot_f32(q, row, hd)
          : family == KILN_UK_F16 ? kv_dot_f16(q, row, hd)
-         : family == KILN_UK_Q4  ? kv_dot_q4(q, row, hd)
-                                 : kv_dot_i8(q, row, hd);
+         : family == KILN_UK_Q4  ? kv_qdot_q4(kq, row, hd)
+                                 : kv_qdot_i8(kq, row, hd);
 }
 
 static inline void kv_axpy(int family, float *acc, float e, const uint8_t *row, int32_t hd) {
@@ -346,15 +357,15 @@ static inline void kv_axpy(int family, float *acc, float e, const uint8_t *row, 
 }
 
 #ifndef KILN_UK_HAS_ATTEND
-/* Query heads whose state attend keeps at once (on the stack: 4 KiB at the
+/* Query heads whose state attend keeps at once (on the stack: 5.4 KiB at the
  * largest head dimension); a larger group runs in parts. */
 #define KILN_UK_ATTEND_HEADS 4
 
 /* Causal attention of nq query heads (q: nq x hd, contiguous) that share one KV
  * head, over positions t0..t1 of a cache of `ring` rows (`stride` bytes apart;
  * position t in row t % ring, so a cache shorter than the context is a ring
- * buffer) in `family` (KILN_UK_F32, F16, I8 or Q4): an online softmax over
- * blocks of 16 positions (the scores of a block, one rescale of the accumulator
+ * buffer) in `family` (KILN_UK_F32, F16, I8 or Q4; the last two score the
+ * query quantized, kv_query): an online softmax over blocks of 16 positions (the scores of a block, one rescale of the accumulator
  * if its maximum grew, then the block's exponentials at once), no scores
  * buffer. Every head of the group takes each block in turn, so the block's
  * rows are read from memory once for the group; each head's arithmetic is the
@@ -367,12 +378,15 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
     const int32_t nh = nq - h0 < KILN_UK_ATTEND_HEADS ? nq - h0 : KILN_UK_ATTEND_HEADS;
     float acc[KILN_UK_ATTEND_HEADS][KILN_UK_MAX_HEAD_DIM];
     float mx[KILN_UK_ATTEND_HEADS], sum[KILN_UK_ATTEND_HEADS];
+    kv_query kq[KILN_UK_ATTEND_HEADS];
     int32_t h, t, i;
     for (h = 0; h < nh; ++h) {
       for (i = 0; i < hd; ++i)
         acc[h][i] = 0.0f;
       mx[h] = -INFINITY;
       sum[h] = 0.0f;
+      if (family == KILN_UK_I8 || family == KILN_UK_Q4)
+        kv_query_set(&kq[h], q + (size_t)(h0 + h) * (size_t)hd, hd);
     }
     for (t = t0; t <= t1; t += 16) {
       const int32_t nb = t1 - t + 1 < 16 ? t1 - t + 1 : 16;
@@ -380,7 +394,7 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
         const float *qh = q + (size_t)(h0 + h) * (size_t)hd;
         float sc[16], ev[16], bm = -INFINITY;
         for (i = 0; i < nb; ++i) {
-          sc[i] = kv_dot(family, qh, keys + (size_t)((t + i) % ring) * stride, hd) * scale;
+          sc[i] = kv_dot(family, qh, &kq[h], keys + (size_t)((t + i) % ring) * stride, hd) * scale;
           bm = sc[i] > bm ? sc[i] : bm;
         }
         if (bm > mx[h]) {

@@ -14,7 +14,10 @@ void ref_quantize_act(const float *x, float *d, int8_t *q, int32_t k, int32_t g)
 }
 
 float ref_kv_dot(int family, const float *q, const uint8_t *row, int32_t hd) {
-  return kv_dot(family, q, row, hd);
+  kv_query kq;
+  if (family == KILN_UK_I8 || family == KILN_UK_Q4)
+    kv_query_set(&kq, q, hd);
+  return kv_dot(family, q, &kq, row, hd);
 }
 
 void ref_attend(int family, const float *q, int32_t nq, const uint8_t *keys,

@@ -237,20 +237,28 @@ static void test_kv(int family, int32_t hd) {
     }
   for (i = 0; i < hd; ++i)
     mag += fabs(q[i]) * (family == KILN_UK_I8 ? 1.28 : 1.0);
-  {
-    float a = family == KILN_UK_F32 ? kv_dot_f32(q, row, hd)
-              : family == KILN_UK_F16 ? kv_dot_f16(q, row, hd)
-              : family == KILN_UK_Q4  ? kv_dot_q4(q, row, hd)
-                                      : kv_dot_i8(q, row, hd);
+  if (family == KILN_UK_F32 || family == KILN_UK_F16) {
+    float a = family == KILN_UK_F32 ? kv_dot_f32(q, row, hd) : kv_dot_f16(q, row, hd);
     ok &= fabs(a - ref_kv_dot(family, q, row, hd)) <= 2e-6 * mag + 1e-30;
-    if (family == KILN_UK_Q4) { /* and against the dequantized row */
-      float back[256];
-      double naive = 0.0;
-      kv_load_row(KILN_UK_Q4, row, back, hd);
-      for (i = 0; i < hd; ++i)
-        naive += (double)q[i] * (double)back[i];
-      ok &= fabs(a - naive) <= 2e-6 * mag + 1e-30;
+  } else {
+    /* The quantized query against the dequantized row: in double with the
+     * query's int8 values and scales, and with the float query within the
+     * rounding of the query (half a step of its group's scale per value). */
+    kv_query kq;
+    float back[256];
+    double naive = 0.0, naive_f = 0.0, bound = 0.0;
+    const int32_t g = kv_query_group(hd);
+    float a;
+    kv_query_set(&kq, q, hd);
+    a = family == KILN_UK_Q4 ? kv_qdot_q4(&kq, row, hd) : kv_qdot_i8(&kq, row, hd);
+    kv_load_row(family, row, back, hd);
+    for (i = 0; i < hd; ++i) {
+      naive += (double)kq.d[i / g] * (double)kq.q[i] * (double)back[i];
+      naive_f += (double)q[i] * (double)back[i];
+      bound += 0.5 * (double)kq.d[i / g] * fabs((double)back[i]);
     }
+    ok &= fabs(a - naive) <= 2e-6 * mag + 1e-30;
+    ok &= fabs(a - naive_f) <= bound + 2e-6 * mag;
   }
   if (family == KILN_UK_F32)
     kv_axpy_f32(acc, 0.37f, row, hd);
@@ -319,7 +327,7 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
       }
     }
     if (family == KILN_UK_I8) {
-      put_f16(k, 0.02f);
+      put_f16(k, 0.015f + 0.005f * (float)(t % 3)); /* scores of rows with other scales */
       put_f16(v, 0.01f);
     }
     if (family == KILN_UK_Q4) { /* whole rows of floats through the int4 store */
@@ -371,17 +379,29 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
              (int)ring);
     check(memcmp(out_ring, out, sizeof(float) * (size_t)(nq * hd)) == 0, what);
   }
-  /* f32 against a naive softmax in double. */
-  if (family == KILN_UK_F32) {
+  /* Against a naive softmax in double over the dequantized rows, with the
+   * query as the kernels score it: as it is, or for int8 and int4 rows its
+   * int8 values times their scales (kv_query). */
+  {
     int32_t h;
     ok = 1;
     for (h = 0; h < nq; ++h) {
-      double w[64], mx = -1e300, sum = 0.0;
-      for (t = t0; t <= t1; ++t) {
-        const float *k = (const float *)(const void *)(keys + (size_t)t * stride + head_bytes);
-        double s = 0.0;
+      double w[64], mx = -1e300, sum = 0.0, qh[128];
+      float row[128];
+      if (family == KILN_UK_I8 || family == KILN_UK_Q4) {
+        kv_query kq;
+        kv_query_set(&kq, q + h * hd, hd);
         for (i = 0; i < hd; ++i)
-          s += (double)q[h * hd + i] * (double)k[i];
+          qh[i] = (double)kq.d[i / kv_query_group(hd)] * (double)kq.q[i];
+      } else {
+        for (i = 0; i < hd; ++i)
+          qh[i] = q[h * hd + i];
+      }
+      for (t = t0; t <= t1; ++t) {
+        double s = 0.0;
+        kv_load_row(family, keys + (size_t)t * stride + head_bytes, row, hd);
+        for (i = 0; i < hd; ++i)
+          s += qh[i] * (double)row[i];
         w[t] = s * 0.125;
         mx = w[t] > mx ? w[t] : mx;
       }
@@ -389,14 +409,15 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
         sum += (w[t] = exp(w[t] - mx));
       for (i = 0; i < hd; ++i) {
         double a = 0.0;
-        for (t = t0; t <= t1; ++t)
-          a += w[t] / sum *
-               (double)((const float *)(const void *)(values + (size_t)t * stride + head_bytes))[i];
+        for (t = t0; t <= t1; ++t) {
+          kv_load_row(family, values + (size_t)t * stride + head_bytes, row, hd);
+          a += w[t] / sum * (double)row[i];
+        }
         ok &= fabs(out[h * hd + i] - a) <= 1e-5;
       }
     }
-    snprintf(what, sizeof what, "%s attend f32 heads %d hd %d rows %d..%d vs naive softmax",
-             KILN_TEST_ISA_NAME, (int)nq, (int)hd, (int)t0, (int)t1);
+    snprintf(what, sizeof what, "%s attend %s heads %d hd %d rows %d..%d vs naive softmax",
+             KILN_TEST_ISA_NAME, family_name(family), (int)nq, (int)hd, (int)t0, (int)t1);
     check(ok, what);
   }
 }
@@ -616,7 +637,7 @@ int main(void) {
     }
   for (a = 0; a < 4; ++a) {
     static const int32_t spans[][2] = {{0, 0}, {0, 15}, {0, 16}, {3, 40}, {0, 63}, {20, 33}};
-    static const int32_t hds[] = {8, 24, 64, 128};
+    static const int32_t hds[] = {8, 24, 64, 96, 128};
     int family = a == 0 ? KILN_UK_F32 : a == 1 ? KILN_UK_F16 : a == 2 ? KILN_UK_I8 : KILN_UK_Q4;
     for (b = 0; b < sizeof spans / sizeof spans[0]; ++b) {
       size_t h;

@@ -451,15 +451,6 @@ static inline void kv_axpy_f16(float *acc, float e, const uint8_t *row, int32_t 
 static inline __m512 kv_load_i8(const uint8_t *p, __mmask16 m) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
 }
-static inline float kv_dot_i8(const float *q, const uint8_t *row, int32_t hd) {
-  __m512 s = _mm512_setzero_ps();
-  int32_t i;
-  for (i = 0; i < hd; i += 16) {
-    __mmask16 m = tail_mask(hd - i);
-    s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), kv_load_i8(row + 2 + i, m), s);
-  }
-  return _mm512_reduce_add_ps(s) * load_f16(row);
-}
 static inline void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t hd) {
   __m512 ed = _mm512_set1_ps(e * load_f16(row));
   int32_t i;
@@ -524,21 +515,10 @@ static inline void silu(const float *x, float *y, int32_t n) {
   }
 }
 
-/* Dims 16j.. of a cache row of one head (i8 rows: the int8 values, unscaled). */
-/* Dims 16j.. of a q4 cache row (whole blocks of 32: j even the low nibbles of a
- * block, odd the high ones), as d q + m. */
-static inline __m512 kv_load_q4(const uint8_t *row, int32_t j) {
-  const uint8_t *blk = row + 20 * (j / 2);
-  __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(blk + 4));
-  c = _mm_and_si128(j % 2 ? _mm_srli_epi16(c, 4) : c, _mm_set1_epi8(15));
-  return _mm512_fmadd_ps(_mm512_set1_ps(load_f16(blk)), _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c)),
-                         _mm512_set1_ps(load_f16(blk + 2)));
-}
-
+/* Dims 16j.. of an f32, f16 or i8 cache row of one head (i8: unscaled). */
 static inline __m512 kv_load(int family, const uint8_t *row, int32_t j, __mmask16 m) {
   return family == KILN_UK_F32   ? _mm512_maskz_loadu_ps(m, (const float *)(const void *)row + 16 * j)
          : family == KILN_UK_F16 ? kv_load_f16(row + 32 * j, m)
-         : family == KILN_UK_Q4  ? kv_load_q4(row, j)
                                  : kv_load_i8(row + 2 + 16 * j, m);
 }
 
@@ -562,28 +542,140 @@ static inline __m512 attend_sum16(const __m512 *c) {
                        _mm512_shuffle_f32x4(d01, d23, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-/* q (one head) against one cache row: the products summed over the row's
- * vectors, lanes not yet reduced; a row past the block's end gives zeros. */
-KILN_UK_INLINE __m512 attend_dot(int family, const float *q, const uint8_t *row, int32_t live,
-                                 int32_t hd) {
+/* One query head as attend's scores read it: the floats (f32 and f16 rows),
+ * or for int8 and int4 rows the kv_query in vectors, per 64 dims j: its int8
+ * values, the scale of each lane's group, and the i8 rows' correction 128 x the
+ * lane's values (the rows' bytes go in biased to unsigned) or the q4 rows'
+ * per-lane share of d x the group's sum (a lane of a q4 row's dot is 4 of its
+ * 32 dims: the sum over 8 lanes is the block's). */
+typedef struct attend_query {
+  const float *f;
+  __m512i q8[KILN_UK_MAX_HEAD_DIM / 64];
+  __m512i corr[KILN_UK_MAX_HEAD_DIM / 64];
+  __m512 qd[KILN_UK_MAX_HEAD_DIM / 64];
+  __m512 qm[KILN_UK_MAX_HEAD_DIM / 64];
+} attend_query;
+
+static inline __mmask64 byte_mask(int32_t left) {
+  return left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
+}
+
+KILN_UK_INLINE void attend_query_set(int family, attend_query *aq, const float *q, int32_t hd) {
+  kv_query kq;
+  int32_t j, l;
+  aq->f = q;
+  if (family != KILN_UK_I8 && family != KILN_UK_Q4)
+    return;
+  kv_query_set(&kq, q, hd);
+  for (j = 0; j < (hd + 63) / 64; ++j) {
+    const int32_t g = kv_query_group(hd);
+    float qd[16], qm[16];
+    aq->q8[j] = _mm512_maskz_loadu_epi8(byte_mask(hd - 64 * j), kq.q + 64 * j);
+    aq->corr[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80),
+                                      aq->q8[j]);
+    for (l = 0; l < 16; ++l) {
+      const int32_t dim = 64 * j + 4 * l, b = dim / g;
+      qd[l] = dim < hd ? kq.d[b] : 0.0f;
+      qm[l] = dim < hd ? kq.d[b] * (float)kq.s[b] * 0.125f : 0.0f;
+    }
+    aq->qd[j] = _mm512_loadu_ps(qd);
+    aq->qm[j] = _mm512_loadu_ps(qm);
+  }
+}
+
+/* The query against one cache row: its products summed over the row's
+ * vectors, lanes not yet reduced; a row past the block's end gives zeros.
+ * int8 rows: (k + 128) x q in vpdpbusd less the correction, exact per lane;
+ * int4 rows: per 64 dims (two q4_1 blocks, 40 bytes) the codes unpacked in
+ * value order against q in vpdpbusd, times d, plus m x the query's sums. */
+KILN_UK_INLINE __m512 attend_dot(int family, const attend_query *aq, const uint8_t *row,
+                                 int32_t live, int32_t hd) {
   __m512 d = _mm512_setzero_ps();
   int32_t j;
   if (!live)
     return d;
+  if (family == KILN_UK_I8) {
+    for (j = 0; j < (hd + 63) / 64; ++j) {
+      __m512i k = _mm512_maskz_loadu_epi8(byte_mask(hd - 64 * j), row + 2 + 64 * j);
+      __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+                                      _mm512_xor_si512(k, _mm512_set1_epi8((char)0x80)),
+                                      aq->q8[j]);
+      d = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(s, aq->corr[j])), aq->qd[j], d);
+    }
+    return d;
+  }
+  if (family == KILN_UK_Q4) {
+    /* words 2..9 (block 0's codes) twice, then 12..19 (block 1's) twice; and
+     * d0 for 8 lanes, d1 for 8, then m0, m1 */
+    const __m512i codes = _mm512_set_epi16(19, 18, 17, 16, 15, 14, 13, 12, 19, 18, 17, 16, 15,
+                                           14, 13, 12, 9, 8, 7, 6, 5, 4, 3, 2, 9, 8, 7, 6, 5, 4,
+                                           3, 2);
+    const __m512i scales = _mm512_set_epi16(11, 11, 11, 11, 11, 11, 11, 11, 1, 1, 1, 1, 1, 1, 1,
+                                            1, 10, 10, 10, 10, 10, 10, 10, 10, 0, 0, 0, 0, 0, 0,
+                                            0, 0);
+    for (j = 0; j < (hd + 63) / 64; ++j) {
+      /* plain loads: masked ones that miss the cache were twice as slow here */
+      const uint8_t *p = row + 40 * j;
+      __m512i w = hd - 64 * j >= 64
+                      ? _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(
+                                               (const __m256i *)(const void *)p)),
+                                           _mm256_castsi128_si256(_mm_loadl_epi64(
+                                               (const __m128i *)(const void *)(p + 32))),
+                                           1)
+                      : _mm512_castsi256_si512(_mm256_inserti128_si256(
+                            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)p)),
+                            _mm_cvtsi32_si128(load_i32((const int8_t *)(const void *)(p + 16))), 1));
+      __m512i z = _mm512_permutexvar_epi16(codes, w);
+      __m512i c = _mm512_and_si512(_mm512_mask_blend_epi64(0xcc, z, _mm512_srli_epi16(z, 4)),
+                                   _mm512_set1_epi8(15));
+      __m512i dm = _mm512_permutexvar_epi16(scales, w);
+      __m512 dv = _mm512_cvtph_ps(_mm512_castsi512_si256(dm));
+      __m512 mv = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(dm, 1));
+      __m512 s = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), c, aq->q8[j]));
+      d = _mm512_fmadd_ps(_mm512_mul_ps(s, aq->qd[j]), dv, d);
+      d = _mm512_fmadd_ps(mv, aq->qm[j], d);
+    }
+    return d;
+  }
   for (j = 0; j < (hd + 15) / 16; ++j) {
     __mmask16 m = tail_mask(hd - 16 * j);
-    d = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + 16 * j), kv_load(family, row, j, m), d);
+    d = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, aq->f + 16 * j), kv_load(family, row, j, m), d);
   }
   return d;
 }
 
-/* attend_sum4 of q against the rows at keys + off[0..3] (of which `nb` are live). */
-KILN_UK_INLINE __m512 attend_dot4(int family, const float *q, const uint8_t *keys,
+/* attend_sum4 of the query against the rows at keys + off[0..3] (of which `nb`
+ * are live). */
+KILN_UK_INLINE __m512 attend_dot4(int family, const attend_query *aq, const uint8_t *keys,
                                   const size_t *off, int32_t nb, int32_t hd) {
-  return attend_sum4(attend_dot(family, q, keys + off[0], nb > 0, hd),
-                     attend_dot(family, q, keys + off[1], nb > 1, hd),
-                     attend_dot(family, q, keys + off[2], nb > 2, hd),
-                     attend_dot(family, q, keys + off[3], nb > 3, hd));
+  return attend_sum4(attend_dot(family, aq, keys + off[0], nb > 0, hd),
+                     attend_dot(family, aq, keys + off[1], nb > 1, hd),
+                     attend_dot(family, aq, keys + off[2], nb > 2, hd),
+                     attend_dot(family, aq, keys + off[3], nb > 3, hd));
+}
+
+/* a (the accumulators of one value row's dims, 16 a vector) += e x the row:
+ * f32, f16 and i8 rows (e already times an i8 row's scale) as vectors of
+ * their values; q4 rows per block as (e d) x the codes + e m. */
+KILN_UK_INLINE void attend_axpy(int family, __m512 *a, float e, const uint8_t *row, int32_t hd) {
+  const __m512 ev = _mm512_set1_ps(e);
+  int32_t j;
+  if (family == KILN_UK_Q4) {
+    for (j = 0; j < hd / 32; ++j) {
+      const uint8_t *blk = row + 20 * j;
+      const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(blk + 4));
+      const __m128i low = _mm_set1_epi8(15);
+      const __m512 ed = _mm512_mul_ps(ev, _mm512_set1_ps(load_f16(blk)));
+      const __m512 em = _mm512_mul_ps(ev, _mm512_set1_ps(load_f16(blk + 2)));
+      __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(x, low)));
+      __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(x, 4), low)));
+      a[2 * j] = _mm512_add_ps(a[2 * j], _mm512_fmadd_ps(ed, lo, em));
+      a[2 * j + 1] = _mm512_add_ps(a[2 * j + 1], _mm512_fmadd_ps(ed, hi, em));
+    }
+    return;
+  }
+  for (j = 0; j < (hd + 15) / 16; ++j)
+    a[j] = _mm512_fmadd_ps(ev, kv_load(family, row, j, tail_mask(hd - 16 * j)), a[j]);
 }
 
 /* Query heads whose state attend keeps at once; a larger group runs in parts. */
@@ -606,6 +698,7 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
   for (h0 = 0; h0 < nq; h0 += KILN_UK_ATTEND_HEADS) {
     const int32_t nh = nq - h0 < KILN_UK_ATTEND_HEADS ? nq - h0 : KILN_UK_ATTEND_HEADS;
     __m512 acc[KILN_UK_ATTEND_HEADS][KILN_UK_MAX_HEAD_DIM / 16], sum[KILN_UK_ATTEND_HEADS];
+    attend_query aq[KILN_UK_ATTEND_HEADS];
     float mx[KILN_UK_ATTEND_HEADS];
     int32_t h, t, i, j, row = t0 % ring;
     for (h = 0; h < nh; ++h) {
@@ -613,6 +706,7 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
         acc[h][j] = _mm512_setzero_ps();
       sum[h] = _mm512_setzero_ps();
       mx[h] = -INFINITY;
+      attend_query_set(family, &aq[h], q + (size_t)(h0 + h) * (size_t)hd, hd);
     }
     for (t = t0; t <= t1; t += 16) {
       const int32_t nb = t1 - t + 1 < 16 ? t1 - t + 1 : 16;
@@ -634,13 +728,12 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
         vsv = _mm512_loadu_ps(vs);
       }
       for (h = 0; h < nh; ++h) {
-        const float *qh = q + (size_t)(h0 + h) * (size_t)hd;
         __m512 c[4], a[KILN_UK_MAX_HEAD_DIM / 16], sv, e;
         float ev[16], bm;
-        c[0] = attend_dot4(family, qh, keys, off, nb, hd);
-        c[1] = attend_dot4(family, qh, keys, off + 4, nb - 4, hd);
-        c[2] = attend_dot4(family, qh, keys, off + 8, nb - 8, hd);
-        c[3] = attend_dot4(family, qh, keys, off + 12, nb - 12, hd);
+        c[0] = attend_dot4(family, &aq[h], keys, off, nb, hd);
+        c[1] = attend_dot4(family, &aq[h], keys, off + 4, nb - 4, hd);
+        c[2] = attend_dot4(family, &aq[h], keys, off + 8, nb - 8, hd);
+        c[3] = attend_dot4(family, &aq[h], keys, off + 12, nb - 12, hd);
         sv = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), live,
                                 _mm512_mul_ps(attend_sum16(c), ksv));
         bm = _mm512_reduce_max_ps(sv);
@@ -659,13 +752,9 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
         for (i = 0; i < nb; i += sets) {
           int32_t s;
           for (s = 0; s < sets; ++s) {
-            const uint8_t *v = values + off[i + s];
-            const __m512 ei = _mm512_set1_ps(ev[i + s]);
             if (i + s >= nb)
               break;
-            for (j = 0; j < nv; ++j)
-              a[s * nv + j] =
-                  _mm512_fmadd_ps(ei, kv_load(family, v, j, tail_mask(hd - 16 * j)), a[s * nv + j]);
+            attend_axpy(family, a + s * nv, ev[i + s], values + off[i + s], hd);
           }
         }
         for (j = 0; j < sets * nv; ++j)
