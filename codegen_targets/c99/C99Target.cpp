@@ -233,11 +233,11 @@ public:
               int64_t width = dim(b->getResult(0), 1);
               k.name = formatv("{0}_{1}_w{2}", prefix, add ? "add" : "mul", width);
               k.params = "const float *a, const float *b, float *y, int32_t rows";
-              k.body = rowRange(split) + formatv(R"c(  int32_t i;
-  for (i = r0 * {0}; i < r1 * {0}; ++i)
-    y[i] = a[i] {1} b[i];
-)c",
-                               width, add ? "+" : "*").str();
+              k.body = rowRange(split) +
+                       formatv("  vec_{1}(a + (size_t)r0 * {0}, b + (size_t)r0 * {0}, "
+                               "y + (size_t)r0 * {0}, (r1 - r0) * {0});\n",
+                               width, add ? "add" : "mul")
+                           .str();
               arg(b->getOperand(0)), arg(b->getOperand(1)), res();
               return success();
             })
@@ -765,41 +765,26 @@ private:
     }
     k.params = "const float *x, float *y, int32_t ld, int32_t rows, int32_t pos, int32_t h0, "
                "int32_t h1";
-    std::string tail = rd < hd ? formatv(R"c(      for (i = {0}; i < {1}; ++i)
-        yh[i] = t[i];
-)c", rd, hd).str() : "";
     // The angles depend on the position only: one cos and sin per pair and row,
-    // shared by every head. Each head is copied into t first (y may be x), and
-    // t is volatile so the rotation stays scalar: GCC's vector code for
-    // x*c - y*s, x*s + y*c fuses the multiply and the add (vfmaddsub) even with
-    // -ffp-contract=off, which would give other bits where the kernel is
-    // inlined with constant heads than where it is called.
+    // shared by every head, laid out as rope_head reads them.
     k.body = formatv(R"c(  static const double freq[{0}] = {{{1}};
-  float c[{0}], s[{0}];
+  float cc[{2}], ss[{2}];
   int32_t r, h, i;
   for (r = 0; r < rows; ++r) {{
     double p = (double)(pos + r);
     for (i = 0; i < {0}; ++i) {{
-      c[i] = (float)cos(p * freq[i]){6};
-      s[i] = (float)sin(p * freq[i]){6};
+      float c = (float)cos(p * freq[i]){5}, s = (float)sin(p * freq[i]){5};
+      cc[{3}] = c, ss[{3}] = -s;
+      cc[{4}] = c, ss[{4}] = s;
     }
-    for (h = h0; h < h1; ++h) {{
-      const float *xh = x + (size_t)r * (size_t)ld + h * {2};
-      float *yh = y + (size_t)r * (size_t)ld + h * {2};
-      volatile float t[{2}];
-      for (i = 0; i < {2}; ++i)
-        t[i] = xh[i];
-      for (i = 0; i < {0}; ++i) {{
-        float x0 = t[{4}], x1 = t[{5}];
-        yh[{4}] = x0 * c[i] - x1 * s[i];
-        yh[{5}] = x0 * s[i] + x1 * c[i];
-      }
-{3}    }
+    for (h = h0; h < h1; ++h)
+      rope_head(x + (size_t)r * (size_t)ld + h * {6}, y + (size_t)r * (size_t)ld + h * {6}, cc,
+                ss, {2}, {6}, {7});
   }
 )c",
-                     rd / 2, freqs, hd, tail, neox ? "i" : "2 * i",
-                     neox ? formatv("i + {0}", rd / 2).str() : std::string("2 * i + 1"),
-                     scaled);
+                     rd / 2, freqs, rd, neox ? "i" : "2 * i",
+                     neox ? formatv("i + {0}", rd / 2).str() : std::string("2 * i + 1"), scaled,
+                     hd, neox ? 1 : 0);
     return k;
   }
 

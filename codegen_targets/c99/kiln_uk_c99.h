@@ -126,6 +126,21 @@ static inline void row_i4(const uint8_t *w, float *y, int32_t k, int32_t g) {
 }
 #endif
 
+#ifndef KILN_UK_HAS_VEC_ARITH
+/* y = a + b and y = a * b over n values (residual adds and gated products of
+ * the unfused schedule); plain loops that compilers vectorize. */
+static inline void vec_add(const float *a, const float *b, float *y, int32_t n) {
+  int32_t i;
+  for (i = 0; i < n; ++i)
+    y[i] = a[i] + b[i];
+}
+static inline void vec_mul(const float *a, const float *b, float *y, int32_t n) {
+  int32_t i;
+  for (i = 0; i < n; ++i)
+    y[i] = a[i] * b[i];
+}
+#endif
+
 static inline void kv_store_f32(const float *x, uint8_t *row, int32_t hd) {
   memcpy(row, x, (size_t)hd * sizeof(float));
 }
@@ -276,6 +291,30 @@ static inline float kv_qdot_q4(const kv_query *kq, const uint8_t *row, int32_t h
   }
   return s;
 }
+
+#ifndef KILN_UK_HAS_ROPE_HEAD
+/* One head of hd values turned by rope: value j of the rd rotated ones is
+ * x[j] cc[j] + x[partner] ss[j], where the partner is j's other half of its
+ * pair ((j, j + rd/2) in NeoX's layout, (2i, 2i + 1) otherwise) and cc, ss
+ * hold each pair's cos and sin as the rows' angles give them (ss: -sin at the
+ * pair's first value); values rd.. pass through. y may be x. The head is read
+ * into a volatile copy first, so this reference stays scalar: GCC's vector
+ * code for it can fuse a multiply and an add even with -ffp-contract=off. */
+static inline void rope_head(const float *x, float *y, const float *cc, const float *ss,
+                             int32_t rd, int32_t hd, int neox) {
+  volatile float t[KILN_UK_MAX_HEAD_DIM];
+  int32_t j;
+  for (j = 0; j < hd; ++j)
+    t[j] = x[j];
+  for (j = 0; j < rd; ++j) {
+    const int32_t partner = neox ? (j < rd / 2 ? j + rd / 2 : j - rd / 2) : j ^ 1;
+    const float a = t[j] * cc[j], b = t[partner] * ss[j]; /* apart: clang fuses within one */
+    y[j] = a + b;
+  }
+  for (j = rd; j < hd; ++j)
+    y[j] = t[j];
+}
+#endif
 
 #ifndef KILN_UK_HAS_RMS_NORM_ROW
 /* y = x / sqrt(mean(x^2) + eps) * g over one row of d, the sum of squares in

@@ -1,4 +1,4 @@
-// riscv-rvv: the portable kernels with RISC-V Vector 1.0 dot products
+// riscv-rvv: the portable kernels with RISC-V Vector 1.0 dot products and row-wise ops
 // (codegen_targets/riscv/rvv/kiln_uk_rvv.h).
 #include "codegen_targets/Target.h"
 

@@ -35,3 +35,24 @@ void ref_silu(const float *x, float *y, int32_t n) { silu(x, y, n); }
 void ref_kv_axpy(int family, float *acc, float e, const uint8_t *row, int32_t hd) {
   kv_axpy(family, acc, e, row, hd);
 }
+
+void ref_rope_head(const float *x, float *y, const float *cc, const float *ss, int32_t rd,
+                   int32_t hd, int neox) {
+  rope_head(x, y, cc, ss, rd, hd, neox);
+}
+
+void ref_row(int family, const uint8_t *w, float *y, int32_t k, int32_t g) {
+  if (family == KILN_UK_F16)
+    row_f16(w, y, k);
+  else if (family == KILN_UK_I8)
+    row_i8(w, y, k, g);
+  else
+    row_i4(w, y, k, g);
+}
+
+void ref_vec(int add, const float *a, const float *b, float *y, int32_t n) {
+  if (add)
+    vec_add(a, b, y, n);
+  else
+    vec_mul(a, b, y, n);
+}

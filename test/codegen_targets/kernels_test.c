@@ -422,6 +422,70 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
   }
 }
 
+/* rope_head: the same bits as c99 in place and out of place, for both pair
+ * layouts and partial rotary (rd < hd), and the rotation in double within a
+ * few roundings. */
+static void test_rope(int32_t rd, int32_t hd, int neox) {
+  static float x[256], y[256], y_ref[256], inplace[256], cc[256], ss[256];
+  int32_t i, ok = 1;
+  char what[100];
+  for (i = 0; i < hd; ++i)
+    inplace[i] = x[i] = uniform() * 4.0f;
+  for (i = 0; i < rd / 2; ++i) {
+    const double angle = 3.0 * (double)uniform();
+    const int32_t a = neox ? i : 2 * i, b = neox ? i + rd / 2 : 2 * i + 1;
+    cc[a] = cc[b] = (float)cos(angle);
+    ss[a] = -(ss[b] = (float)sin(angle));
+  }
+  rope_head(x, y, cc, ss, rd, hd, neox);
+  ref_rope_head(x, y_ref, cc, ss, rd, hd, neox);
+  rope_head(inplace, inplace, cc, ss, rd, hd, neox);
+  ok &= memcmp(y, y_ref, sizeof(float) * (size_t)hd) == 0;
+  ok &= memcmp(y, inplace, sizeof(float) * (size_t)hd) == 0;
+  for (i = 0; i < hd; ++i) {
+    const int32_t partner = i >= rd ? i : neox ? (i < rd / 2 ? i + rd / 2 : i - rd / 2) : i ^ 1;
+    const double want = i >= rd ? (double)x[i]
+                                : (double)x[i] * cc[i] + (double)x[partner] * ss[i];
+    ok &= fabs(y[i] - want) <= 1e-6 * (fabs(x[i]) + fabs(x[partner]));
+  }
+  snprintf(what, sizeof what, "%s rope_head rd %d hd %d %s: c99's bits, and in place",
+           KILN_TEST_ISA_NAME, (int)rd, (int)hd, neox ? "neox" : "pairs");
+  check(ok, what);
+}
+
+/* Embedding rows (f16, i8, i4) and the elementwise add and mul: exact, so
+ * c99's bits. */
+static void test_rows_exact(int32_t k, int32_t g) {
+  static uint8_t w[2 * MAX_K + 64];
+  static float y[MAX_K], y_ref[MAX_K], a[MAX_K], b[MAX_K];
+  static const int families[] = {KILN_UK_F16, KILN_UK_I8, KILN_UK_I4};
+  int32_t i, ok = 1;
+  size_t f;
+  char what[80];
+  for (f = 0; f < sizeof families / sizeof families[0]; ++f) {
+    random_weights(families[f], w, 1, k, g);
+    if (families[f] == KILN_UK_F16)
+      row_f16(w, y, k);
+    else if (families[f] == KILN_UK_I8)
+      row_i8(w, y, k, g);
+    else
+      row_i4(w, y, k, g);
+    ref_row(families[f], w, y_ref, k, g);
+    ok &= memcmp(y, y_ref, sizeof(float) * (size_t)k) == 0;
+  }
+  for (i = 0; i < k; ++i)
+    a[i] = uniform() * 3.0f, b[i] = uniform();
+  vec_add(a, b, y, k);
+  ref_vec(1, a, b, y_ref, k);
+  ok &= memcmp(y, y_ref, sizeof(float) * (size_t)k) == 0;
+  vec_mul(a, b, y, k);
+  ref_vec(0, a, b, y_ref, k);
+  ok &= memcmp(y, y_ref, sizeof(float) * (size_t)k) == 0;
+  snprintf(what, sizeof what, "%s embedding rows and vec_add/mul k %d g %d: c99's bits",
+           KILN_TEST_ISA_NAME, (int)k, (int)g);
+  check(ok, what);
+}
+
 /* The row-wise ops: relative error of a few float roundings. */
 static void test_rows(int32_t d) {
   static float g[MAX_K], out[MAX_K], out_ref[MAX_K];
@@ -650,6 +714,18 @@ int main(void) {
   }
   for (hd = 1; hd <= MAX_K; hd = hd * 2 + 1)
     test_rows(hd);
+  test_rows_exact(32, 32);
+  test_rows_exact(96, 32);
+  test_rows_exact(512, 64);
+  test_rows_exact(256, 256);
+  for (hd = 2; hd <= 256; hd += hd < 40 ? 2 : 24) {
+    test_rope(hd, hd, 0);
+    test_rope(hd, hd, 1);
+    if (hd % 4 == 0) { /* partial rotary: the rest passes through */
+      test_rope(hd / 2, hd, 0);
+      test_rope(hd / 2, hd, 1);
+    }
+  }
   for (hd = 8; hd <= 256; hd += 8) {
     test_kv(KILN_UK_F32, hd);
     test_kv(KILN_UK_F16, hd);

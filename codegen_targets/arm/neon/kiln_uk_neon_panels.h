@@ -255,6 +255,39 @@ static inline void rms_norm_row(const float *x, const float *g, float *y, int32_
     y[i] = x[i] * scale * g[i];
 }
 
+#define KILN_UK_HAS_ROPE_HEAD 1
+/* As the portable rope_head, 4 values at a time: the products and their sum
+ * as separate instructions, so the bits are the reference's. */
+static inline void rope_head(const float *x, float *y, const float *cc, const float *ss,
+                             int32_t rd, int32_t hd, int neox) {
+  const int32_t h = rd / 2;
+  int32_t j;
+  if (neox) {
+    for (j = 0; j < h; j += 4) {
+      const int32_t n = h - j < 4 ? h - j : 4;
+      const float32x4_t a = load_lanes(x + j, n), b = load_lanes(x + j + h, n);
+      store_lanes(y + j,
+                  vaddq_f32(vmulq_f32(a, load_lanes(cc + j, n)), vmulq_f32(b, load_lanes(ss + j, n))),
+                  n);
+      store_lanes(y + j + h,
+                  vaddq_f32(vmulq_f32(b, load_lanes(cc + j + h, n)),
+                            vmulq_f32(a, load_lanes(ss + j + h, n))),
+                  n);
+    }
+  } else {
+    for (j = 0; j < rd; j += 4) {
+      const int32_t n = rd - j < 4 ? rd - j : 4;
+      const float32x4_t a = load_lanes(x + j, n);
+      store_lanes(y + j,
+                  vaddq_f32(vmulq_f32(a, load_lanes(cc + j, n)),
+                            vmulq_f32(vrev64q_f32(a), load_lanes(ss + j, n))),
+                  n);
+    }
+  }
+  for (j = rd; j < hd; ++j)
+    y[j] = x[j];
+}
+
 #define KILN_UK_HAS_SILU 1
 static inline float32x4_t silu4(float32x4_t v) {
   return vdivq_f32(v, vaddq_f32(vdupq_n_f32(1.0f), expq_f32(vnegq_f32(v))));

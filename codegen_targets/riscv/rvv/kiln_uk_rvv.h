@@ -1,7 +1,8 @@
 /* riscv-rvv: RISC-V Vector 1.0 dot products, of the int8/int4 groups and of
- * the block formats' blocks. Vector length agnostic: loops take whatever the
- * hardware's VLEN gives them (the block dots, 16 bytes at a time, need the
- * V extension's least VLEN, 128). */
+ * the block formats' blocks, and the row-wise ops (KV rows, exp, silu,
+ * rms_norm, rope, embedding rows, add, mul). Vector length agnostic: loops take
+ * whatever the hardware's VLEN gives them (the block dots, 16 bytes at a time,
+ * need the V extension's least VLEN, 128). */
 #ifndef KILN_UK_RVV_H
 #define KILN_UK_RVV_H
 
@@ -84,6 +85,269 @@ static inline float qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w,
     acc += (float)__riscv_vmv_x_s_i32m1_i32(sum) * (xd[b] * load_f16(blk));
   }
   return acc;
+}
+
+/* Halves (IEEE bits at p) as floats, vl of them: rv64gcv has no half-precision
+ * conversion, so normals move their exponent and mantissa into place,
+ * subnormals are their mantissa times 2^-24, infinities and NaNs keep an
+ * all-ones exponent. Exact, as the scalar conversion is. */
+static inline vfloat32m1_t f16_to_f32_rvv(const uint8_t *p, size_t vl) {
+  const vuint32m1_t h =
+      __riscv_vzext_vf2_u32m1(__riscv_vle16_v_u16mf2((const uint16_t *)(const void *)p, vl), vl);
+  const vuint32m1_t e = __riscv_vand_vx_u32m1(__riscv_vsrl_vx_u32m1(h, 10, vl), 31, vl);
+  const vuint32m1_t m = __riscv_vsll_vx_u32m1(__riscv_vand_vx_u32m1(h, 0x3ff, vl), 13, vl);
+  vuint32m1_t bits = __riscv_vor_vv_u32m1(
+      __riscv_vsll_vx_u32m1(__riscv_vadd_vx_u32m1(e, 112, vl), 23, vl), m, vl);
+  const vfloat32m1_t tiny = __riscv_vfmul_vf_f32m1(
+      __riscv_vfcvt_f_xu_v_f32m1(__riscv_vand_vx_u32m1(h, 0x3ff, vl), vl), 5.9604644775390625e-8f,
+      vl);
+  bits = __riscv_vmerge_vvm_u32m1(bits, __riscv_vor_vx_u32m1(m, 0x7f800000u, vl),
+                                  __riscv_vmseq_vx_u32m1_b32(e, 31, vl), vl);
+  bits = __riscv_vmerge_vvm_u32m1(bits, __riscv_vreinterpret_v_f32m1_u32m1(tiny),
+                                  __riscv_vmseq_vx_u32m1_b32(e, 0, vl), vl);
+  bits = __riscv_vor_vv_u32m1(
+      bits, __riscv_vsll_vx_u32m1(__riscv_vand_vx_u32m1(h, 0x8000, vl), 16, vl), vl);
+  return __riscv_vreinterpret_v_u32m1_f32m1(bits);
+}
+
+/* vl int8 values at p as floats. */
+static inline vfloat32m1_t i8_to_f32_rvv(const uint8_t *p, size_t vl) {
+  return __riscv_vfcvt_f_x_v_f32m1(
+      __riscv_vsext_vf4_i32m1(__riscv_vle8_v_i8mf4((const int8_t *)(const void *)p, vl), vl), vl);
+}
+
+/* Values i.. of an f32, f16 or i8 (unscaled) cache row, vl of them. */
+static inline vfloat32m1_t kv_load_rvv(int family, const uint8_t *row, int32_t i, size_t vl) {
+  return family == KILN_UK_F32   ? __riscv_vle32_v_f32m1((const float *)(const void *)row + i, vl)
+         : family == KILN_UK_F16 ? f16_to_f32_rvv(row + 2 * i, vl)
+                                 : i8_to_f32_rvv(row + 2 + i, vl);
+}
+
+/* Embedding rows: halves converted, int8 and int4 groups times their scale,
+ * the same products as the portable rows. */
+#define KILN_UK_HAS_ROW_F16 1
+static inline void row_f16(const uint8_t *w, float *y, int32_t k) {
+  int32_t i = 0;
+  while (i < k) {
+    const size_t vl = __riscv_vsetvl_e32m1((size_t)(k - i));
+    __riscv_vse32_v_f32m1(y + i, f16_to_f32_rvv(w + 2 * i, vl), vl);
+    i += (int32_t)vl;
+  }
+}
+
+#define KILN_UK_HAS_ROW_I8 1
+static inline void row_i8(const uint8_t *w, float *y, int32_t k, int32_t g) {
+  int32_t b, j;
+  for (b = 0; b < k / g; ++b) {
+    const uint8_t *blk = w + (2 + g) * b;
+    const float d = load_f16(blk);
+    for (j = 0; j < g;) {
+      const size_t vl = __riscv_vsetvl_e32m1((size_t)(g - j));
+      __riscv_vse32_v_f32m1(y + g * b + j, __riscv_vfmul_vf_f32m1(i8_to_f32_rvv(blk + 2 + j, vl), d, vl),
+                            vl);
+      j += (int32_t)vl;
+    }
+  }
+}
+
+#define KILN_UK_HAS_ROW_I4 1
+static inline void row_i4(const uint8_t *w, float *y, int32_t k, int32_t g) {
+  int32_t b, j, h = g / 2;
+  for (b = 0; b < k / g; ++b) {
+    const uint8_t *blk = w + (2 + h) * b;
+    const float d = load_f16(blk);
+    for (j = 0; j < h;) {
+      const size_t vl = __riscv_vsetvl_e32m1((size_t)(h - j));
+      const vint32m1_t c = __riscv_vreinterpret_v_u32m1_i32m1(
+          __riscv_vzext_vf4_u32m1(__riscv_vle8_v_u8mf4(blk + 2 + j, vl), vl));
+      const vint32m1_t lo = __riscv_vsub_vx_i32m1(__riscv_vand_vx_i32m1(c, 15, vl), 8, vl);
+      const vint32m1_t hi = __riscv_vsub_vx_i32m1(__riscv_vsra_vx_i32m1(c, 4, vl), 8, vl);
+      __riscv_vse32_v_f32m1(y + g * b + j,
+                            __riscv_vfmul_vf_f32m1(__riscv_vfcvt_f_x_v_f32m1(lo, vl), d, vl), vl);
+      __riscv_vse32_v_f32m1(y + g * b + j + h,
+                            __riscv_vfmul_vf_f32m1(__riscv_vfcvt_f_x_v_f32m1(hi, vl), d, vl), vl);
+      j += (int32_t)vl;
+    }
+  }
+}
+
+#define KILN_UK_HAS_VEC_ARITH 1
+/* y = a + b and y = a * b over n values (residual adds and gated products of
+ * the unfused schedule). */
+static inline void vec_add(const float *a, const float *b, float *y, int32_t n) {
+  int32_t i = 0;
+  while (i < n) {
+    const size_t vl = __riscv_vsetvl_e32m1((size_t)(n - i));
+    __riscv_vse32_v_f32m1(
+        y + i, __riscv_vfadd_vv_f32m1(__riscv_vle32_v_f32m1(a + i, vl), __riscv_vle32_v_f32m1(b + i, vl), vl),
+        vl);
+    i += (int32_t)vl;
+  }
+}
+static inline void vec_mul(const float *a, const float *b, float *y, int32_t n) {
+  int32_t i = 0;
+  while (i < n) {
+    const size_t vl = __riscv_vsetvl_e32m1((size_t)(n - i));
+    __riscv_vse32_v_f32m1(
+        y + i, __riscv_vfmul_vv_f32m1(__riscv_vle32_v_f32m1(a + i, vl), __riscv_vle32_v_f32m1(b + i, vl), vl),
+        vl);
+    i += (int32_t)vl;
+  }
+}
+
+/* The KV helpers' dot and axpy over one cache row. */
+static inline float kv_dot_rvv(int family, const float *q, const uint8_t *row, int32_t hd) {
+  const size_t vlmax = __riscv_vsetvlmax_e32m1();
+  vfloat32m1_t acc = __riscv_vfmv_v_f_f32m1(0.0f, vlmax);
+  int32_t i = 0;
+  while (i < hd) {
+    const size_t vl = __riscv_vsetvl_e32m1((size_t)(hd - i));
+    acc = __riscv_vfmacc_vv_f32m1_tu(acc, __riscv_vle32_v_f32m1(q + i, vl),
+                                     kv_load_rvv(family, row, i, vl), vl);
+    i += (int32_t)vl;
+  }
+  return __riscv_vfmv_f_s_f32m1_f32(
+      __riscv_vfredosum_vs_f32m1_f32m1(acc, __riscv_vfmv_s_f_f32m1(0.0f, 1), vlmax));
+}
+static inline void kv_axpy_rvv(int family, float *acc, float e, const uint8_t *row, int32_t hd) {
+  int32_t i = 0;
+  while (i < hd) {
+    const size_t vl = __riscv_vsetvl_e32m1((size_t)(hd - i));
+    __riscv_vse32_v_f32m1(acc + i,
+                          __riscv_vfmacc_vf_f32m1(__riscv_vle32_v_f32m1(acc + i, vl), e,
+                                                  kv_load_rvv(family, row, i, vl), vl),
+                          vl);
+    i += (int32_t)vl;
+  }
+}
+#define KILN_UK_HAS_KV_F32 1
+#define KILN_UK_HAS_KV_F16 1
+#define KILN_UK_HAS_KV_I8 1
+KILN_UK_KV_HELPERS(kv_dot_rvv, kv_axpy_rvv)
+
+/* e^x as the AVX-512 exp_ps computes it (2^n e^r, |r| <= ln2 / 2, a degree-6
+ * polynomial), 2^n put into the exponent: x is clamped to [-87, 88] so n stays
+ * a normal exponent (e^-87 is 1.6e-38). */
+static inline vfloat32m1_t exp_rvv(vfloat32m1_t x, size_t vl) {
+  vfloat32m1_t r, p, nf;
+  vint32m1_t n;
+  x = __riscv_vfmin_vf_f32m1(__riscv_vfmax_vf_f32m1(x, -87.0f, vl), 88.0f, vl);
+  n = __riscv_vfcvt_x_f_v_i32m1(__riscv_vfmul_vf_f32m1(x, 1.44269504f, vl), vl);
+  nf = __riscv_vfcvt_f_x_v_f32m1(n, vl);
+  r = __riscv_vfnmsac_vf_f32m1(x, 0.693359375f, nf, vl);
+  r = __riscv_vfnmsac_vf_f32m1(r, -2.12194440e-4f, nf, vl);
+  p = __riscv_vfmv_v_f_f32m1(1.0f / 720.0f, vl);
+  p = __riscv_vfmadd_vv_f32m1(p, r, __riscv_vfmv_v_f_f32m1(1.0f / 120.0f, vl), vl);
+  p = __riscv_vfmadd_vv_f32m1(p, r, __riscv_vfmv_v_f_f32m1(1.0f / 24.0f, vl), vl);
+  p = __riscv_vfmadd_vv_f32m1(p, r, __riscv_vfmv_v_f_f32m1(1.0f / 6.0f, vl), vl);
+  p = __riscv_vfmadd_vv_f32m1(p, r, __riscv_vfmv_v_f_f32m1(0.5f, vl), vl);
+  p = __riscv_vfmadd_vv_f32m1(p, r, __riscv_vfmv_v_f_f32m1(1.0f, vl), vl);
+  p = __riscv_vfmadd_vv_f32m1(p, r, __riscv_vfmv_v_f_f32m1(1.0f, vl), vl);
+  return __riscv_vreinterpret_v_i32m1_f32m1(__riscv_vadd_vv_i32m1(
+      __riscv_vreinterpret_v_f32m1_i32m1(p), __riscv_vsll_vx_i32m1(n, 23, vl), vl));
+}
+
+#define KILN_UK_HAS_EXP_BLOCK 1
+static inline void exp_block(const float *x, float m, float *e, int32_t n) {
+  int32_t i = 0;
+  while (i < n) {
+    const size_t vl = __riscv_vsetvl_e32m1((size_t)(n - i));
+    __riscv_vse32_v_f32m1(
+        e + i, exp_rvv(__riscv_vfsub_vf_f32m1(__riscv_vle32_v_f32m1(x + i, vl), m, vl), vl), vl);
+    i += (int32_t)vl;
+  }
+}
+
+#define KILN_UK_HAS_SILU 1
+/* Every value by the same vector code wherever a range starts. */
+static inline void silu(const float *x, float *y, int32_t n) {
+  int32_t i = 0;
+  while (i < n) {
+    const size_t vl = __riscv_vsetvl_e32m1((size_t)(n - i));
+    const vfloat32m1_t v = __riscv_vle32_v_f32m1(x + i, vl);
+    __riscv_vse32_v_f32m1(
+        y + i,
+        __riscv_vfdiv_vv_f32m1(v,
+                               __riscv_vfadd_vf_f32m1(exp_rvv(__riscv_vfneg_v_f32m1(v, vl), vl),
+                                                      1.0f, vl),
+                               vl),
+        vl);
+    i += (int32_t)vl;
+  }
+}
+
+#define KILN_UK_HAS_RMS_NORM_ROW 1
+/* As the portable rms_norm_row: the sum of squares in double lanes (widening
+ * multiply-adds), summed in order, then x times the scale times g. */
+static inline void rms_norm_row(const float *x, const float *g, float *y, int32_t d, float eps) {
+  const size_t vlmax = __riscv_vsetvlmax_e32m1();
+  vfloat64m2_t ss = __riscv_vfmv_v_f_f64m2(0.0, vlmax);
+  float scale;
+  int32_t i = 0;
+  while (i < d) {
+    const size_t vl = __riscv_vsetvl_e32m1((size_t)(d - i));
+    const vfloat32m1_t v = __riscv_vle32_v_f32m1(x + i, vl);
+    ss = __riscv_vfwmacc_vv_f64m2_tu(ss, v, v, vl);
+    i += (int32_t)vl;
+  }
+  scale = (float)(1.0 / sqrt(__riscv_vfmv_f_s_f64m1_f64(__riscv_vfredosum_vs_f64m2_f64m1(
+                                 ss, __riscv_vfmv_s_f_f64m1(0.0, 1), vlmax)) /
+                                 d +
+                             (double)eps));
+  for (i = 0; i < d;) {
+    const size_t vl = __riscv_vsetvl_e32m1((size_t)(d - i));
+    __riscv_vse32_v_f32m1(
+        y + i,
+        __riscv_vfmul_vv_f32m1(__riscv_vfmul_vf_f32m1(__riscv_vle32_v_f32m1(x + i, vl), scale, vl),
+                               __riscv_vle32_v_f32m1(g + i, vl), vl),
+        vl);
+    i += (int32_t)vl;
+  }
+}
+
+#define KILN_UK_HAS_ROPE_HEAD 1
+/* As the portable rope_head: the products and their sum as separate
+ * instructions, so the bits are the reference's. A step of pairs takes an
+ * even number of values (at most VLMAX, which is even). */
+static inline void rope_head(const float *x, float *y, const float *cc, const float *ss,
+                             int32_t rd, int32_t hd, int neox) {
+  const size_t vlmax = __riscv_vsetvlmax_e32m1();
+  const int32_t h = rd / 2;
+  int32_t j = 0;
+  if (neox) {
+    while (j < h) {
+      const size_t vl = __riscv_vsetvl_e32m1((size_t)(h - j));
+      const vfloat32m1_t a = __riscv_vle32_v_f32m1(x + j, vl), b = __riscv_vle32_v_f32m1(x + j + h, vl);
+      __riscv_vse32_v_f32m1(y + j,
+                            __riscv_vfadd_vv_f32m1(
+                                __riscv_vfmul_vv_f32m1(a, __riscv_vle32_v_f32m1(cc + j, vl), vl),
+                                __riscv_vfmul_vv_f32m1(b, __riscv_vle32_v_f32m1(ss + j, vl), vl), vl),
+                            vl);
+      __riscv_vse32_v_f32m1(
+          y + j + h,
+          __riscv_vfadd_vv_f32m1(
+              __riscv_vfmul_vv_f32m1(b, __riscv_vle32_v_f32m1(cc + j + h, vl), vl),
+              __riscv_vfmul_vv_f32m1(a, __riscv_vle32_v_f32m1(ss + j + h, vl), vl), vl),
+          vl);
+      j += (int32_t)vl;
+    }
+  } else {
+    while (j < rd) {
+      const size_t vl = __riscv_vsetvl_e32m1((size_t)rd - (size_t)j < vlmax ? (size_t)(rd - j) : vlmax);
+      const vfloat32m1_t a = __riscv_vle32_v_f32m1(x + j, vl);
+      const vfloat32m1_t partner =
+          __riscv_vrgather_vv_f32m1(a, __riscv_vxor_vx_u32m1(__riscv_vid_v_u32m1(vl), 1, vl), vl);
+      __riscv_vse32_v_f32m1(y + j,
+                            __riscv_vfadd_vv_f32m1(
+                                __riscv_vfmul_vv_f32m1(a, __riscv_vle32_v_f32m1(cc + j, vl), vl),
+                                __riscv_vfmul_vv_f32m1(partner, __riscv_vle32_v_f32m1(ss + j, vl), vl),
+                                vl),
+                            vl);
+      j += (int32_t)vl;
+    }
+  }
+  for (j = rd; j < hd; ++j)
+    y[j] = x[j];
 }
 
 /* The GGUF block formats dotted straight from the file's blocks (as the

@@ -504,6 +504,39 @@ static inline void rms_norm_row(const float *x, const float *g, float *y, int32_
   }
 }
 
+#define KILN_UK_HAS_ROPE_HEAD 1
+/* As the portable rope_head, 16 values at a time: the products and their sum
+ * as separate instructions, so the bits are the reference's. */
+static inline void rope_head(const float *x, float *y, const float *cc, const float *ss,
+                             int32_t rd, int32_t hd, int neox) {
+  const int32_t h = rd / 2;
+  int32_t j;
+  if (neox) {
+    for (j = 0; j < h; j += 16) {
+      const __mmask16 m = tail_mask(h - j);
+      const __m512 a = _mm512_maskz_loadu_ps(m, x + j), b = _mm512_maskz_loadu_ps(m, x + j + h);
+      _mm512_mask_storeu_ps(y + j, m,
+                            _mm512_add_ps(_mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, cc + j)),
+                                          _mm512_mul_ps(b, _mm512_maskz_loadu_ps(m, ss + j))));
+      _mm512_mask_storeu_ps(
+          y + j + h, m,
+          _mm512_add_ps(_mm512_mul_ps(b, _mm512_maskz_loadu_ps(m, cc + j + h)),
+                        _mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, ss + j + h))));
+    }
+  } else {
+    for (j = 0; j < rd; j += 16) {
+      const __mmask16 m = tail_mask(rd - j);
+      const __m512 a = _mm512_maskz_loadu_ps(m, x + j);
+      _mm512_mask_storeu_ps(
+          y + j, m,
+          _mm512_add_ps(_mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, cc + j)),
+                        _mm512_mul_ps(_mm512_permute_ps(a, 0xb1), _mm512_maskz_loadu_ps(m, ss + j))));
+    }
+  }
+  for (j = rd; j < hd; ++j)
+    y[j] = x[j];
+}
+
 #define KILN_UK_HAS_SILU 1
 static inline void silu(const float *x, float *y, int32_t n) {
   int32_t i;
