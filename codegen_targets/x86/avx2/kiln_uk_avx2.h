@@ -11,13 +11,22 @@
 
 #include "codegen_targets/c99/kiln_uk_base.h"
 
-/* Software prefetch of the weight stream, for the x86 panel kernels. The
- * hardware prefetchers stop at 4 KiB pages; 16 KiB ahead took L q4_0 decode on
- * AVX-512 from 0.62 to 0.85 of one core's read bandwidth here (4 KiB: 0.76,
- * 64 KiB: 0.72). */
+/* Software prefetch of the weight stream, for the x86 panel kernels: the
+ * hardware prefetchers stop at 4 KiB pages. A kernel reading one panel at a
+ * time (prefill tiles, the k-quants) asks 16 KiB ahead: M q4_k decode was
+ * 0.75x of that at 4 KiB. A build may set the distances for its SoC. */
+#ifndef KILN_UK_PREFETCH_BYTES
 #define KILN_UK_PREFETCH_BYTES 16384
+#endif
 /* Asks for the cache line KILN_UK_PREFETCH_BYTES past p. */
 #define KILN_UK_PREFETCH(p) _mm_prefetch((const char *)(p) + KILN_UK_PREFETCH_BYTES, _MM_HINT_T0)
+/* The decode kernels that stream four panels at once ask 4 KiB ahead in each:
+ * at 16 KiB, 64 KiB would be in flight, more than L1 holds (48 KiB here), and
+ * L decode was 0.92x (q4_0) and 0.93x (q8_0) of its speed at 4 KiB, same run. */
+#ifndef KILN_UK_PREFETCH4_BYTES
+#define KILN_UK_PREFETCH4_BYTES 4096
+#endif
+#define KILN_UK_PREFETCH4(p) _mm_prefetch((const char *)(p) + KILN_UK_PREFETCH4_BYTES, _MM_HINT_T0)
 
 /* Step j of `steps` of prefetching the `bytes` at p: that share of its cache
  * lines, so that a kernel's prefetches spread over its work instead of

@@ -320,10 +320,10 @@ KILN_UK_INLINE void panel_row4_float(int family, const uint8_t *panel, size_t pa
     __m256 xj = _mm256_set1_ps(x[j]);
     const uint8_t *c = panel + es * j;
     if ((es * j) % 64 == 0) {
-      KILN_UK_PREFETCH(c);
-      KILN_UK_PREFETCH(c + panel_bytes);
-      KILN_UK_PREFETCH(c + 2 * panel_bytes);
-      KILN_UK_PREFETCH(c + 3 * panel_bytes);
+      KILN_UK_PREFETCH4(c);
+      KILN_UK_PREFETCH4(c + panel_bytes);
+      KILN_UK_PREFETCH4(c + 2 * panel_bytes);
+      KILN_UK_PREFETCH4(c + 3 * panel_bytes);
     }
     a0 = _mm256_fmadd_ps(xj, panel_load_f(family, c), a0);
     a1 = _mm256_fmadd_ps(xj, panel_load_f(family, c + panel_bytes), a1);

@@ -306,7 +306,7 @@ KILN_UK_INLINE void panel_row4_int(int family, const uint8_t *panel, size_t pane
     for (j = 0; j < 4; ++j) {
       is[j] = _mm512_setzero_si512();
       for (c = 0; c < (int32_t)group_bytes; c += 64)
-        KILN_UK_PREFETCH(gp + j * panel_bytes + c);
+        KILN_UK_PREFETCH4(gp + j * panel_bytes + c);
     }
     if (family == KILN_UK_I8) {
       for (c = 0; c < g / 4; ++c) {
@@ -379,10 +379,10 @@ KILN_UK_INLINE void panel_row4_float(int family, const uint8_t *panel, size_t pa
     __m512 xj = _mm512_set1_ps(x[j]);
     const uint8_t *c = panel + es * j;
     if ((es * j) % 64 == 0) {
-      KILN_UK_PREFETCH(c);
-      KILN_UK_PREFETCH(c + panel_bytes);
-      KILN_UK_PREFETCH(c + 2 * panel_bytes);
-      KILN_UK_PREFETCH(c + 3 * panel_bytes);
+      KILN_UK_PREFETCH4(c);
+      KILN_UK_PREFETCH4(c + panel_bytes);
+      KILN_UK_PREFETCH4(c + 2 * panel_bytes);
+      KILN_UK_PREFETCH4(c + 3 * panel_bytes);
     }
     a0 = _mm512_fmadd_ps(xj, panel_load_f(family, c), a0);
     a1 = _mm512_fmadd_ps(xj, panel_load_f(family, c + panel_bytes), a1);
