@@ -190,6 +190,7 @@ static inline void kv_axpy_f16(float *acc, float e, const uint8_t *row, int32_t 
  * the low nibble of byte j, j + 16 in the high one), each value d q + m: the
  * asymmetric int4 of the literature, groups of 32 per head and position. The
  * codes are rounded against the stored (f16) d and m. */
+#ifndef KILN_UK_HAS_KV_STORE_Q4
 static inline void kv_store_q4(const float *x, uint8_t *row, int32_t hd) {
   int32_t b, i;
   for (b = 0; b < hd / 32; ++b) {
@@ -216,6 +217,7 @@ static inline void kv_store_q4(const float *x, uint8_t *row, int32_t hd) {
     }
   }
 }
+#endif
 /* Replaced by an ISA header that defines KILN_UK_HAS_KV_Q4. */
 #ifndef KILN_UK_HAS_KV_Q4
 static inline void kv_axpy_q4(float *acc, float e, const uint8_t *row, int32_t hd) {
@@ -234,6 +236,7 @@ static inline void kv_axpy_q4(float *acc, float e, const uint8_t *row, int32_t h
 
 /* One f16 scale per head and position, then hd int8. The values are rounded
  * against the stored (f16) scale so dequantization uses the same one. */
+#ifndef KILN_UK_HAS_KV_STORE_I8
 static inline void kv_store_i8(const float *x, uint8_t *row, int32_t hd) {
   int8_t *q = (int8_t *)(void *)(row + 2);
   float amax = 0.0f, d, id;
@@ -250,6 +253,7 @@ static inline void kv_store_i8(const float *x, uint8_t *row, int32_t hd) {
     q[i] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
   }
 }
+#endif
 /* Replaced by an ISA header that defines KILN_UK_HAS_KV_I8. */
 #ifndef KILN_UK_HAS_KV_I8
 static inline void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t hd) {

@@ -56,3 +56,10 @@ void ref_vec(int add, const float *a, const float *b, float *y, int32_t n) {
   else
     vec_mul(a, b, y, n);
 }
+
+void ref_kv_store(int family, const float *x, uint8_t *row, int32_t hd) {
+  if (family == KILN_UK_Q4)
+    kv_store_q4(x, row, hd);
+  else
+    kv_store_i8(x, row, hd);
+}

@@ -295,6 +295,32 @@ static void test_kv_store_q4(int32_t hd) {
   snprintf(what, sizeof what, "%s kv_store_q4 hd %d: within half a step", KILN_TEST_ISA_NAME,
            (int)hd);
   check(ok, what);
+  /* Both quantized stores give c99's bytes, so a cache reads the same on every
+   * target: random rows, and rows of exact half steps (i8: scale 0.5 from a
+   * largest value of 63.5; q4: d 0.5 and m 0 from 0 and 7.5), which round away
+   * from zero. */
+  {
+    uint8_t row_ref[8 * 20], i8[2 + 256], i8_ref[2 + 256];
+    int32_t pass;
+    ok = 1;
+    for (pass = 0; pass < 2; ++pass) {
+      if (pass == 1)
+        for (i = 0; i < hd; ++i)
+          xs[i] = i % 32 == 0 ? 0.0f : i % 32 == 1 ? 7.5f : (float)(i % 15) * 0.5f + 0.25f;
+      kv_store_q4(xs, row, hd);
+      ref_kv_store(KILN_UK_Q4, xs, row_ref, hd);
+      ok &= memcmp(row, row_ref, (size_t)hd / 32u * 20u) == 0;
+      if (pass == 1)
+        for (i = 0; i < hd; ++i)
+          xs[i] = i == 0 ? 63.5f : (float)(i % 9 - 4) * 0.5f + (i % 2 ? 0.25f : -0.25f);
+      kv_store_i8(xs, i8, hd);
+      ref_kv_store(KILN_UK_I8, xs, i8_ref, hd);
+      ok &= memcmp(i8, i8_ref, 2u + (size_t)hd) == 0;
+    }
+    snprintf(what, sizeof what, "%s kv_store_q4 and kv_store_i8 hd %d: c99's bytes, ties too",
+             KILN_TEST_ISA_NAME, (int)hd);
+    check(ok, what);
+  }
 }
 
 /* Attention of a group of query heads over cache rows t0..t1 of one KV head, in

@@ -462,6 +462,67 @@ static inline void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t h
   }
 }
 
+/* roundf of 16 lanes (half away from zero), as quantize_act_sums rounds. */
+static inline __m512 round_away_ps(__m512 v) {
+  const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __mmask16 up =
+      _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+  const __m512 one = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ),
+                                          _mm512_set1_ps(1.0f), _mm512_set1_ps(-1.0f));
+  return _mm512_mask_add_ps(t, up, t, one);
+}
+
+#define KILN_UK_HAS_KV_STORE_I8 1
+/* As the portable kv_store_i8, 16 values at a time: the same scale (through
+ * the same f16 rounding) and the same rounded values, so the same bytes. */
+static inline void kv_store_i8(const float *x, uint8_t *row, int32_t hd) {
+  __m512 amax = _mm512_setzero_ps();
+  float d, id;
+  uint16_t h;
+  int32_t i;
+  for (i = 0; i < hd; i += 16)
+    amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_maskz_loadu_ps(tail_mask(hd - i), x + i)));
+  h = kiln_f32_to_f16(_mm512_reduce_max_ps(amax) / 127.0f);
+  memcpy(row, &h, sizeof h);
+  d = kiln_f16_to_f32(h);
+  id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (i = 0; i < hd; i += 16) {
+    const __mmask16 m = tail_mask(hd - i);
+    __m512 v = round_away_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), _mm512_set1_ps(id)));
+    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
+    _mm_mask_storeu_epi8(row + 2 + i, m, _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(v)));
+  }
+}
+
+#define KILN_UK_HAS_KV_STORE_Q4 1
+/* As the portable kv_store_q4, a block of 32 as two vectors: the same d and m
+ * (through the same f16 rounding) and the same codes, so the same bytes. */
+static inline void kv_store_q4(const float *x, uint8_t *row, int32_t hd) {
+  int32_t b;
+  for (b = 0; b < hd / 32; ++b) {
+    const __m512 x0 = _mm512_loadu_ps(x + 32 * b), x1 = _mm512_loadu_ps(x + 32 * b + 16);
+    const float lo = _mm512_reduce_min_ps(_mm512_min_ps(x0, x1));
+    const float hi = _mm512_reduce_max_ps(_mm512_max_ps(x0, x1));
+    uint8_t *blk = row + 20 * b;
+    uint16_t h = kiln_f32_to_f16((hi - lo) / 15.0f);
+    float d, m, id;
+    __m512 c0, c1;
+    memcpy(blk, &h, sizeof h);
+    h = kiln_f32_to_f16(lo);
+    memcpy(blk + 2, &h, sizeof h);
+    d = load_f16(blk);
+    m = load_f16(blk + 2);
+    id = d != 0.0f ? 1.0f / d : 0.0f;
+    c0 = round_away_ps(_mm512_mul_ps(_mm512_sub_ps(x0, _mm512_set1_ps(m)), _mm512_set1_ps(id)));
+    c1 = round_away_ps(_mm512_mul_ps(_mm512_sub_ps(x1, _mm512_set1_ps(m)), _mm512_set1_ps(id)));
+    c0 = _mm512_min_ps(_mm512_max_ps(c0, _mm512_setzero_ps()), _mm512_set1_ps(15.0f));
+    c1 = _mm512_min_ps(_mm512_max_ps(c1, _mm512_setzero_ps()), _mm512_set1_ps(15.0f));
+    _mm_storeu_si128((__m128i *)(void *)(blk + 4),
+                     _mm512_cvtepi32_epi8(_mm512_or_si512(
+                         _mm512_cvttps_epi32(c0), _mm512_slli_epi32(_mm512_cvttps_epi32(c1), 4))));
+  }
+}
+
 /* e^x, 16 lanes: 2^n e^r with n = round(x log2 e), |r| <= ln2 / 2, and a degree-6
  * Taylor polynomial for e^r (relative error about 1e-7). Lanes below -104 give 0. */
 static inline __m512 exp_ps(__m512 x) {
