@@ -12,6 +12,29 @@
 #define KILN_UK_NR 8
 
 
+/* roundf of 8 lanes: truncate, then step away from zero when the fraction is
+ * >= 0.5. */
+static inline __m256 round_away8(__m256 v) {
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m256 up =
+      _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(v, t), absmask), _mm256_set1_ps(0.5f), _CMP_GE_OQ);
+  const __m256 one = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_andnot_ps(absmask, v));
+  return _mm256_add_ps(t, _mm256_and_ps(up, one));
+}
+
+/* The largest and the smallest of 8 lanes. */
+static inline float hmax8(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+}
+static inline float hmin8(__m256 v) {
+  __m128 m = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_min_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_min_ss(m, _mm_shuffle_ps(m, m, 1)));
+}
+
 /* As quantize_act (the same int8 values and scales), plus each group's sum of
  * int8 values. g is a multiple of 8. */
 static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_t *q, int32_t k,
@@ -21,25 +44,17 @@ static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_
   for (b = 0; b < k / g; ++b) {
     const float *xb = x + g * b;
     __m256 amax = _mm256_setzero_ps();
-    float lanes[8], m = 0.0f, id;
+    float id;
     int32_t sum = 0;
     for (j = 0; j < g; j += 8)
       amax = _mm256_max_ps(amax, _mm256_and_ps(_mm256_loadu_ps(xb + j), absmask));
-    _mm256_storeu_ps(lanes, amax);
-    for (i = 0; i < 8; ++i)
-      m = lanes[i] > m ? lanes[i] : m;
-    d[b] = m / 127.0f;
+    d[b] = hmax8(amax) / 127.0f;
     id = d[b] != 0.0f ? 1.0f / d[b] : 0.0f;
     for (j = 0; j < g; j += 8) {
-      /* roundf: truncate, then step away from zero when the fraction is >= 0.5. */
-      __m256 v = _mm256_mul_ps(_mm256_loadu_ps(xb + j), _mm256_set1_ps(id));
-      __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-      __m256 up = _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(v, t), absmask), _mm256_set1_ps(0.5f),
-                                _CMP_GE_OQ);
-      __m256 one = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_andnot_ps(absmask, v));
       int32_t iv[8];
       _mm256_storeu_si256((__m256i *)(void *)iv,
-                          _mm256_cvttps_epi32(_mm256_add_ps(t, _mm256_and_ps(up, one))));
+                          _mm256_cvttps_epi32(round_away8(
+                              _mm256_mul_ps(_mm256_loadu_ps(xb + j), _mm256_set1_ps(id)))));
       for (i = 0; i < 8; ++i) {
         q[g * b + j + i] = (int8_t)iv[i];
         sum += iv[i];
@@ -47,6 +62,12 @@ static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_
     }
     s[b] = sum;
   }
+}
+
+/* 8 int32 lanes as 8 bytes at p: int8 values, or unsigned bytes 0..255. */
+static inline void store_bytes8(uint8_t *p, __m256i v, int is_signed) {
+  const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  _mm_storel_epi64((__m128i *)(void *)p, is_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w));
 }
 
 /* Loads / stores the first `valid` of 8 lanes (a whole register when 8). */
@@ -65,6 +86,69 @@ static inline void store_lanes(float *p, __m256 v, int32_t valid) {
   }
   _mm256_storeu_ps(t, v);
   memcpy(p, t, sizeof(float) * (size_t)valid);
+}
+
+#define KILN_UK_HAS_KV_STORE_I8 1
+/* As the portable kv_store_i8, 8 values at a time: the same f16-rounded scale
+ * and rounded values, so the same bytes. */
+static inline void kv_store_i8(const float *x, uint8_t *row, int32_t hd) {
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 amax = _mm256_setzero_ps();
+  float d, id;
+  uint16_t h;
+  int32_t i;
+  for (i = 0; i < hd; i += 8)
+    amax = _mm256_max_ps(amax, _mm256_and_ps(load_lanes(x + i, hd - i < 8 ? hd - i : 8), absmask));
+  h = kiln_f32_to_f16(hmax8(amax) / 127.0f);
+  memcpy(row, &h, sizeof h);
+  d = kiln_f16_to_f32(h);
+  id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (i = 0; i < hd; i += 8) {
+    const int32_t n = hd - i < 8 ? hd - i : 8;
+    __m256 v = round_away8(_mm256_mul_ps(load_lanes(x + i, n), _mm256_set1_ps(id)));
+    uint8_t b[8];
+    v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(-127.0f)), _mm256_set1_ps(127.0f));
+    store_bytes8(b, _mm256_cvttps_epi32(v), 1);
+    memcpy(row + 2 + i, b, (size_t)n);
+  }
+}
+
+#define KILN_UK_HAS_KV_STORE_Q4 1
+/* As the portable kv_store_q4, a block of 32 as four vectors: the same
+ * f16-rounded d and m and the same codes, so the same bytes. */
+static inline void kv_store_q4(const float *x, uint8_t *row, int32_t hd) {
+  int32_t b, j;
+  for (b = 0; b < hd / 32; ++b) {
+    const float *xb = x + 32 * b;
+    uint8_t *blk = row + 20 * b;
+    __m256 lo = _mm256_loadu_ps(xb), hi = lo, c[4];
+    uint16_t h;
+    float d, m, id;
+    for (j = 8; j < 32; j += 8) {
+      lo = _mm256_min_ps(lo, _mm256_loadu_ps(xb + j));
+      hi = _mm256_max_ps(hi, _mm256_loadu_ps(xb + j));
+    }
+    {
+      const float l = hmin8(lo), u = hmax8(hi);
+      h = kiln_f32_to_f16((u - l) / 15.0f);
+      memcpy(blk, &h, sizeof h);
+      h = kiln_f32_to_f16(l);
+      memcpy(blk + 2, &h, sizeof h);
+    }
+    d = load_f16(blk);
+    m = load_f16(blk + 2);
+    id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (j = 0; j < 4; ++j) {
+      __m256 v = round_away8(
+          _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xb + 8 * j), _mm256_set1_ps(m)), _mm256_set1_ps(id)));
+      c[j] = _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(15.0f));
+    }
+    for (j = 0; j < 2; ++j) /* byte i: value i | value i + 16 << 4 */
+      store_bytes8(blk + 4 + 8 * j,
+                   _mm256_or_si256(_mm256_cvttps_epi32(c[j]),
+                                   _mm256_slli_epi32(_mm256_cvttps_epi32(c[j + 2]), 4)),
+                   0);
+  }
 }
 
 /* 32-bit lanes of v shifted left by `left` bits (right for a negative one). */
