@@ -638,16 +638,16 @@ static inline __m512 attend_sum16(const __m512 *c) {
 
 /* One query head as attend's scores read it: the floats (f32 and f16 rows),
  * or for int8 and int4 rows the kv_query in vectors, per 64 dims j: its int8
- * values, the scale of each lane's group, and the i8 rows' correction 128 x the
- * lane's values (the rows' bytes go in biased to unsigned) or the q4 rows'
- * per-lane share of d x the group's sum (a lane of a q4 row's dot is 4 of its
- * 32 dims: the sum over 8 lanes is the block's). */
+ * values, and for i8 rows the scale of each lane's group and the correction
+ * 128 x the lane's values (the rows' bytes go in biased to unsigned); for q4
+ * rows per block of 32 its scale, and its scale times its sum. */
 typedef struct attend_query {
   const float *f;
   __m512i q8[KILN_UK_MAX_HEAD_DIM / 64];
   __m512i corr[KILN_UK_MAX_HEAD_DIM / 64];
   __m512 qd[KILN_UK_MAX_HEAD_DIM / 64];
-  __m512 qm[KILN_UK_MAX_HEAD_DIM / 64];
+  float bd[KILN_UK_MAX_HEAD_DIM / 32];
+  float bs[KILN_UK_MAX_HEAD_DIM / 32];
 } attend_query;
 
 static inline __mmask64 byte_mask(int32_t left) {
@@ -656,32 +656,33 @@ static inline __mmask64 byte_mask(int32_t left) {
 
 KILN_UK_INLINE void attend_query_set(int family, attend_query *aq, const float *q, int32_t hd) {
   kv_query kq;
+  const int32_t g = kv_query_group(hd);
   int32_t j, l;
   aq->f = q;
   if (family != KILN_UK_I8 && family != KILN_UK_Q4)
     return;
   kv_query_set(&kq, q, hd);
+  for (j = 0; j < hd / g; ++j) {
+    aq->bd[j] = kq.d[j];
+    aq->bs[j] = kq.d[j] * (float)kq.s[j];
+  }
   for (j = 0; j < (hd + 63) / 64; ++j) {
-    const int32_t g = kv_query_group(hd);
-    float qd[16], qm[16];
+    float qd[16];
     aq->q8[j] = _mm512_maskz_loadu_epi8(byte_mask(hd - 64 * j), kq.q + 64 * j);
     aq->corr[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80),
                                       aq->q8[j]);
     for (l = 0; l < 16; ++l) {
-      const int32_t dim = 64 * j + 4 * l, b = dim / g;
-      qd[l] = dim < hd ? kq.d[b] : 0.0f;
-      qm[l] = dim < hd ? kq.d[b] * (float)kq.s[b] * 0.125f : 0.0f;
+      const int32_t dim = 64 * j + 4 * l;
+      qd[l] = dim < hd ? kq.d[dim / g] : 0.0f;
     }
     aq->qd[j] = _mm512_loadu_ps(qd);
-    aq->qm[j] = _mm512_loadu_ps(qm);
   }
 }
 
 /* The query against one cache row: its products summed over the row's
  * vectors, lanes not yet reduced; a row past the block's end gives zeros.
- * int8 rows: (k + 128) x q in vpdpbusd less the correction, exact per lane;
- * int4 rows: per 64 dims (two q4_1 blocks, 40 bytes) the codes unpacked in
- * value order against q in vpdpbusd, times d, plus m x the query's sums. */
+ * int8 rows: (k + 128) x q in vpdpbusd less the correction, exact per lane,
+ * times the query's scales (the row's own scale comes later). */
 KILN_UK_INLINE __m512 attend_dot(int family, const attend_query *aq, const uint8_t *row,
                                  int32_t live, int32_t hd) {
   __m512 d = _mm512_setzero_ps();
@@ -695,39 +696,6 @@ KILN_UK_INLINE __m512 attend_dot(int family, const attend_query *aq, const uint8
                                       _mm512_xor_si512(k, _mm512_set1_epi8((char)0x80)),
                                       aq->q8[j]);
       d = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(s, aq->corr[j])), aq->qd[j], d);
-    }
-    return d;
-  }
-  if (family == KILN_UK_Q4) {
-    /* words 2..9 (block 0's codes) twice, then 12..19 (block 1's) twice; and
-     * d0 for 8 lanes, d1 for 8, then m0, m1 */
-    const __m512i codes = _mm512_set_epi16(19, 18, 17, 16, 15, 14, 13, 12, 19, 18, 17, 16, 15,
-                                           14, 13, 12, 9, 8, 7, 6, 5, 4, 3, 2, 9, 8, 7, 6, 5, 4,
-                                           3, 2);
-    const __m512i scales = _mm512_set_epi16(11, 11, 11, 11, 11, 11, 11, 11, 1, 1, 1, 1, 1, 1, 1,
-                                            1, 10, 10, 10, 10, 10, 10, 10, 10, 0, 0, 0, 0, 0, 0,
-                                            0, 0);
-    for (j = 0; j < (hd + 63) / 64; ++j) {
-      /* plain loads: masked ones that miss the cache were twice as slow here */
-      const uint8_t *p = row + 40 * j;
-      __m512i w = hd - 64 * j >= 64
-                      ? _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(
-                                               (const __m256i *)(const void *)p)),
-                                           _mm256_castsi128_si256(_mm_loadl_epi64(
-                                               (const __m128i *)(const void *)(p + 32))),
-                                           1)
-                      : _mm512_castsi256_si512(_mm256_inserti128_si256(
-                            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)p)),
-                            _mm_cvtsi32_si128(load_i32((const int8_t *)(const void *)(p + 16))), 1));
-      __m512i z = _mm512_permutexvar_epi16(codes, w);
-      __m512i c = _mm512_and_si512(_mm512_mask_blend_epi64(0xcc, z, _mm512_srli_epi16(z, 4)),
-                                   _mm512_set1_epi8(15));
-      __m512i dm = _mm512_permutexvar_epi16(scales, w);
-      __m512 dv = _mm512_cvtph_ps(_mm512_castsi512_si256(dm));
-      __m512 mv = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(dm, 1));
-      __m512 s = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), c, aq->q8[j]));
-      d = _mm512_fmadd_ps(_mm512_mul_ps(s, aq->qd[j]), dv, d);
-      d = _mm512_fmadd_ps(mv, aq->qm[j], d);
     }
     return d;
   }
@@ -748,28 +716,101 @@ KILN_UK_INLINE __m512 attend_dot4(int family, const attend_query *aq, const uint
                      attend_dot(family, aq, keys + off[3], nb > 3, hd));
 }
 
+/* The query's int8 values against dims 64j.. of a q4 row (two blocks, 40
+ * bytes; a row past the block's end gives zeros): the codes unpacked in value
+ * order into vpdpbusd, lanes 0-7 block 2j's exact sums, 8-15 block 2j+1's. */
+KILN_UK_INLINE __m512 attend_dot_q4(const attend_query *aq, const uint8_t *row, int32_t live,
+                                    int32_t j, int32_t hd) {
+  /* words 2..9 (block 0's codes) twice, then 12..19 (block 1's) twice */
+  const __m512i codes = _mm512_set_epi16(19, 18, 17, 16, 15, 14, 13, 12, 19, 18, 17, 16, 15, 14,
+                                         13, 12, 9, 8, 7, 6, 5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2);
+  const uint8_t *p = row + 40 * j;
+  __m512i w, z, c;
+  if (!live)
+    return _mm512_setzero_ps();
+  /* plain loads: masked ones that miss the cache were twice as slow here */
+  w = hd - 64 * j >= 64
+          ? _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)p)),
+                _mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(const void *)(p + 32))),
+                1)
+          : _mm512_castsi256_si512(_mm256_inserti128_si256(
+                _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)p)),
+                _mm_cvtsi32_si128(load_i32((const int8_t *)(const void *)(p + 16))), 1));
+  z = _mm512_permutexvar_epi16(codes, w);
+  c = _mm512_and_si512(_mm512_mask_blend_epi64(0xcc, z, _mm512_srli_epi16(z, 4)),
+                       _mm512_set1_epi8(15));
+  return _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), c, aq->q8[j]));
+}
+
+/* The scores of 16 q4 rows (keys + off[i], `nb` live), unscaled: per block b
+ * the rows' exact sums as one vector (attend_sum4, then the quarters of each
+ * block added), times kd[b] (the rows' d) x the query's scale, plus km[b]
+ * (the rows' m) x the query's scale times its sum. */
+KILN_UK_INLINE __m512 attend_scores_q4(const attend_query *aq, const uint8_t *keys,
+                                       const size_t *off, int32_t nb, const __m512 *kd,
+                                       const __m512 *km, int32_t hd) {
+  __m512 s = _mm512_setzero_ps();
+  int32_t j, m;
+  for (j = 0; j < hd / 32; ++j)
+    s = _mm512_fmadd_ps(km[j], _mm512_set1_ps(aq->bs[j]), s);
+  for (j = 0; j < (hd + 63) / 64; ++j) {
+    __m512 c[4], d01, d23;
+    for (m = 0; m < 4; ++m)
+      c[m] = attend_sum4(attend_dot_q4(aq, keys + off[4 * m], nb > 4 * m, j, hd),
+                         attend_dot_q4(aq, keys + off[4 * m + 1], nb > 4 * m + 1, j, hd),
+                         attend_dot_q4(aq, keys + off[4 * m + 2], nb > 4 * m + 2, j, hd),
+                         attend_dot_q4(aq, keys + off[4 * m + 3], nb > 4 * m + 3, j, hd));
+    /* [row group 0's block 2j, its 2j+1, group 1's 2j, its 2j+1], and groups 2, 3 */
+    d01 = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                        _mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    d23 = _mm512_add_ps(_mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                        _mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(3, 1, 3, 1)));
+    s = _mm512_fmadd_ps(_mm512_shuffle_f32x4(d01, d23, _MM_SHUFFLE(2, 0, 2, 0)),
+                        _mm512_mul_ps(kd[2 * j], _mm512_set1_ps(aq->bd[2 * j])), s);
+    if (2 * j + 1 < hd / 32)
+      s = _mm512_fmadd_ps(_mm512_shuffle_f32x4(d01, d23, _MM_SHUFFLE(3, 1, 3, 1)),
+                          _mm512_mul_ps(kd[2 * j + 1], _mm512_set1_ps(aq->bd[2 * j + 1])), s);
+  }
+  return s;
+}
+
 /* a (the accumulators of one value row's dims, 16 a vector) += e x the row:
  * f32, f16 and i8 rows (e already times an i8 row's scale) as vectors of
- * their values; q4 rows per block as (e d) x the codes + e m. */
-KILN_UK_INLINE void attend_axpy(int family, __m512 *a, float e, const uint8_t *row, int32_t hd) {
+ * their values; q4 rows per block j as ed[16 j] (e times the block's d) x the
+ * codes, whose low and high nibbles index a table of the floats 0..15 (the
+ * block's e m goes to attend's per-block sums instead). */
+KILN_UK_INLINE void attend_axpy(int family, __m512 *a, float e, const float *ed, const uint8_t *row,
+                                int32_t hd) {
   const __m512 ev = _mm512_set1_ps(e);
   int32_t j;
   if (family == KILN_UK_Q4) {
+    const __m512 codes = _mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     for (j = 0; j < hd / 32; ++j) {
-      const uint8_t *blk = row + 20 * j;
-      const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(blk + 4));
-      const __m128i low = _mm_set1_epi8(15);
-      const __m512 ed = _mm512_mul_ps(ev, _mm512_set1_ps(load_f16(blk)));
-      const __m512 em = _mm512_mul_ps(ev, _mm512_set1_ps(load_f16(blk + 2)));
-      __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(x, low)));
-      __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(x, 4), low)));
-      a[2 * j] = _mm512_add_ps(a[2 * j], _mm512_fmadd_ps(ed, lo, em));
-      a[2 * j + 1] = _mm512_add_ps(a[2 * j + 1], _mm512_fmadd_ps(ed, hi, em));
+      const __m512i x = _mm512_cvtepu8_epi32(
+          _mm_loadu_si128((const __m128i *)(const void *)(row + 20 * j + 4)));
+      const __m512 edv = _mm512_set1_ps(ed[16 * j]);
+      a[2 * j] = _mm512_fmadd_ps(edv, _mm512_permutexvar_ps(x, codes), a[2 * j]);
+      a[2 * j + 1] =
+          _mm512_fmadd_ps(edv, _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), codes), a[2 * j + 1]);
     }
     return;
   }
   for (j = 0; j < (hd + 15) / 16; ++j)
     a[j] = _mm512_fmadd_ps(ev, kv_load(family, row, j, tail_mask(hd - 16 * j)), a[j]);
+}
+
+/* The 32-bit words at byte `at` of 16 cache rows (base + off[i]). */
+static inline __m512i attend_words(const uint8_t *base, const size_t *off, size_t at) {
+  const __m256i lo = _mm512_i64gather_epi32(_mm512_loadu_si512(off), base + at, 1);
+  const __m256i hi = _mm512_i64gather_epi32(_mm512_loadu_si512(off + 8), base + at, 1);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+/* The low (high = 0) or high halves of 16 words as f16 to floats, 0 where
+ * not `live`. */
+static inline __m512 attend_halves(__m512i w, int32_t high, __mmask16 live) {
+  return _mm512_maskz_cvtph_ps(live, _mm512_cvtepi32_epi16(high ? _mm512_srli_epi32(w, 16) : w));
 }
 
 /* Query heads whose state attend keeps at once; a larger group runs in parts. */
@@ -803,6 +844,7 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
   for (h0 = 0; h0 < nq; h0 += KILN_UK_ATTEND_HEADS) {
     const int32_t nh = nq - h0 < KILN_UK_ATTEND_HEADS ? nq - h0 : KILN_UK_ATTEND_HEADS;
     __m512 acc[KILN_UK_ATTEND_HEADS][KILN_UK_MAX_HEAD_DIM / 16], sum[KILN_UK_ATTEND_HEADS];
+    __m512 msum[KILN_UK_ATTEND_HEADS][KILN_UK_MAX_HEAD_DIM / 32];
     attend_query aq[KILN_UK_ATTEND_HEADS];
     float mx[KILN_UK_ATTEND_HEADS];
     int32_t h, t, i, j, row = t0 % ring;
@@ -810,6 +852,8 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
       for (j = 0; j < sets * nv; ++j)
         acc[h][j] = _mm512_setzero_ps();
       sum[h] = _mm512_setzero_ps();
+      for (j = 0; j < hd / 32; ++j)
+        msum[h][j] = _mm512_setzero_ps();
       mx[h] = -INFINITY;
       attend_query_set(family, &aq[h], q + (size_t)(h0 + h) * (size_t)hd, hd);
     }
@@ -817,7 +861,8 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
       const int32_t nb = t1 - t + 1 < 16 ? t1 - t + 1 : 16;
       const __mmask16 live = tail_mask(nb);
       size_t off[16];
-      float ks[16], vs[16];
+      __m512 kd[KILN_UK_MAX_HEAD_DIM / 32], km[KILN_UK_MAX_HEAD_DIM / 32];
+      __m512 vd[KILN_UK_MAX_HEAD_DIM / 32], vm[KILN_UK_MAX_HEAD_DIM / 32];
       __m512 ksv = _mm512_set1_ps(scale), vsv = _mm512_set1_ps(1.0f);
       for (i = 0; i < 16; ++i) {
         off[i] = (size_t)row * stride;
@@ -825,32 +870,42 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
           row = row + 1 == ring ? 0 : row + 1;
       }
       if (t + 16 * KILN_UK_ATTEND_AHEAD <= t1) { /* the rows a few blocks on */
+        int32_t pr = (row + 16 * KILN_UK_ATTEND_AHEAD - 16) % ring;
         for (i = 0; i < 16; ++i) {
-          const size_t at = (size_t)((row + 16 * KILN_UK_ATTEND_AHEAD - 16 + i) % ring) * stride;
+          const size_t at = (size_t)pr * stride;
           size_t c;
           for (c = 0; c < head_bytes; c += 64) {
             _mm_prefetch((const char *)(keys + at + c), _MM_HINT_T0);
             _mm_prefetch((const char *)(values + at + c), _MM_HINT_T0);
           }
+          pr = pr + 1 == ring ? 0 : pr + 1;
         }
       }
       if (family == KILN_UK_I8) { /* each row's scale: of its scores, of its values */
-        for (i = 0; i < 16; ++i) {
-          ks[i] = i < nb ? load_f16(keys + off[i]) : 0.0f;
-          vs[i] = i < nb ? load_f16(values + off[i]) : 0.0f;
-        }
-        ksv = _mm512_mul_ps(_mm512_loadu_ps(ks), ksv);
-        vsv = _mm512_loadu_ps(vs);
+        ksv = _mm512_mul_ps(attend_halves(attend_words(keys, off, 0), 0, live), ksv);
+        vsv = attend_halves(attend_words(values, off, 0), 0, live);
+      }
+      for (j = 0; family == KILN_UK_Q4 && j < hd / 32; ++j) { /* each block's d and m */
+        const __m512i kw = attend_words(keys, off, 20 * (size_t)j);
+        const __m512i vw = attend_words(values, off, 20 * (size_t)j);
+        kd[j] = attend_halves(kw, 0, live);
+        km[j] = attend_halves(kw, 1, live);
+        vd[j] = attend_halves(vw, 0, live);
+        vm[j] = attend_halves(vw, 1, live);
       }
       for (h = 0; h < nh; ++h) {
         __m512 c[4], a[KILN_UK_MAX_HEAD_DIM / 16], sv, e;
-        float ev[16], bm;
-        c[0] = attend_dot4(family, &aq[h], keys, off, nb, hd);
-        c[1] = attend_dot4(family, &aq[h], keys, off + 4, nb - 4, hd);
-        c[2] = attend_dot4(family, &aq[h], keys, off + 8, nb - 8, hd);
-        c[3] = attend_dot4(family, &aq[h], keys, off + 12, nb - 12, hd);
-        sv = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), live,
-                                _mm512_mul_ps(attend_sum16(c), ksv));
+        float ev[16], ed[KILN_UK_MAX_HEAD_DIM / 32][16], bm;
+        if (family == KILN_UK_Q4) {
+          sv = attend_scores_q4(&aq[h], keys, off, nb, kd, km, hd);
+        } else {
+          c[0] = attend_dot4(family, &aq[h], keys, off, nb, hd);
+          c[1] = attend_dot4(family, &aq[h], keys, off + 4, nb - 4, hd);
+          c[2] = attend_dot4(family, &aq[h], keys, off + 8, nb - 8, hd);
+          c[3] = attend_dot4(family, &aq[h], keys, off + 12, nb - 12, hd);
+          sv = attend_sum16(c);
+        }
+        sv = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), live, _mm512_mul_ps(sv, ksv));
         bm = _mm512_reduce_max_ps(sv);
         for (j = 0; j < sets * nv; ++j)
           a[j] = acc[h][j];
@@ -859,17 +914,23 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
           for (j = 0; j < sets * nv; ++j)
             a[j] = _mm512_mul_ps(a[j], r);
           sum[h] = _mm512_mul_ps(sum[h], r);
+          for (j = 0; j < hd / 32; ++j)
+            msum[h][j] = _mm512_mul_ps(msum[h][j], r);
           mx[h] = bm;
         }
         e = _mm512_maskz_mov_ps(live, exp_ps(_mm512_sub_ps(sv, _mm512_set1_ps(mx[h]))));
         sum[h] = _mm512_add_ps(sum[h], e);
         _mm512_storeu_ps(ev, _mm512_mul_ps(e, vsv));
+        for (j = 0; family == KILN_UK_Q4 && j < hd / 32; ++j) {
+          _mm512_storeu_ps(ed[j], _mm512_mul_ps(e, vd[j]));
+          msum[h][j] = _mm512_fmadd_ps(e, vm[j], msum[h][j]);
+        }
         for (i = 0; i < nb; i += sets) {
           int32_t s;
           for (s = 0; s < sets; ++s) {
             if (i + s >= nb)
               break;
-            attend_axpy(family, a + s * nv, ev[i + s], values + off[i + s], hd);
+            attend_axpy(family, a + s * nv, ev[i + s], &ed[0][i + s], values + off[i + s], hd);
           }
         }
         for (j = 0; j < sets * nv; ++j)
@@ -884,6 +945,8 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
         int32_t s;
         for (s = 1; s < sets; ++s)
           a = _mm512_add_ps(a, acc[h][s * nv + j]);
+        if (family == KILN_UK_Q4)
+          a = _mm512_add_ps(a, _mm512_set1_ps(_mm512_reduce_add_ps(msum[h][j / 2])));
         _mm512_mask_storeu_ps(yh + 16 * j, tail_mask(hd - 16 * j), _mm512_div_ps(a, total));
       }
     }
