@@ -14,6 +14,7 @@
  * state, the arena and the logits are static; only this program's own text
  * handling (reading a file, the tokenizer's work buffer) uses the heap. */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* madvise is not in strict POSIX on glibc */
 
 #include KILN_MODEL_HEADER
 #include "kiln/kiln_model.h"
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -40,6 +42,19 @@ static KILN_MODEL_TYPE model;
 static uint8_t arena[KILN_ARENA_BYTES] __attribute__((aligned(64)));
 static float logits[(size_t)KILN_PREFILL_CHUNK * KILN_VOCAB];
 static int32_t tokens[KILN_MAX_CONTEXT];
+
+/* Asks for large pages for the arena's whole 2 MiB pages, before open first
+ * touches them: a decode step reads the KV cache as one short stream per head,
+ * and with 4 KiB pages M q8_0 decode after 2048 tokens was 0.92x as fast. Only a
+ * hint. */
+static void arena_large_pages(void) {
+#ifdef MADV_HUGEPAGE
+  const uintptr_t big = (uintptr_t)2 << 20, end = (uintptr_t)arena + sizeof arena;
+  const uintptr_t at = ((uintptr_t)arena + big - 1) & ~(big - 1);
+  if (end >= at + big)
+    madvise((void *)at, (end - at) & ~(big - 1), MADV_HUGEPAGE);
+#endif
+}
 
 typedef struct options {
   const char *pack, *prompt, *ids, *dump, *perplexity, *kl_base, *system, *profile;
@@ -760,6 +775,7 @@ int main(int argc, char **argv) {
   s = kiln_pack_source_open_file(&src, o.pack);
   if (s != KILN_OK)
     return fail(o.pack, s);
+  arena_large_pages();
   s = api->open(&model, &src, arena, sizeof arena);
   if (s != KILN_OK)
     return fail(o.pack, s);
