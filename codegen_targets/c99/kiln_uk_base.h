@@ -109,6 +109,17 @@ static inline void quantize_act(const float *x, float *d, int8_t *q, int32_t k, 
   }
 }
 
+/* Writes a q4 KV block's scale (hi - lo) / 15 and minimum lo as f16 and
+ * gives back the stored values, which the codes are rounded against. */
+static inline void kv_q4_scales(uint8_t *blk, float lo, float hi, float *d, float *m) {
+  uint16_t h = kiln_f32_to_f16((hi - lo) / 15.0f);
+  memcpy(blk, &h, sizeof h);
+  h = kiln_f32_to_f16(lo);
+  memcpy(blk + 2, &h, sizeof h);
+  *d = load_f16(blk);
+  *m = load_f16(blk + 2);
+}
+
 /* A query head against an int8 or int4 cache is quantized once per attend,
  * as the matmuls' activations are (quantize_act): per group of 32 dims (the
  * whole head when hd is no multiple of 32) an f32 scale, the int8 values and

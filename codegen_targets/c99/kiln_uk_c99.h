@@ -197,17 +197,11 @@ static inline void kv_store_q4(const float *x, uint8_t *row, int32_t hd) {
     const float *xb = x + 32 * b;
     uint8_t *blk = row + 20 * b;
     float lo = xb[0], hi = xb[0], d, m, id;
-    uint16_t h;
     for (i = 1; i < 32; ++i) {
       lo = xb[i] < lo ? xb[i] : lo;
       hi = xb[i] > hi ? xb[i] : hi;
     }
-    h = kiln_f32_to_f16((hi - lo) / 15.0f);
-    memcpy(blk, &h, sizeof h);
-    h = kiln_f32_to_f16(lo);
-    memcpy(blk + 2, &h, sizeof h);
-    d = load_f16(blk);
-    m = load_f16(blk + 2);
+    kv_q4_scales(blk, lo, hi, &d, &m);
     id = d != 0.0f ? 1.0f / d : 0.0f;
     for (i = 0; i < 16; ++i) {
       float a = roundf((xb[i] - m) * id), c = roundf((xb[i + 16] - m) * id);

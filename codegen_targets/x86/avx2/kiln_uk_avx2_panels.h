@@ -122,21 +122,12 @@ static inline void kv_store_q4(const float *x, uint8_t *row, int32_t hd) {
     const float *xb = x + 32 * b;
     uint8_t *blk = row + 20 * b;
     __m256 lo = _mm256_loadu_ps(xb), hi = lo, c[4];
-    uint16_t h;
     float d, m, id;
     for (j = 8; j < 32; j += 8) {
       lo = _mm256_min_ps(lo, _mm256_loadu_ps(xb + j));
       hi = _mm256_max_ps(hi, _mm256_loadu_ps(xb + j));
     }
-    {
-      const float l = hmin8(lo), u = hmax8(hi);
-      h = kiln_f32_to_f16((u - l) / 15.0f);
-      memcpy(blk, &h, sizeof h);
-      h = kiln_f32_to_f16(l);
-      memcpy(blk + 2, &h, sizeof h);
-    }
-    d = load_f16(blk);
-    m = load_f16(blk + 2);
+    kv_q4_scales(blk, hmin8(lo), hmax8(hi), &d, &m);
     id = d != 0.0f ? 1.0f / d : 0.0f;
     for (j = 0; j < 4; ++j) {
       __m256 v = round_away8(

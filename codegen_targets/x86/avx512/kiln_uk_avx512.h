@@ -504,14 +504,9 @@ static inline void kv_store_q4(const float *x, uint8_t *row, int32_t hd) {
     const float lo = _mm512_reduce_min_ps(_mm512_min_ps(x0, x1));
     const float hi = _mm512_reduce_max_ps(_mm512_max_ps(x0, x1));
     uint8_t *blk = row + 20 * b;
-    uint16_t h = kiln_f32_to_f16((hi - lo) / 15.0f);
     float d, m, id;
     __m512 c0, c1;
-    memcpy(blk, &h, sizeof h);
-    h = kiln_f32_to_f16(lo);
-    memcpy(blk + 2, &h, sizeof h);
-    d = load_f16(blk);
-    m = load_f16(blk + 2);
+    kv_q4_scales(blk, lo, hi, &d, &m);
     id = d != 0.0f ? 1.0f / d : 0.0f;
     c0 = round_away_ps(_mm512_mul_ps(_mm512_sub_ps(x0, _mm512_set1_ps(m)), _mm512_set1_ps(id)));
     c1 = round_away_ps(_mm512_mul_ps(_mm512_sub_ps(x1, _mm512_set1_ps(m)), _mm512_set1_ps(id)));
