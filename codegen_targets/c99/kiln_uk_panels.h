@@ -1,8 +1,9 @@
 /* The panel matmuls, written once for every ISA header that has panel kernels.
  * The including header defines first:
  *   KILN_UK_NR                   the panel height;
- *   quantize_act_sums(x, d, s, q, k, g)
- *       quantize_act's scales and int8 values plus each group's sum;
+ *   quantize_act_sums(x, d, s, q, k, g) with KILN_UK_HAS_QUANTIZE_ACT_SUMS, or
+ *       takes the portable one: quantize_act's scales and int8 values plus
+ *       each group's sum;
  *   panel_tile_int(family, panel, xs, stride, mr, k, g, b0, b1, y, ldy, valid)
  *       mr quantized rows against groups b0..b1-1 of one int8/int4 panel;
  *   panel_tile_float(family, panel, x, mr, k, j0, j1, y, ldy, valid)
@@ -47,6 +48,22 @@ static inline size_t panel_family_stride(int family, int32_t k, int32_t g) {
   case 2: CALL(2); break;                                                                \
   default: CALL(1); break;                                                               \
   }
+
+#ifndef KILN_UK_HAS_QUANTIZE_ACT_SUMS
+/* As quantize_act (the same int8 values and scales), plus each group's sum of
+ * int8 values, which the kernels subtract 8 times for int4 nibbles (0..15). */
+static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_t *q, int32_t k,
+                                     int32_t g) {
+  int32_t b, j;
+  quantize_act(x, d, q, k, g);
+  for (b = 0; b < k / g; ++b) {
+    int32_t sum = 0;
+    for (j = 0; j < g; ++j)
+      sum += q[g * b + j];
+    s[b] = sum;
+  }
+}
+#endif
 
 /* The activations of the int8 panel kernels: each of `rows` rows quantized
  * into scratch (panel_act_stride bytes apart). Every panel range reads them. */

@@ -10,20 +10,6 @@
 
 #define KILN_UK_NR 4
 
-/* As quantize_act (the same int8 values and scales), plus each group's sum of
- * int8 values, which the kernels subtract 8 times for int4 nibbles (0..15). */
-static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_t *q, int32_t k,
-                                     int32_t g) {
-  int32_t b, j;
-  quantize_act(x, d, q, k, g);
-  for (b = 0; b < k / g; ++b) {
-    int32_t sum = 0;
-    for (j = 0; j < g; ++j)
-      sum += q[g * b + j];
-    s[b] = sum;
-  }
-}
-
 /* Loads / stores the first `valid` of 4 lanes. */
 static inline float32x4_t load_lanes(const float *p, int32_t valid) {
   float t[4] = {0, 0, 0, 0};

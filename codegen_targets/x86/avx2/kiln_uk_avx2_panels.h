@@ -35,6 +35,7 @@ static inline float hmin8(__m256 v) {
   return _mm_cvtss_f32(_mm_min_ss(m, _mm_shuffle_ps(m, m, 1)));
 }
 
+#define KILN_UK_HAS_QUANTIZE_ACT_SUMS 1
 /* As quantize_act (the same int8 values and scales), plus each group's sum of
  * int8 values. g is a multiple of 8. */
 static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_t *q, int32_t k,

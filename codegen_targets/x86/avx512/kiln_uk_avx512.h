@@ -24,6 +24,7 @@
 /* Panel height: one zmm of f32 or int32 lanes. */
 #define KILN_UK_NR 16
 
+#define KILN_UK_HAS_QUANTIZE_ACT_SUMS 1
 /* As quantize_act (same scale and rounding, so the same int8 values), plus the
  * sum of each group's int8 values: the kernels subtract bias x sum to undo the
  * unsigned bias of the weight bytes. g is a multiple of 16. */
