@@ -332,4 +332,65 @@ KILN_UK_INLINE void kv_axpy4(int family, float *acc, float e, const uint8_t *row
 #define KILN_UK_HAS_KV_I8 1
 KILN_UK_KV_HELPERS(kv_dot4, kv_axpy4)
 
+#define KILN_UK_HAS_KV_STORE_I8 1
+/* As the portable kv_store_i8, 8 values at a time: the same f16-rounded scale,
+ * and vcvtaq rounds half away from zero as roundf does, so the same bytes. */
+static inline void kv_store_i8(const float *x, uint8_t *row, int32_t hd) {
+  int8_t *q = (int8_t *)(void *)(row + 2);
+  float32x4_t m4 = vdupq_n_f32(0.0f);
+  float amax, d, id;
+  uint16_t h;
+  int32_t i;
+  for (i = 0; i + 4 <= hd; i += 4)
+    m4 = vmaxq_f32(m4, vabsq_f32(vld1q_f32(x + i)));
+  amax = vmaxvq_f32(m4);
+  for (; i < hd; ++i)
+    amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+  h = kiln_f32_to_f16(amax / 127.0f);
+  memcpy(row, &h, sizeof h);
+  d = kiln_f16_to_f32(h);
+  id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (i = 0; i + 8 <= hd; i += 8) {
+    const int32x4_t a = vcvtaq_s32_f32(vmulq_n_f32(vld1q_f32(x + i), id));
+    const int32x4_t b = vcvtaq_s32_f32(vmulq_n_f32(vld1q_f32(x + i + 4), id));
+    const int16x8_t w = vcombine_s16(vqmovn_s32(a), vqmovn_s32(b));
+    vst1_s8(q + i, vmax_s8(vqmovn_s16(w), vdup_n_s8(-127)));
+  }
+  for (; i < hd; ++i) {
+    float v = roundf(x[i] * id);
+    q[i] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
+  }
+}
+
+#define KILN_UK_HAS_KV_STORE_Q4 1
+/* As the portable kv_store_q4, a block of 32 as eight vectors: the same
+ * f16-rounded d and m and the same codes (vcvtaq rounds as roundf), so the
+ * same bytes. */
+static inline void kv_store_q4(const float *x, uint8_t *row, int32_t hd) {
+  int32_t b, j;
+  for (b = 0; b < hd / 32; ++b) {
+    const float *xb = x + 32 * b;
+    uint8_t *blk = row + 20 * b;
+    float32x4_t lo = vld1q_f32(xb), hi = lo;
+    uint32x4_t c[8];
+    float d, m, id;
+    for (j = 4; j < 32; j += 4) {
+      lo = vminq_f32(lo, vld1q_f32(xb + j));
+      hi = vmaxq_f32(hi, vld1q_f32(xb + j));
+    }
+    kv_q4_scales(blk, vminvq_f32(lo), vmaxvq_f32(hi), &d, &m);
+    id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (j = 0; j < 8; ++j) {
+      const int32x4_t v =
+          vcvtaq_s32_f32(vmulq_n_f32(vsubq_f32(vld1q_f32(xb + 4 * j), vdupq_n_f32(m)), id));
+      c[j] = vreinterpretq_u32_s32(vminq_s32(vmaxq_s32(v, vdupq_n_s32(0)), vdupq_n_s32(15)));
+    }
+    for (j = 0; j < 4; j += 2) { /* byte i: value i | value i + 16 << 4 */
+      const uint32x4_t b0 = vorrq_u32(c[j], vshlq_n_u32(c[j + 4], 4));
+      const uint32x4_t b1 = vorrq_u32(c[j + 1], vshlq_n_u32(c[j + 5], 4));
+      vst1_u8(blk + 4 + 4 * j, vmovn_u16(vcombine_u16(vmovn_u32(b0), vmovn_u32(b1))));
+    }
+  }
+}
+
 #endif /* KILN_UK_NEON_PANELS_H */

@@ -93,7 +93,8 @@ static inline void panel_unpack_float(int family, const uint8_t *panel, int32_t 
                                       float *cols) {
   int32_t j;
   if (family == KILN_UK_F32) {
-    memcpy(cols, (const float *)(const void *)panel + 4 * j0, sizeof(float) * 4u * (size_t)(j1 - j0));
+    memcpy(cols, (const float *)(const void *)panel + 4 * j0,
+           sizeof(float) * 4u * (size_t)(j1 - j0));
     return;
   }
   for (j = j0; j < j1; ++j)

@@ -68,7 +68,8 @@ static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_
 /* 8 int32 lanes as 8 bytes at p: int8 values, or unsigned bytes 0..255. */
 static inline void store_bytes8(uint8_t *p, __m256i v, int is_signed) {
   const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  _mm_storel_epi64((__m128i *)(void *)p, is_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w));
+  _mm_storel_epi64((__m128i *)(void *)p,
+                   is_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w));
 }
 
 /* Loads / stores the first `valid` of 8 lanes (a whole register when 8). */
@@ -131,8 +132,8 @@ static inline void kv_store_q4(const float *x, uint8_t *row, int32_t hd) {
     kv_q4_scales(blk, hmin8(lo), hmax8(hi), &d, &m);
     id = d != 0.0f ? 1.0f / d : 0.0f;
     for (j = 0; j < 4; ++j) {
-      __m256 v = round_away8(
-          _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xb + 8 * j), _mm256_set1_ps(m)), _mm256_set1_ps(id)));
+      __m256 v = round_away8(_mm256_mul_ps(
+          _mm256_sub_ps(_mm256_loadu_ps(xb + 8 * j), _mm256_set1_ps(m)), _mm256_set1_ps(id)));
       c[j] = _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(15.0f));
     }
     for (j = 0; j < 2; ++j) /* byte i: value i | value i + 16 << 4 */
