@@ -3,10 +3,11 @@
  * (vl 4 at LMUL 1, so any VLEN from 128 up) holds one value for each of a
  * panel's 4 output rows. RVV 1.0 has no 4-way int8 dot product: a quad of 16
  * weight bytes is loaded once as 4 words (row r's 4 columns in lane r), each
- * column is shifted out into int32 lanes, and int32 multiply-adds by an
- * activation scalar (vmacc.vx) accumulate it, exactly, for every row of the
- * tile. So no dot product ends in a sum across lanes, and each column costs
- * its unpacking once per tile, not once per activation row. */
+ * column is shifted out and kept as int16, and widening multiply-adds by an
+ * activation scalar (vwmacc.vx, int16 x int16 into int32) accumulate it,
+ * exactly, for every row of the tile. So no dot product ends in a sum across
+ * lanes, and each column costs its unpacking once per tile, not once per
+ * activation row. */
 #ifndef KILN_UK_RVV_PANELS_H
 #define KILN_UK_RVV_PANELS_H
 
@@ -22,20 +23,25 @@ static inline vuint32m1_t panel_quad(const uint8_t *p) {
   return __riscv_vreinterpret_v_u8m1_u32m1(__riscv_vle8_v_u8m1(p, 16));
 }
 
-/* Group b's columns of an int8/int4 panel (at gp) as int32, column j's 4 rows
+/* Column values of 4 int32 lanes, stored as int16 at p. */
+static inline void panel_store_col(int16_t *p, vint32m1_t v) {
+  __riscv_vse16_v_i16mf2(p, __riscv_vncvt_x_x_w_i16mf2(v, 4), 4);
+}
+
+/* Group b's columns of an int8/int4 panel (at gp) as int16, column j's 4 rows
  * at cols + 4 j: int8 bytes are the value + 128, and flipping the top bit then
  * shifting the byte to the top of the lane and back arithmetically gives the
  * value; int4 nibbles stay 0..15 (the bias is taken off later). */
-static inline void panel_unpack_int(int family, const uint8_t *gp, int32_t g, int32_t *cols) {
+static inline void panel_unpack_int(int family, const uint8_t *gp, int32_t g, int16_t *cols) {
   int32_t c, j, half;
   if (family == KILN_UK_I8) {
     for (c = 0; c < g / 4; ++c) {
       const vint32m1_t w = __riscv_vreinterpret_v_u32m1_i32m1(
           __riscv_vxor_vx_u32m1(panel_quad(gp + 16 * c), 0x80808080u, 4));
       for (j = 0; j < 4; ++j)
-        __riscv_vse32_v_i32m1(
-            cols + 4 * (4 * c + j),
-            __riscv_vsra_vx_i32m1(__riscv_vsll_vx_i32m1(w, (size_t)(24 - 8 * j), 4), 24, 4), 4);
+        panel_store_col(cols + 4 * (4 * c + j),
+                        __riscv_vsra_vx_i32m1(
+                            __riscv_vsll_vx_i32m1(w, (size_t)(24 - 8 * j), 4), 24, 4));
     }
     return;
   }
@@ -43,24 +49,24 @@ static inline void panel_unpack_int(int family, const uint8_t *gp, int32_t g, in
     const vuint32m1_t w = panel_quad(gp + 16 * c);
     for (half = 0; half < 2; ++half) /* low nibbles: columns 4c.., high: g/2 + 4c.. */
       for (j = 0; j < 4; ++j)
-        __riscv_vse32_v_i32m1(cols + 4 * (half * (g / 2) + 4 * c + j),
-                              __riscv_vreinterpret_v_u32m1_i32m1(__riscv_vand_vx_u32m1(
-                                  __riscv_vsrl_vx_u32m1(w, (size_t)(8 * j + 4 * half), 4), 15, 4)),
-                              4);
+        panel_store_col(cols + 4 * (half * (g / 2) + 4 * c + j),
+                        __riscv_vreinterpret_v_u32m1_i32m1(__riscv_vand_vx_u32m1(
+                            __riscv_vsrl_vx_u32m1(w, (size_t)(8 * j + 4 * half), 4), 15, 4)));
   }
 }
 
 /* mr quantized activation rows against groups b0..b1-1 of one int8/int4 panel,
  * added to y unless b0 is 0 (the order of the additions does not depend on the
- * K block). Each group is unpacked once for the tile; a row's sum is then one
- * vmacc.vx per column, exact in int32. RVV's vector types have no size, so
- * the tile's accumulators live in memory between groups. */
+ * K block). Each group is unpacked once for the tile (int16 columns); a row's
+ * sum is then one widening vwmacc.vx per column, exact in int32. RVV's
+ * vector types have no size, so the tile's accumulators live in memory
+ * between groups. */
 KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8_t *xs,
                                    size_t stride, int32_t mr, int32_t k, int32_t g, int32_t b0,
                                    int32_t b1, float *y, int32_t ldy, int32_t valid) {
   const int32_t groups = k / g;
   const size_t group_bytes = 8u + (size_t)(family == KILN_UK_I8 ? 4 * g : 2 * g);
-  int32_t cols[4 * 256]; /* groups are at most 256 (i8g256, i4g256) */
+  int16_t cols[4 * 256]; /* groups are at most 256 (i8g256, i4g256) */
   float acc[KILN_UK_MR_MAX * 4] = {0};
   int32_t r, b, j;
   for (r = 0; r < mr && b0 != 0; ++r)
@@ -75,7 +81,7 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
       const int8_t *q = (const int8_t *)(const void *)(xsum + groups) + g * b;
       vint32m1_t is = __riscv_vmv_v_x_i32m1(family == KILN_UK_I8 ? 0 : -8 * xsum[b], 4);
       for (j = 0; j < g; ++j)
-        is = __riscv_vmacc_vx_i32m1(is, (int32_t)q[j], __riscv_vle32_v_i32m1(cols + 4 * j, 4), 4);
+        is = __riscv_vwmacc_vx_i32m1(is, (int16_t)q[j], __riscv_vle16_v_i16mf2(cols + 4 * j, 4), 4);
       __riscv_vse32_v_f32m1(acc + 4 * r,
                             __riscv_vfmacc_vv_f32m1(__riscv_vle32_v_f32m1(acc + 4 * r, 4),
                                                     __riscv_vfcvt_f_x_v_f32m1(is, 4),
