@@ -658,13 +658,17 @@ KILN_UK_INLINE void attend_query_set(int family, attend_query *aq, const float *
   if (family != KILN_UK_I8 && family != KILN_UK_Q4)
     return;
   kv_query_set(&kq, q, hd);
-  for (j = 0; j < hd / g; ++j) {
-    aq->bd[j] = kq.d[j];
-    aq->bs[j] = kq.d[j] * (float)kq.s[j];
+  for (j = 0; j < (hd + 63) / 64; ++j)
+    aq->q8[j] = _mm512_maskz_loadu_epi8(byte_mask(hd - 64 * j), kq.q + 64 * j);
+  if (family == KILN_UK_Q4) {
+    for (j = 0; j < hd / g; ++j) {
+      aq->bd[j] = kq.d[j];
+      aq->bs[j] = kq.d[j] * (float)kq.s[j];
+    }
+    return;
   }
   for (j = 0; j < (hd + 63) / 64; ++j) {
     float qd[16];
-    aq->q8[j] = _mm512_maskz_loadu_epi8(byte_mask(hd - 64 * j), kq.q + 64 * j);
     aq->corr[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80),
                                       aq->q8[j]);
     for (l = 0; l < 16; ++l) {
