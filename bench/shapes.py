@@ -195,7 +195,11 @@ def run_probes(work):
     exe = os.path.join(work, "probes")
     run([cc, "-O2", "-march=native", os.path.join(ROOT, "bench", "probes.c"), "-o", exe])
     log("probing bandwidth and peaks")
-    return json.loads(run([exe]).stdout)
+    return exe, json.loads(run([exe]).stdout)
+
+
+def probe_bandwidth(exe):
+    return json.loads(run([exe, "bandwidth"]).stdout)["bandwidth_gbs"]
 
 
 def cpu_flags():
@@ -297,9 +301,11 @@ def markdown(result):
         "Kiln shapes benchmark: %s, C flags `%s`, median of %d runs; host target `%s`."
         % (result["date"], CFLAGS, result["repeat"], result["host_target"]),
         "",
-        "Probes (one core): read bandwidth %.1f GB/s; FP32 FMA peak %.0f GFLOP/s (%s); "
-        "int8 dot peak %.0f GOPS (%s)."
-        % (p["bandwidth_gbs"], p["fma_gflops"], p["fma_isa"], p["int8_gops"], p["int8_isa"]),
+        "Probes (one core): read bandwidth %.1f GB/s (median of %d probes, one before each "
+        "round of runs: %s); FP32 FMA peak %.0f GFLOP/s (%s); int8 dot peak %.0f GOPS (%s)."
+        % (p["bandwidth_gbs"], len(p["bandwidth_samples_gbs"]),
+           ", ".join("%.1f" % b for b in p["bandwidth_samples_gbs"]), p["fma_gflops"],
+           p["fma_isa"], p["int8_gops"], p["int8_isa"]),
         "",
         "| " + " | ".join(columns) + " |",
         "|" + "---|" * len(columns),
@@ -386,7 +392,10 @@ def main():
     targets = list(dict.fromkeys(targets))  # host may resolve to c99
     variants = [f.split() for f in (args.kiln_flags or [""])]
     run_variants = [f.split() for f in (args.run_flags or [""])]
-    probes = run_probes(args.work)
+    probe_exe, probes = run_probes(args.work)
+    # The machine's bandwidth drifts between minutes: probed again before every round
+    # of runs, and the roofline takes the median of all the probes.
+    bandwidths = [probes["bandwidth_gbs"]]
 
     rows = []
     for shape in shapes:
@@ -418,6 +427,8 @@ def main():
     # Runs of all configurations interleaved, so a slow spell of the machine spreads
     # over all of them rather than one.
     for rep in range(args.repeat):
+        if rep:
+            bandwidths.append(probe_bandwidth(probe_exe))
         for row in rows:
             if "error" in row:
                 continue
@@ -446,6 +457,8 @@ def main():
                 row["error"] = str(e)
                 log(row["error"])
 
+    probes["bandwidth_samples_gbs"] = bandwidths
+    probes["bandwidth_gbs"] = statistics.median(bandwidths)
     bandwidth = probes["bandwidth_gbs"] * 1e9
     for row in rows:
         row.pop("gen", None)
