@@ -287,7 +287,8 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
  * logic ops per 64 bytes instead of three. Each cache line of a panel is
  * prefetched once (a 288-byte int4 group is not whole lines). L q4_0 decode:
  * 1.07x of one prefetch per 64 bytes of each group and a three-op unpack
- * (paired medians of 9 runs of the same pack). */
+ * (paired medians of 9 runs of the same pack); prefetching the next call's
+ * panel heads instead of the next panel's: 1.015x, 1.04x and 1.02x in three A/Bs. */
 KILN_UK_INLINE void panel_row4_int(int family, const uint8_t *panel, size_t panel_bytes,
                                    const uint8_t *xs, int32_t k, int32_t g, float *y) {
   const int32_t groups = k / g;
@@ -311,9 +312,14 @@ KILN_UK_INLINE void panel_row4_int(int family, const uint8_t *panel, size_t pane
   for (b = 0; b < groups; ++b) {
     const uint8_t *gp = panel + (size_t)b * group_bytes;
     __m512i is[4], hi[4];
-    for (; ahead < (size_t)(b + 1) * group_bytes; ahead += 64)
+    for (; ahead < (size_t)(b + 1) * group_bytes; ahead += 64) {
+      /* near a panel's end, the head of the same panel of the next four
+       * (the next call's), not of the next panel, which streams already */
+      const uint8_t *at = panel + ahead +
+                          (ahead + KILN_UK_PREFETCH4_BYTES >= panel_bytes ? 3 * panel_bytes : 0);
       for (j = 0; j < 4; ++j)
-        KILN_UK_PREFETCH4(panel + j * panel_bytes + ahead);
+        KILN_UK_PREFETCH4(at + j * panel_bytes);
+    }
     for (j = 0; j < 4; ++j)
       is[j] = hi[j] = _mm512_setzero_si512();
     if (family == KILN_UK_I8) {
