@@ -282,13 +282,13 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
 /* One quantized activation row against four whole int8/int4 panels (decode):
  * each 4-activation broadcast meets four panels, and four accumulator chains
  * run at once. Per lane the same integer sums as panel_tile_int, so the same
- * results. Int4 keeps the high nibbles in place (v ^ (v & 15), 16 times the
- * code) in chains of their own, shifted back exactly at the group's end: two
- * logic ops per 64 bytes instead of three. Each cache line of a panel is
- * prefetched once (a 288-byte int4 group is not whole lines). L q4_0 decode:
- * 1.07x of one prefetch per 64 bytes of each group and a three-op unpack
- * (paired medians of 9 runs of the same pack); prefetching the next call's
- * panel heads instead of the next panel's: 1.015x, 1.04x and 1.02x in three A/Bs. */
+ * results. Int4 keeps the high nibbles in place (v & ~15, 16 times the code)
+ * in chains of their own, shifted back exactly at the group's end: two logic
+ * ops per 64 bytes instead of three. Each cache line of a panel is prefetched
+ * once (a 288-byte int4 group is not whole lines). L q4_0 decode: 1.07x of one
+ * prefetch per 64 bytes of each group and a three-op unpack (paired medians of
+ * 9 runs of the same pack); prefetching the next call's panel heads instead of
+ * the next panel's: 1.015x, 1.04x and 1.02x in three such A/Bs. */
 KILN_UK_INLINE void panel_row4_int(int family, const uint8_t *panel, size_t panel_bytes,
                                    const uint8_t *xs, int32_t k, int32_t g, float *y) {
   const int32_t groups = k / g;
@@ -335,9 +335,8 @@ KILN_UK_INLINE void panel_row4_int(int family, const uint8_t *panel, size_t pane
         __m512i xh = _mm512_set1_epi32(load_i32(q + g * b + g / 2 + 4 * c));
         for (j = 0; j < 4; ++j) {
           __m512i v = _mm512_loadu_si512(gp + j * panel_bytes + 32 + 64 * c);
-          __m512i lo = _mm512_and_si512(v, low);
-          is[j] = _mm512_dpbusd_epi32(is[j], lo, xl);
-          hi[j] = _mm512_dpbusd_epi32(hi[j], _mm512_xor_si512(v, lo), xh);
+          is[j] = _mm512_dpbusd_epi32(is[j], _mm512_and_si512(v, low), xl);
+          hi[j] = _mm512_dpbusd_epi32(hi[j], _mm512_andnot_si512(low, v), xh);
         }
       }
       for (j = 0; j < 4; ++j)
