@@ -325,20 +325,25 @@ static void test_kv_store_q4(int32_t hd) {
 
 /* Attention of a group of query heads over cache rows t0..t1 of one KV head, in
  * a cache whose rows hold 3 such heads (so rows are strided). */
-static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t t1) {
-  static uint8_t keys[64 * 3 * (2 + 4 * 128)], values[64 * 3 * (2 + 4 * 128)];
+/* Cache rows the attend test holds: spans longer than attend's chunks. */
+#define ATTEND_ROWS 320
+
+/* attend of nq query heads over positions t0..t1 of one cache head among nkv
+ * (nkv = 1: the rows are contiguous, as in a head-major cache). */
+static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t t1, int32_t nkv) {
+  static uint8_t keys[ATTEND_ROWS * 3 * (2 + 4 * 128)], values[ATTEND_ROWS * 3 * (2 + 4 * 128)];
   static float q[9 * 128], out[9 * 128], out_ref[9 * 128];
-  size_t head_bytes = family == KILN_UK_F32   ? 4u * hd
-                      : family == KILN_UK_F16 ? 2u * hd
-                      : family == KILN_UK_Q4  ? (size_t)hd / 32u * 20u
-                                              : 2u + hd;
-  size_t stride = 3 * head_bytes;
+  const size_t head_bytes = family == KILN_UK_F32   ? 4u * hd
+                            : family == KILN_UK_F16 ? 2u * hd
+                            : family == KILN_UK_Q4  ? (size_t)hd / 32u * 20u
+                                                    : 2u + hd;
+  const size_t stride = (size_t)nkv * head_bytes, at = (size_t)(nkv - 1) * head_bytes;
   int32_t t, i, ok = 1;
   char what[120];
   for (i = 0; i < nq * hd; ++i)
     q[i] = uniform() * 2.0f;
   for (t = 0; t <= t1; ++t) {
-    uint8_t *k = keys + (size_t)t * stride + head_bytes, *v = values + (size_t)t * stride + head_bytes;
+    uint8_t *k = keys + (size_t)t * stride + at, *v = values + (size_t)t * stride + at;
     for (i = 0; i < hd; ++i) {
       float kv = uniform(), vv = uniform();
       if (family == KILN_UK_F32) {
@@ -364,15 +369,15 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
       kv_store_q4(vf, v, hd);
     }
   }
-  attend(family, q, nq, keys + head_bytes, values + head_bytes, stride, 64, t0, t1, hd, 0.125f,
+  attend(family, q, nq, keys + at, values + at, stride, ATTEND_ROWS, t0, t1, hd, 0.125f,
          out);
-  ref_attend(family, q, nq, keys + head_bytes, values + head_bytes, stride, 64, t0, t1, hd, 0.125f,
+  ref_attend(family, q, nq, keys + at, values + at, stride, ATTEND_ROWS, t0, t1, hd, 0.125f,
              out_ref);
   /* The outputs are convex combinations of values in [-1, 1]. */
   for (i = 0; i < nq * hd; ++i)
     ok &= fabsf(out[i] - out_ref[i]) <= 2e-6f;
-  snprintf(what, sizeof what, "%s attend %s heads %d hd %d rows %d..%d", KILN_TEST_ISA_NAME,
-           family_name(family), (int)nq, (int)hd, (int)t0, (int)t1);
+  snprintf(what, sizeof what, "%s attend %s heads %d hd %d rows %d..%d of %d", KILN_TEST_ISA_NAME,
+           family_name(family), (int)nq, (int)hd, (int)t0, (int)t1, (int)nkv);
   check(ok, what);
   /* Each head of the group alone: the same bits (the group only shares loads). */
   {
@@ -380,7 +385,7 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
     int32_t h;
     ok = 1;
     for (h = 0; h < nq; ++h) {
-      attend(family, q + h * hd, 1, keys + head_bytes, values + head_bytes, stride, 64, t0, t1,
+      attend(family, q + h * hd, 1, keys + at, values + at, stride, ATTEND_ROWS, t0, t1,
              hd, 0.125f, out_one);
       ok &= memcmp(out_one, out + h * hd, sizeof(float) * (size_t)hd) == 0;
     }
@@ -391,14 +396,14 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
   /* The same positions from a ring of `ring` rows (position t in row t % ring,
    * later positions written over earlier ones): the same bits. */
   {
-    static uint8_t rk[64 * 3 * (2 + 4 * 128)], rv[64 * 3 * (2 + 4 * 128)];
+    static uint8_t rk[ATTEND_ROWS * 3 * (2 + 4 * 128)], rv[ATTEND_ROWS * 3 * (2 + 4 * 128)];
     static float out_ring[9 * 128];
     const int32_t ring = t1 - t0 + 1 + (t0 % 3);
     for (t = 0; t <= t1; ++t) {
       memcpy(rk + (size_t)(t % ring) * stride, keys + (size_t)t * stride, stride);
       memcpy(rv + (size_t)(t % ring) * stride, values + (size_t)t * stride, stride);
     }
-    attend(family, q, nq, rk + head_bytes, rv + head_bytes, stride, ring, t0, t1, hd, 0.125f,
+    attend(family, q, nq, rk + at, rv + at, stride, ring, t0, t1, hd, 0.125f,
            out_ring);
     snprintf(what, sizeof what, "%s attend %s heads %d hd %d rows %d..%d from a ring of %d: same bits",
              KILN_TEST_ISA_NAME, family_name(family), (int)nq, (int)hd, (int)t0, (int)t1,
@@ -412,7 +417,7 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
     int32_t h;
     ok = 1;
     for (h = 0; h < nq; ++h) {
-      double w[64], mx = -1e300, sum = 0.0, qh[128];
+      double w[ATTEND_ROWS], mx = -1e300, sum = 0.0, qh[128];
       float row[128];
       if (family == KILN_UK_I8 || family == KILN_UK_Q4) {
         kv_query kq;
@@ -425,7 +430,7 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
       }
       for (t = t0; t <= t1; ++t) {
         double s = 0.0;
-        kv_load_row(family, keys + (size_t)t * stride + head_bytes, row, hd);
+        kv_load_row(family, keys + (size_t)t * stride + at, row, hd);
         for (i = 0; i < hd; ++i)
           s += qh[i] * (double)row[i];
         w[t] = s * 0.125;
@@ -436,7 +441,7 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
       for (i = 0; i < hd; ++i) {
         double a = 0.0;
         for (t = t0; t <= t1; ++t) {
-          kv_load_row(family, values + (size_t)t * stride + head_bytes, row, hd);
+          kv_load_row(family, values + (size_t)t * stride + at, row, hd);
           a += w[t] / sum * (double)row[i];
         }
         ok &= fabs(out[h * hd + i] - a) <= 1e-5;
@@ -733,10 +738,16 @@ int main(void) {
       size_t h;
       for (h = 0; h < sizeof hds / sizeof hds[0]; ++h)
         if (family != KILN_UK_Q4 || hds[h] % 32 == 0) /* q4: whole blocks of 32 */
-          test_attend(family, 1 + (int32_t)(b % 4), hds[h], spans[b][0], spans[b][1]);
+          test_attend(family, 1 + (int32_t)(b % 4), hds[h], spans[b][0], spans[b][1], 3);
     /* A group larger than the heads attend keeps at once (it runs in parts). */
-    test_attend(family, 9, 64, 3, 40);
+    test_attend(family, 9, 64, 3, 40, 3);
     }
+    /* Spans over several of attend's chunks, from contiguous rows and not;
+     * the ring test wraps inside a chunk. */
+    test_attend(family, 1, 64, 0, 299, 1);
+    test_attend(family, 2, 64, 5, 290, 1);
+    test_attend(family, 3, 32, 130, 319, 3);
+    test_attend(family, 2, 96, 17, 17, 1);
   }
   for (hd = 1; hd <= MAX_K; hd = hd * 2 + 1)
     test_rows(hd);

@@ -732,28 +732,25 @@ KILN_UK_INLINE __m512 attend_dot4(int family, const attend_query *aq, const uint
 }
 
 /* The query's int8 values against dims 64j.. of a q4 row (two blocks, 40
- * bytes; a row past the block's end gives zeros): the codes unpacked in value
- * order into vpdpbusd, lanes 0-7 block 2j's exact sums, 8-15 block 2j+1's. */
+ * bytes; a row past the block's end gives zeros): each block's 16 code bytes
+ * in two quarters of a vector, the second shifted to its high nibbles, so the
+ * codes come in value order into vpdpbusd; lanes 0-7 block 2j's exact sums,
+ * 8-15 block 2j+1's. */
 KILN_UK_INLINE __m512 attend_dot_q4(const attend_query *aq, const uint8_t *row, int32_t live,
                                     int32_t j, int32_t hd) {
-  /* words 2..9 (block 0's codes) twice, then 12..19 (block 1's) twice */
-  const __m512i codes = _mm512_set_epi16(19, 18, 17, 16, 15, 14, 13, 12, 19, 18, 17, 16, 15, 14,
-                                         13, 12, 9, 8, 7, 6, 5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2);
   const uint8_t *p = row + 40 * j;
-  __m512i w, z, c;
+  __m256i b0;
+  __m512i w, c;
   if (!live)
     return _mm512_setzero_ps();
-  /* plain loads: masked ones that miss the cache were twice as slow here */
+  b0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(p + 4)));
   w = hd - 64 * j >= 64
-          ? _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)p)),
-                _mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(const void *)(p + 32))),
-                1)
-          : _mm512_castsi256_si512(_mm256_inserti128_si256(
-                _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)p)),
-                _mm_cvtsi32_si128(load_i32((const int8_t *)(const void *)(p + 16))), 1));
-  z = _mm512_permutexvar_epi16(codes, w);
-  c = _mm512_and_si512(_mm512_mask_blend_epi64(0xcc, z, _mm512_srli_epi16(z, 4)),
+          ? _mm512_inserti64x4(_mm512_castsi256_si512(b0),
+                               _mm256_broadcastsi128_si256(
+                                   _mm_loadu_si128((const __m128i *)(const void *)(p + 24))),
+                               1)
+          : _mm512_zextsi256_si512(b0);
+  c = _mm512_and_si512(_mm512_mask_blend_epi64(0xcc, w, _mm512_srli_epi16(w, 4)),
                        _mm512_set1_epi8(15));
   return _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), c, aq->q8[j]));
 }
@@ -792,11 +789,11 @@ KILN_UK_INLINE __m512 attend_scores_q4(const attend_query *aq, const uint8_t *ke
 
 /* a (the accumulators of one value row's dims, 16 a vector) += e x the row:
  * f32, f16 and i8 rows (e already times an i8 row's scale) as vectors of
- * their values; q4 rows per block j as ed[16 j] (e times the block's d) x the
+ * their values; q4 rows per block j as ed[es j] (e times the block's d) x the
  * codes, whose low and high nibbles index a table of the floats 0..15 (the
  * block's e m goes to attend's per-block sums instead). */
-KILN_UK_INLINE void attend_axpy(int family, __m512 *a, float e, const float *ed, const uint8_t *row,
-                                int32_t hd) {
+KILN_UK_INLINE void attend_axpy(int family, __m512 *a, float e, const float *ed, int32_t es,
+                                const uint8_t *row, int32_t hd) {
   const __m512 ev = _mm512_set1_ps(e);
   int32_t j;
   if (family == KILN_UK_Q4) {
@@ -804,7 +801,7 @@ KILN_UK_INLINE void attend_axpy(int family, __m512 *a, float e, const float *ed,
     for (j = 0; j < hd / 32; ++j) {
       const __m512i x = _mm512_cvtepu8_epi32(
           _mm_loadu_si128((const __m128i *)(const void *)(row + 20 * j + 4)));
-      const __m512 edv = _mm512_set1_ps(ed[16 * j]);
+      const __m512 edv = _mm512_set1_ps(ed[es * j]);
       a[2 * j] = _mm512_fmadd_ps(edv, _mm512_permutexvar_ps(x, codes), a[2 * j]);
       a[2 * j + 1] =
           _mm512_fmadd_ps(edv, _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), codes), a[2 * j + 1]);
@@ -830,6 +827,13 @@ static inline __m512 attend_halves(__m512i w, int32_t high, __mmask16 live) {
 
 /* Query heads whose state attend keeps at once; a larger group runs in parts. */
 #define KILN_UK_ATTEND_HEADS 8
+/* Blocks of 16 cache rows whose scores attend computes before one softmax
+ * step: the blocks' scores are independent, so their loads and dot products
+ * overlap, where one block per step made every block wait for the last one's
+ * maximum and exp. */
+#ifndef KILN_UK_ATTEND_CHUNK
+#define KILN_UK_ATTEND_CHUNK 8
+#endif
 /* Blocks ahead whose cache rows attend asks for: a head's rows are one short
  * stream (2048 positions of a q8 head are 135 KB) that the hardware
  * prefetchers pick up late. M q8_0 decode after 2048 tokens: 1.13x (q8 cache)
@@ -838,18 +842,85 @@ static inline __m512 attend_halves(__m512i w, int32_t high, __mmask16 live) {
 #define KILN_UK_ATTEND_AHEAD 4
 #endif
 
+/* The scores of the 16 rows at keys + off (nb live) for every head of the
+ * group, times ksv, into sc[h] (-inf where not live); for q4 rows also the
+ * value rows' d and m per block into vd and vm. */
+KILN_UK_INLINE void attend_block_scores(int family, const attend_query *aq, int32_t nh,
+                                        const uint8_t *keys, const uint8_t *values,
+                                        const size_t *off, int32_t nb, int32_t hd, __m512 ksv,
+                                        float *sc, size_t scs, __m512 *vd, __m512 *vm) {
+  const __mmask16 live = tail_mask(nb);
+  __m512 kd[KILN_UK_MAX_HEAD_DIM / 32], km[KILN_UK_MAX_HEAD_DIM / 32];
+  int32_t h, j;
+  if (family == KILN_UK_I8)
+    ksv = _mm512_mul_ps(attend_halves(attend_words(keys, off, 0), 0, live), ksv);
+  for (j = 0; family == KILN_UK_Q4 && j < hd / 32; ++j) { /* each block's d and m */
+    const __m512i kw = attend_words(keys, off, 20 * (size_t)j);
+    const __m512i vw = attend_words(values, off, 20 * (size_t)j);
+    kd[j] = attend_halves(kw, 0, live);
+    km[j] = attend_halves(kw, 1, live);
+    vd[j] = attend_halves(vw, 0, live);
+    vm[j] = attend_halves(vw, 1, live);
+  }
+  for (h = 0; h < nh; ++h) {
+    __m512 sv;
+    if (family == KILN_UK_Q4) {
+      sv = attend_scores_q4(&aq[h], keys, off, nb, kd, km, hd);
+    } else {
+      __m512 c[4];
+      c[0] = attend_dot4(family, &aq[h], keys, off, nb, hd);
+      c[1] = attend_dot4(family, &aq[h], keys, off + 4, nb - 4, hd);
+      c[2] = attend_dot4(family, &aq[h], keys, off + 8, nb - 8, hd);
+      c[3] = attend_dot4(family, &aq[h], keys, off + 12, nb - 12, hd);
+      sv = attend_sum16(c);
+    }
+    _mm512_storeu_ps(sc + (size_t)h * scs,
+                     _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), live, _mm512_mul_ps(sv, ksv)));
+  }
+}
+
+/* Asks for the key and value rows of 16 positions from ring row pr on: line
+ * by line when they are contiguous (a head-major cache, no wrap), else row by
+ * row. */
+KILN_UK_INLINE void attend_prefetch(const uint8_t *keys, const uint8_t *values, size_t stride,
+                                    size_t head_bytes, int32_t ring, int32_t pr) {
+  int32_t i;
+  pr %= ring;
+  if (stride == head_bytes && pr + 16 <= ring) {
+    const size_t at = (size_t)pr * stride, end = at + 16 * stride;
+    size_t c;
+    for (c = at & ~(size_t)63; c < end; c += 64) {
+      _mm_prefetch((const char *)(keys + c), _MM_HINT_T0);
+      _mm_prefetch((const char *)(values + c), _MM_HINT_T0);
+    }
+    return;
+  }
+  for (i = 0; i < 16; ++i) {
+    const size_t at = (size_t)pr * stride;
+    size_t c;
+    for (c = 0; c < head_bytes; c += 64) {
+      _mm_prefetch((const char *)(keys + at + c), _MM_HINT_T0);
+      _mm_prefetch((const char *)(values + at + c), _MM_HINT_T0);
+    }
+    pr = pr + 1 == ring ? 0 : pr + 1;
+  }
+}
+
 #define KILN_UK_HAS_ATTEND 1
-/* As the portable attend, over blocks of 16 cache rows, with every query head
- * of the group at each block, so a block of keys and values comes from memory
- * once for all of them. Per head and block: the 16 scores as one vector
- * (products reduced across keys at once, not one horizontal sum per key), one
- * maximum, one vector exp and one rescale of the accumulators; the weighted
- * values go to `sets` interleaved accumulators (row i to set i % sets), so short
- * heads are not bound by one chain of fmadds. Each head's arithmetic is the
- * same whatever the group, the block's place in a ring or the query's row. */
+/* As the portable attend, over chunks of KILN_UK_ATTEND_CHUNK blocks of 16
+ * cache rows, with every query head of the group at each block, so a block of
+ * keys and values comes from memory once for all of them. Per block and head
+ * the 16 scores as one vector (products reduced across keys at once, not one
+ * horizontal sum per key); per chunk and head one maximum, one rescale of the
+ * accumulators and one vector exp per block; the weighted values go to `sets`
+ * interleaved accumulators (row i to set i % sets), so short heads are not
+ * bound by one chain of fmadds. Chunks start at t0, so each head's arithmetic
+ * is the same whatever the group, the rows' place in a ring or the query's
+ * row. */
 KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t *keys,
                            const uint8_t *values, size_t stride, int32_t ring, int32_t t0,
                            int32_t t1, int32_t hd, float scale, float *y) {
+  enum { CR = 16 * KILN_UK_ATTEND_CHUNK, HB = KILN_UK_MAX_HEAD_DIM / 32 };
   const int32_t nv = (hd + 15) / 16, sets = nv <= 2 ? 4 : nv <= 4 ? 2 : 1;
   const size_t head_bytes = family == KILN_UK_F32   ? 4u * (size_t)hd
                             : family == KILN_UK_F16 ? 2u * (size_t)hd
@@ -859,7 +930,7 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
   for (h0 = 0; h0 < nq; h0 += KILN_UK_ATTEND_HEADS) {
     const int32_t nh = nq - h0 < KILN_UK_ATTEND_HEADS ? nq - h0 : KILN_UK_ATTEND_HEADS;
     __m512 acc[KILN_UK_ATTEND_HEADS][KILN_UK_MAX_HEAD_DIM / 16], sum[KILN_UK_ATTEND_HEADS];
-    __m512 msum[KILN_UK_ATTEND_HEADS][KILN_UK_MAX_HEAD_DIM / 32];
+    __m512 msum[KILN_UK_ATTEND_HEADS][HB];
     attend_query aq[KILN_UK_ATTEND_HEADS];
     float mx[KILN_UK_ATTEND_HEADS];
     int32_t h, t, i, j, row = t0 % ring;
@@ -872,80 +943,71 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
       mx[h] = -INFINITY;
       attend_query_set(family, &aq[h], q + (size_t)(h0 + h) * (size_t)hd, hd);
     }
-    for (t = t0; t <= t1; t += 16) {
-      const int32_t nb = t1 - t + 1 < 16 ? t1 - t + 1 : 16;
-      const __mmask16 live = tail_mask(nb);
-      size_t off[16];
-      __m512 kd[KILN_UK_MAX_HEAD_DIM / 32], km[KILN_UK_MAX_HEAD_DIM / 32];
-      __m512 vd[KILN_UK_MAX_HEAD_DIM / 32], vm[KILN_UK_MAX_HEAD_DIM / 32];
-      __m512 ksv = _mm512_set1_ps(scale), vsv = _mm512_set1_ps(1.0f);
-      for (i = 0; i < 16; ++i) {
-        off[i] = (size_t)row * stride;
-        if (i < nb)
-          row = row + 1 == ring ? 0 : row + 1;
-      }
-      if (t + 16 * KILN_UK_ATTEND_AHEAD <= t1) { /* the rows a few blocks on */
-        int32_t pr = (row + 16 * KILN_UK_ATTEND_AHEAD - 16) % ring;
-        for (i = 0; i < 16; ++i) {
-          const size_t at = (size_t)pr * stride;
-          size_t c;
-          for (c = 0; c < head_bytes; c += 64) {
-            _mm_prefetch((const char *)(keys + at + c), _MM_HINT_T0);
-            _mm_prefetch((const char *)(values + at + c), _MM_HINT_T0);
-          }
-          pr = pr + 1 == ring ? 0 : pr + 1;
+    for (t = t0; t <= t1; t += CR) {
+      const int32_t nt = t1 - t + 1 < CR ? t1 - t + 1 : CR, nblk = (nt + 15) / 16;
+      size_t off[CR];
+      float sc[KILN_UK_ATTEND_HEADS][CR], vs[CR], ev[CR], ed[HB][CR];
+      __m512 vd[KILN_UK_ATTEND_CHUNK][HB], vm[KILN_UK_ATTEND_CHUNK][HB];
+      int32_t b;
+      if (row + 16 * nblk <= ring) { /* no wrap: no test per row */
+        for (i = 0; i < 16 * nblk; ++i)
+          off[i] = (size_t)(row + (i < nt ? i : nt)) * stride;
+        row += nt;
+        row = row == ring ? 0 : row;
+      } else {
+        for (i = 0; i < 16 * nblk; ++i) {
+          off[i] = (size_t)row * stride;
+          if (i < nt)
+            row = row + 1 == ring ? 0 : row + 1;
         }
       }
-      if (family == KILN_UK_I8) { /* each row's scale: of its scores, of its values */
-        ksv = _mm512_mul_ps(attend_halves(attend_words(keys, off, 0), 0, live), ksv);
-        vsv = attend_halves(attend_words(values, off, 0), 0, live);
-      }
-      for (j = 0; family == KILN_UK_Q4 && j < hd / 32; ++j) { /* each block's d and m */
-        const __m512i kw = attend_words(keys, off, 20 * (size_t)j);
-        const __m512i vw = attend_words(values, off, 20 * (size_t)j);
-        kd[j] = attend_halves(kw, 0, live);
-        km[j] = attend_halves(kw, 1, live);
-        vd[j] = attend_halves(vw, 0, live);
-        vm[j] = attend_halves(vw, 1, live);
+      for (b = 0; b < nblk; ++b) {
+        const int32_t nb = nt - 16 * b < 16 ? nt - 16 * b : 16;
+        if (t + 16 * (b + KILN_UK_ATTEND_AHEAD) <= t1) /* the rows a few blocks on */
+          attend_prefetch(keys, values, stride, head_bytes, ring,
+                          (int32_t)(off[16 * b] / stride) + 16 * KILN_UK_ATTEND_AHEAD);
+        if (family == KILN_UK_I8) /* each value row's scale */
+          _mm512_storeu_ps(vs + 16 * b, attend_halves(attend_words(values, off + 16 * b, 0), 0,
+                                                      tail_mask(nb)));
+        attend_block_scores(family, aq, nh, keys, values, off + 16 * b, nb, hd,
+                            _mm512_set1_ps(scale), &sc[0][16 * b], CR, vd[b], vm[b]);
       }
       for (h = 0; h < nh; ++h) {
-        __m512 c[4], a[KILN_UK_MAX_HEAD_DIM / 16], sv, e;
-        float ev[16], ed[KILN_UK_MAX_HEAD_DIM / 32][16], bm;
-        if (family == KILN_UK_Q4) {
-          sv = attend_scores_q4(&aq[h], keys, off, nb, kd, km, hd);
-        } else {
-          c[0] = attend_dot4(family, &aq[h], keys, off, nb, hd);
-          c[1] = attend_dot4(family, &aq[h], keys, off + 4, nb - 4, hd);
-          c[2] = attend_dot4(family, &aq[h], keys, off + 8, nb - 8, hd);
-          c[3] = attend_dot4(family, &aq[h], keys, off + 12, nb - 12, hd);
-          sv = attend_sum16(c);
-        }
-        sv = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), live, _mm512_mul_ps(sv, ksv));
-        bm = _mm512_reduce_max_ps(sv);
+        __m512 a[KILN_UK_MAX_HEAD_DIM / 16], m = _mm512_set1_ps(-INFINITY), s = sum[h];
+        float bm;
+        for (b = 0; b < nblk; ++b)
+          m = _mm512_max_ps(m, _mm512_loadu_ps(&sc[h][16 * b]));
+        bm = _mm512_reduce_max_ps(m);
         for (j = 0; j < sets * nv; ++j)
           a[j] = acc[h][j];
         if (bm > mx[h]) {
           __m512 r = _mm512_set1_ps(mx[h] == -INFINITY ? 0.0f : expf(mx[h] - bm));
           for (j = 0; j < sets * nv; ++j)
             a[j] = _mm512_mul_ps(a[j], r);
-          sum[h] = _mm512_mul_ps(sum[h], r);
+          s = _mm512_mul_ps(s, r);
           for (j = 0; j < hd / 32; ++j)
             msum[h][j] = _mm512_mul_ps(msum[h][j], r);
           mx[h] = bm;
         }
-        e = _mm512_maskz_mov_ps(live, exp_ps(_mm512_sub_ps(sv, _mm512_set1_ps(mx[h]))));
-        sum[h] = _mm512_add_ps(sum[h], e);
-        _mm512_storeu_ps(ev, _mm512_mul_ps(e, vsv));
-        for (j = 0; family == KILN_UK_Q4 && j < hd / 32; ++j) {
-          _mm512_storeu_ps(ed[j], _mm512_mul_ps(e, vd[j]));
-          msum[h][j] = _mm512_fmadd_ps(e, vm[j], msum[h][j]);
+        for (b = 0; b < nblk; ++b) {
+          const __m512 e = _mm512_maskz_mov_ps(
+              tail_mask(nt - 16 * b),
+              exp_ps(_mm512_sub_ps(_mm512_loadu_ps(&sc[h][16 * b]), _mm512_set1_ps(mx[h]))));
+          s = _mm512_add_ps(s, e);
+          _mm512_storeu_ps(ev + 16 * b,
+                           family == KILN_UK_I8 ? _mm512_mul_ps(e, _mm512_loadu_ps(vs + 16 * b)) : e);
+          for (j = 0; family == KILN_UK_Q4 && j < hd / 32; ++j) {
+            _mm512_storeu_ps(&ed[j][16 * b], _mm512_mul_ps(e, vd[b][j]));
+            msum[h][j] = _mm512_fmadd_ps(e, vm[b][j], msum[h][j]);
+          }
         }
-        for (i = 0; i < nb; i += sets) {
-          int32_t s;
-          for (s = 0; s < sets; ++s) {
-            if (i + s >= nb)
+        sum[h] = s;
+        for (i = 0; i < nt; i += sets) {
+          int32_t k;
+          for (k = 0; k < sets; ++k) {
+            if (i + k >= nt)
               break;
-            attend_axpy(family, a + s * nv, ev[i + s], &ed[0][i + s], values + off[i + s], hd);
+            attend_axpy(family, a + k * nv, ev[i + k], &ed[0][i + k], CR, values + off[i + k], hd);
           }
         }
         for (j = 0; j < sets * nv; ++j)
