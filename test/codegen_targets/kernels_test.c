@@ -748,6 +748,9 @@ int main(void) {
     test_attend(family, 2, 64, 5, 290, 1);
     test_attend(family, 3, 32, 130, 319, 3);
     test_attend(family, 2, 96, 17, 17, 1);
+    test_attend(family, 1, 32, 0, 150, 1);
+    test_attend(family, 2, 128, 3, 200, 1);
+    test_attend(family, 1, 96, 0, 100, 1);
   }
   for (hd = 1; hd <= MAX_K; hd = hd * 2 + 1)
     test_rows(hd);

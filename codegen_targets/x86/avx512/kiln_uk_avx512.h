@@ -819,6 +819,38 @@ static inline __m512i attend_words(const uint8_t *base, const size_t *off, size_
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
+/* The words of q4 blocks 0..nbk-1 (their d and m) of 16 rows that follow
+ * each other from p, nbk = 1, 2 or 4, without a gather: w[j] lane i is block j
+ * of row i. A row is 5 nbk words, block j at word 5 j, so the words wanted
+ * are every fifth: per 80 words, three permutes of the five vectors put them
+ * in order, and per block one or two more pick its lanes. */
+static inline void attend_q4_words(const uint8_t *p, int32_t nbk, __m512i *w) {
+  const __m512i fifth = _mm512_setr_epi32(0, 5, 10, 15, 20, 25, 30, 3, 8, 13, 18, 23, 28, 1, 6, 11);
+  __m512i u[4];
+  int32_t k, j;
+  for (k = 0; k < nbk; ++k) {
+    const int32_t *z = (const int32_t *)(const void *)p + 80 * k;
+    __m512i r = _mm512_permutex2var_epi32(_mm512_loadu_si512(z), fifth, _mm512_loadu_si512(z + 16));
+    r = _mm512_mask_mov_epi32(
+        r, 0x1f80,
+        _mm512_permutex2var_epi32(_mm512_loadu_si512(z + 32), fifth, _mm512_loadu_si512(z + 48)));
+    u[k] = _mm512_mask_permutexvar_epi32(r, 0xe000, fifth, _mm512_loadu_si512(z + 64));
+  }
+  for (j = 0; j < nbk; ++j) {
+    /* lane i: word nbk i + j of the u in order (a two-vector permute takes
+     * it mod 32: u[0..1] for lanes 0-7 and u[2..3] for 8-15 when nbk = 4) */
+    const __m512i pick = _mm512_add_epi32(
+        _mm512_mullo_epi32(
+            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+            _mm512_set1_epi32(nbk)),
+        _mm512_set1_epi32(j));
+    w[j] = nbk == 1   ? u[0]
+           : nbk == 2 ? _mm512_permutex2var_epi32(u[0], pick, u[1])
+                      : _mm512_mask_blend_epi32(0xff00, _mm512_permutex2var_epi32(u[0], pick, u[1]),
+                                                _mm512_permutex2var_epi32(u[2], pick, u[3]));
+  }
+}
+
 /* The low (high = 0) or high halves of 16 words as f16 to floats, 0 where
  * not `live`. */
 static inline __m512 attend_halves(__m512i w, int32_t high, __mmask16 live) {
@@ -854,13 +886,25 @@ KILN_UK_INLINE void attend_block_scores(int family, const attend_query *aq, int3
   int32_t h, j;
   if (family == KILN_UK_I8)
     ksv = _mm512_mul_ps(attend_halves(attend_words(keys, off, 0), 0, live), ksv);
-  for (j = 0; family == KILN_UK_Q4 && j < hd / 32; ++j) { /* each block's d and m */
-    const __m512i kw = attend_words(keys, off, 20 * (size_t)j);
-    const __m512i vw = attend_words(values, off, 20 * (size_t)j);
-    kd[j] = attend_halves(kw, 0, live);
-    km[j] = attend_halves(kw, 1, live);
-    vd[j] = attend_halves(vw, 0, live);
-    vm[j] = attend_halves(vw, 1, live);
+  if (family == KILN_UK_Q4) { /* each block's d and m */
+    const int32_t nbk = hd / 32;
+    __m512i kw[KILN_UK_MAX_HEAD_DIM / 32], vw[KILN_UK_MAX_HEAD_DIM / 32];
+    if (nb == 16 && (nbk == 1 || nbk == 2 || nbk == 4) && off[15] == off[0] + 15 * 20 * (size_t)nbk &&
+        off[1] == off[0] + 20 * (size_t)nbk) { /* 16 rows in a row */
+      attend_q4_words(keys + off[0], nbk, kw);
+      attend_q4_words(values + off[0], nbk, vw);
+    } else {
+      for (j = 0; j < nbk; ++j) {
+        kw[j] = attend_words(keys, off, 20 * (size_t)j);
+        vw[j] = attend_words(values, off, 20 * (size_t)j);
+      }
+    }
+    for (j = 0; j < nbk; ++j) {
+      kd[j] = attend_halves(kw[j], 0, live);
+      km[j] = attend_halves(kw[j], 1, live);
+      vd[j] = attend_halves(vw[j], 0, live);
+      vm[j] = attend_halves(vw[j], 1, live);
+    }
   }
   for (h = 0; h < nh; ++h) {
     __m512 sv;
