@@ -651,12 +651,14 @@ static inline __m512 attend_sum16(const __m512 *c) {
  * or for int8 and int4 rows the kv_query in vectors, per 64 dims j: its int8
  * values, and for i8 rows the scale of each lane's group and the correction
  * 128 x the lane's values (the rows' bytes go in biased to unsigned); for q4
- * rows per block of 32 its scale, and its scale times its sum. */
+ * rows per block of 32 its scale, and its scale times its sum, and per 64
+ * dims the values of each block's low nibbles and of its high ones, twice. */
 typedef struct attend_query {
   const float *f;
   __m512i q8[KILN_UK_MAX_HEAD_DIM / 64];
   __m512i corr[KILN_UK_MAX_HEAD_DIM / 64];
   __m512 qd[KILN_UK_MAX_HEAD_DIM / 64];
+  __m512i q4lo[KILN_UK_MAX_HEAD_DIM / 64], q4hi[KILN_UK_MAX_HEAD_DIM / 64];
   float bd[KILN_UK_MAX_HEAD_DIM / 32];
   float bs[KILN_UK_MAX_HEAD_DIM / 32];
 } attend_query;
@@ -676,6 +678,10 @@ KILN_UK_INLINE void attend_query_set(int family, attend_query *aq, const float *
   for (j = 0; j < (hd + 63) / 64; ++j)
     aq->q8[j] = _mm512_maskz_loadu_epi8(byte_mask(hd - 64 * j), kq.q + 64 * j);
   if (family == KILN_UK_Q4) {
+    for (j = 0; j < (hd + 63) / 64; ++j) { /* per block of 32: its low then its high 16 */
+      aq->q4lo[j] = _mm512_shuffle_i32x4(aq->q8[j], aq->q8[j], _MM_SHUFFLE(2, 0, 2, 0));
+      aq->q4hi[j] = _mm512_shuffle_i32x4(aq->q8[j], aq->q8[j], _MM_SHUFFLE(3, 1, 3, 1));
+    }
     for (j = 0; j < hd / g; ++j) {
       aq->bd[j] = kq.d[j];
       aq->bs[j] = kq.d[j] * (float)kq.s[j];
@@ -731,58 +737,54 @@ KILN_UK_INLINE __m512 attend_dot4(int family, const attend_query *aq, const uint
                      attend_dot(family, aq, keys + off[3], nb > 3, hd));
 }
 
-/* The query's int8 values against dims 64j.. of a q4 row (two blocks, 40
- * bytes; a row past the block's end gives zeros): each block's 16 code bytes
- * in two quarters of a vector, the second shifted to its high nibbles, so the
- * codes come in value order into vpdpbusd; lanes 0-7 block 2j's exact sums,
- * 8-15 block 2j+1's. */
-KILN_UK_INLINE __m512 attend_dot_q4(const attend_query *aq, const uint8_t *row, int32_t live,
-                                    int32_t j, int32_t hd) {
-  const uint8_t *p = row + 40 * j;
-  __m256i b0;
-  __m512i w, c;
-  if (!live)
-    return _mm512_setzero_ps();
-  b0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(p + 4)));
-  w = hd - 64 * j >= 64
-          ? _mm512_inserti64x4(_mm512_castsi256_si512(b0),
-                               _mm256_broadcastsi128_si256(
-                                   _mm_loadu_si128((const __m128i *)(const void *)(p + 24))),
-                               1)
-          : _mm512_zextsi256_si512(b0);
-  c = _mm512_and_si512(_mm512_mask_blend_epi64(0xcc, w, _mm512_srli_epi16(w, 4)),
-                       _mm512_set1_epi8(15));
-  return _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), c, aq->q8[j]));
+/* The query's int8 values against dims 64j.. of q4 rows a and b (two blocks
+ * of 20 bytes each): the rows' 16 code bytes per block in the quarters of one
+ * vector, [a's block 2j, its 2j+1, b's 2j, its 2j+1], low nibbles against the
+ * block's values 0-15 and high ones against 16-31 in vpdpbusd; quarter L holds
+ * four partial sums of its block, exact. */
+KILN_UK_INLINE __m512i attend_dot2_q4(const attend_query *aq, const uint8_t *a, const uint8_t *b,
+                                      int32_t j, int32_t hd) {
+  const uint8_t *pa = a + 40 * j, *pb = b + 40 * j;
+  __m512i w = _mm512_zextsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)(pa + 4)));
+  w = _mm512_inserti32x4(w, _mm_loadu_si128((const __m128i *)(const void *)(pb + 4)), 2);
+  if (hd - 64 * j >= 64) {
+    w = _mm512_inserti32x4(w, _mm_loadu_si128((const __m128i *)(const void *)(pa + 24)), 1);
+    w = _mm512_inserti32x4(w, _mm_loadu_si128((const __m128i *)(const void *)(pb + 24)), 3);
+  }
+  return _mm512_dpbusd_epi32(
+      _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(w, _mm512_set1_epi8(15)),
+                          aq->q4lo[j]),
+      _mm512_and_si512(_mm512_srli_epi16(w, 4), _mm512_set1_epi8(15)), aq->q4hi[j]);
 }
 
-/* The scores of 16 q4 rows (keys + off[i], `nb` live), unscaled: per block b
- * the rows' exact sums as one vector (attend_sum4, then the quarters of each
- * block added), times kd[b] (the rows' d) x the query's scale, plus km[b]
- * (the rows' m) x the query's scale times its sum. */
+/* The scores of 16 q4 rows (keys + off[i]), unscaled: per block b the rows'
+ * exact sums as one vector (two rows a vector, attend_sum4 of four such, then
+ * the rows put in order), times kd[b] (the rows' d) x the query's scale, plus
+ * km[b] (the rows' m) x the query's scale times its sum. Rows past the block's
+ * end give values that attend masks. */
 KILN_UK_INLINE __m512 attend_scores_q4(const attend_query *aq, const uint8_t *keys,
-                                       const size_t *off, int32_t nb, const __m512 *kd,
-                                       const __m512 *km, int32_t hd) {
+                                       const size_t *off, const __m512 *kd, const __m512 *km,
+                                       int32_t hd) {
+  /* lane r: row r's sum in the attend_sum4 of rows 0-7 (r < 8) or 8-15 */
+  const __m512i order =
+      _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 16, 24, 17, 25, 18, 26, 19, 27);
   __m512 s = _mm512_setzero_ps();
   int32_t j, m;
   for (j = 0; j < hd / 32; ++j)
     s = _mm512_fmadd_ps(km[j], _mm512_set1_ps(aq->bs[j]), s);
   for (j = 0; j < (hd + 63) / 64; ++j) {
-    __m512 c[4], d01, d23;
-    for (m = 0; m < 4; ++m)
-      c[m] = attend_sum4(attend_dot_q4(aq, keys + off[4 * m], nb > 4 * m, j, hd),
-                         attend_dot_q4(aq, keys + off[4 * m + 1], nb > 4 * m + 1, j, hd),
-                         attend_dot_q4(aq, keys + off[4 * m + 2], nb > 4 * m + 2, j, hd),
-                         attend_dot_q4(aq, keys + off[4 * m + 3], nb > 4 * m + 3, j, hd));
-    /* [row group 0's block 2j, its 2j+1, group 1's 2j, its 2j+1], and groups 2, 3 */
-    d01 = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                        _mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
-    d23 = _mm512_add_ps(_mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(2, 0, 2, 0)),
-                        _mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(3, 1, 3, 1)));
-    s = _mm512_fmadd_ps(_mm512_shuffle_f32x4(d01, d23, _MM_SHUFFLE(2, 0, 2, 0)),
+    __m512 p[8], r0, r1;
+    for (m = 0; m < 8; ++m)
+      p[m] = _mm512_cvtepi32_ps(
+          attend_dot2_q4(aq, keys + off[2 * m], keys + off[2 * m + 1], j, hd));
+    r0 = attend_sum4(p[0], p[1], p[2], p[3]);
+    r1 = attend_sum4(p[4], p[5], p[6], p[7]);
+    s = _mm512_fmadd_ps(_mm512_permutex2var_ps(r0, order, r1),
                         _mm512_mul_ps(kd[2 * j], _mm512_set1_ps(aq->bd[2 * j])), s);
     if (2 * j + 1 < hd / 32)
-      s = _mm512_fmadd_ps(_mm512_shuffle_f32x4(d01, d23, _MM_SHUFFLE(3, 1, 3, 1)),
-                          _mm512_mul_ps(kd[2 * j + 1], _mm512_set1_ps(aq->bd[2 * j + 1])), s);
+      s = _mm512_fmadd_ps(
+          _mm512_permutex2var_ps(r0, _mm512_add_epi32(order, _mm512_set1_epi32(4)), r1),
+          _mm512_mul_ps(kd[2 * j + 1], _mm512_set1_ps(aq->bd[2 * j + 1])), s);
   }
   return s;
 }
@@ -790,8 +792,11 @@ KILN_UK_INLINE __m512 attend_scores_q4(const attend_query *aq, const uint8_t *ke
 /* a (the accumulators of one value row's dims, 16 a vector) += e x the row:
  * f32, f16 and i8 rows (e already times an i8 row's scale) as vectors of
  * their values; q4 rows per block j as ed[es j] (e times the block's d) x the
- * codes, whose low and high nibbles index a table of the floats 0..15 (the
- * block's e m goes to attend's per-block sums instead). */
+ * codes: the low nibbles (values 0-15) through a table of the floats 0..15 into
+ * a[2j], the whole bytes 16 h + l into a[2j + 1], which attend turns into the
+ * high nibbles' (values 16-31) sums as (a[2j + 1] - a[2j]) / 16 at the end
+ * (one convert instead of a shift and a permute; the block's e m goes to
+ * attend's per-block sums). */
 KILN_UK_INLINE void attend_axpy(int family, __m512 *a, float e, const float *ed, int32_t es,
                                 const uint8_t *row, int32_t hd) {
   const __m512 ev = _mm512_set1_ps(e);
@@ -803,8 +808,7 @@ KILN_UK_INLINE void attend_axpy(int family, __m512 *a, float e, const float *ed,
           _mm_loadu_si128((const __m128i *)(const void *)(row + 20 * j + 4)));
       const __m512 edv = _mm512_set1_ps(ed[es * j]);
       a[2 * j] = _mm512_fmadd_ps(edv, _mm512_permutexvar_ps(x, codes), a[2 * j]);
-      a[2 * j + 1] =
-          _mm512_fmadd_ps(edv, _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), codes), a[2 * j + 1]);
+      a[2 * j + 1] = _mm512_fmadd_ps(edv, _mm512_cvtepi32_ps(x), a[2 * j + 1]);
     }
     return;
   }
@@ -909,7 +913,7 @@ KILN_UK_INLINE void attend_block_scores(int family, const attend_query *aq, int3
   for (h = 0; h < nh; ++h) {
     __m512 sv;
     if (family == KILN_UK_Q4) {
-      sv = attend_scores_q4(&aq[h], keys, off, nb, kd, km, hd);
+      sv = attend_scores_q4(&aq[h], keys, off, kd, km, hd);
     } else {
       __m512 c[4];
       c[0] = attend_dot4(family, &aq[h], keys, off, nb, hd);
@@ -1061,14 +1065,19 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
     for (h = 0; h < nh; ++h) {
       const __m512 total = _mm512_set1_ps(_mm512_reduce_add_ps(sum[h]));
       float *yh = y + (size_t)(h0 + h) * (size_t)hd;
+      __m512 a[KILN_UK_MAX_HEAD_DIM / 16];
       for (j = 0; j < nv; ++j) {
-        __m512 a = acc[h][j];
         int32_t s;
+        a[j] = acc[h][j];
         for (s = 1; s < sets; ++s)
-          a = _mm512_add_ps(a, acc[h][s * nv + j]);
-        if (family == KILN_UK_Q4)
-          a = _mm512_add_ps(a, _mm512_set1_ps(_mm512_reduce_add_ps(msum[h][j / 2])));
-        _mm512_mask_storeu_ps(yh + 16 * j, tail_mask(hd - 16 * j), _mm512_div_ps(a, total));
+          a[j] = _mm512_add_ps(a[j], acc[h][s * nv + j]);
+      }
+      for (j = 1; family == KILN_UK_Q4 && j < nv; j += 2) /* (16 h + l - l) / 16 */
+        a[j] = _mm512_mul_ps(_mm512_sub_ps(a[j], a[j - 1]), _mm512_set1_ps(0.0625f));
+      for (j = 0; j < nv; ++j) {
+        if (family == KILN_UK_Q4) /* the block's m */
+          a[j] = _mm512_add_ps(a[j], _mm512_set1_ps(_mm512_reduce_add_ps(msum[h][j / 2])));
+        _mm512_mask_storeu_ps(yh + 16 * j, tail_mask(hd - 16 * j), _mm512_div_ps(a[j], total));
       }
     }
   }
