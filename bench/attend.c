@@ -1,0 +1,142 @@
+/* One decode step's attention over a long KV cache, alone: attend (the
+ * micro-kernel the generated attention calls per KV head) over `heads` cache
+ * heads of `positions` rows each, head-major as kiln-compile lays them out, one
+ * query head per cache head (an MHA model such as the M shape: 12 layers x 12
+ * heads = 144). Caches are flushed before every timed pass (a 1 GiB sweep), as
+ * a decode step finds them after streaming the weights.
+ *
+ *   cc -O3 -march=native -I. -Iruntime/include bench/attend.c -o attend -lm
+ *   ./attend q4 [heads=144] [positions=2048] [passes=15] [warm]
+ *
+ * Prints the median pass: ns per (head, key) and the cache bytes read per
+ * second. `warm` leaves the caches as the last pass left them. The kernels
+ * come from the best library the compiler flags allow (AVX-512, AVX2, else
+ * c99), or from -DKILN_BENCH_HEADER='"codegen_targets/..."'. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef KILN_BENCH_HEADER
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX512VNNI__)
+#define KILN_BENCH_HEADER "codegen_targets/x86/avx512/kiln_uk_avx512.h"
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define KILN_BENCH_HEADER "codegen_targets/x86/avx2/kiln_uk_avx2_panels.h"
+#else
+#define KILN_BENCH_HEADER "codegen_targets/c99/kiln_uk_c99.h"
+#endif
+#endif
+#include KILN_BENCH_HEADER
+
+#define HD 64
+#define SWEEP_BYTES ((size_t)1 << 30)
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int by_value(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static float uniform(void) { return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f; }
+
+static void store(int family, const float *x, uint8_t *row) {
+  int32_t i;
+  if (family == KILN_UK_Q4) {
+    kv_store_q4(x, row, HD);
+  } else if (family == KILN_UK_I8) {
+    kv_store_i8(x, row, HD);
+  } else {
+    for (i = 0; i < HD; ++i) {
+      const uint16_t h = kiln_f32_to_f16(x[i]);
+      memcpy(row + 2 * i, &h, sizeof h);
+    }
+  }
+}
+
+/* attend with the family a constant, as generated code calls it. */
+static void attend_head(int family, const float *q, const uint8_t *keys, const uint8_t *values,
+                        size_t stride, int32_t positions, float *y) {
+  if (family == KILN_UK_Q4)
+    attend(KILN_UK_Q4, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
+  else if (family == KILN_UK_I8)
+    attend(KILN_UK_I8, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
+  else
+    attend(KILN_UK_F16, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
+}
+
+int main(int argc, char **argv) {
+  const char *name = argc > 1 ? argv[1] : "q4";
+  const int family = strcmp(name, "q4") == 0   ? KILN_UK_Q4
+                     : strcmp(name, "q8") == 0 ? KILN_UK_I8
+                     : strcmp(name, "f16") == 0 ? KILN_UK_F16
+                                                : -1;
+  const int32_t heads = argc > 2 ? atoi(argv[2]) : 144, positions = argc > 3 ? atoi(argv[3]) : 2048;
+  const int passes = argc > 4 ? atoi(argv[4]) : 15, warm = argc > 5 && strcmp(argv[5], "warm") == 0;
+  size_t head_bytes, per_head;
+  uint8_t *keys, *values, *sweep = NULL;
+  float *q, *y, x[HD], check = 0.0f;
+  double *seconds, median;
+  volatile uint64_t sink = 0;
+  int32_t h, p, i;
+  int pass;
+  if (family < 0 || heads < 1 || positions < 1 || passes < 1) {
+    fprintf(stderr, "usage: %s q4|q8|f16 [heads] [positions] [passes] [warm]\n", argv[0]);
+    return 2;
+  }
+  head_bytes = family == KILN_UK_Q4 ? HD / 32 * 20 : family == KILN_UK_I8 ? 2 + HD : 2 * HD;
+  per_head = head_bytes * (size_t)positions;
+  keys = malloc(per_head * (size_t)heads);
+  values = malloc(per_head * (size_t)heads);
+  q = malloc(sizeof(float) * HD * (size_t)heads);
+  y = malloc(sizeof(float) * HD * (size_t)heads);
+  seconds = malloc(sizeof(double) * (size_t)passes);
+  if (!warm)
+    sweep = malloc(SWEEP_BYTES);
+  if (!keys || !values || !q || !y || !seconds || (!warm && !sweep)) {
+    fprintf(stderr, "%s: out of memory\n", argv[0]);
+    return 1;
+  }
+  if (sweep)
+    memset(sweep, 1, SWEEP_BYTES);
+  srand(1);
+  for (h = 0; h < heads; ++h)
+    for (p = 0; p < positions; ++p) {
+      for (i = 0; i < HD; ++i)
+        x[i] = 2.0f * uniform();
+      store(family, x, keys + (size_t)h * per_head + (size_t)p * head_bytes);
+      for (i = 0; i < HD; ++i)
+        x[i] = 2.0f * uniform();
+      store(family, x, values + (size_t)h * per_head + (size_t)p * head_bytes);
+    }
+  for (i = 0; i < HD * heads; ++i)
+    q[i] = uniform();
+  for (pass = 0; pass < passes; ++pass) {
+    double t;
+    size_t b;
+    for (b = 0; sweep && b < SWEEP_BYTES; b += 64)
+      sink += sweep[b];
+    t = now();
+    for (h = 0; h < heads; ++h)
+      attend_head(family, q + (size_t)h * HD, keys + (size_t)h * per_head,
+                  values + (size_t)h * per_head, head_bytes, positions, y + (size_t)h * HD);
+    seconds[pass] = now() - t;
+  }
+  for (i = 0; i < HD * heads; ++i)
+    check += y[i];
+  qsort(seconds, (size_t)passes, sizeof(double), by_value);
+  median = seconds[passes / 2];
+  printf("%s %s cache, %d heads x %d positions, hd %d, %s: %.3f ms a pass, %.2f ns per "
+         "(head, key), %.1f GB/s (check %.6f)\n",
+         KILN_BENCH_HEADER, name, (int)heads, (int)positions, HD, warm ? "warm" : "flushed",
+         median * 1e3, median * 1e9 / ((double)heads * positions),
+         2.0 * (double)per_head * heads / median * 1e-9, (double)check);
+  return 0;
+}
