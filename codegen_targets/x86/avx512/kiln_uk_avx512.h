@@ -828,7 +828,7 @@ static inline __m512i attend_words(const uint8_t *base, const size_t *off, size_
  * of row i. A row is 5 nbk words, block j at word 5 j, so the words wanted
  * are every fifth: per 80 words, three permutes of the five vectors put them
  * in order, and per block one or two more pick its lanes. */
-static inline void attend_q4_words(const uint8_t *p, int32_t nbk, __m512i *w) {
+KILN_UK_INLINE void attend_q4_words(const uint8_t *p, int32_t nbk, __m512i *w) {
   const __m512i fifth = _mm512_setr_epi32(0, 5, 10, 15, 20, 25, 30, 3, 8, 13, 18, 23, 28, 1, 6, 11);
   __m512i u[4];
   int32_t k, j;
@@ -878,12 +878,14 @@ static inline __m512 attend_halves(__m512i w, int32_t high, __mmask16 live) {
 #define KILN_UK_ATTEND_AHEAD 4
 #endif
 
-/* The scores of the 16 rows at keys + off (nb live) for every head of the
- * group, times ksv, into sc[h] (-inf where not live); for q4 rows also the
- * value rows' d and m per block into vd and vm. */
+/* The scores of the 16 rows at keys + off (nb live; `flat`: all 16 follow
+ * each other) for every head of the group, times ksv, into sc[h] (-inf where
+ * not live); for q4 rows also the value rows' d and m per block into vd and
+ * vm. */
 KILN_UK_INLINE void attend_block_scores(int family, const attend_query *aq, int32_t nh,
                                         const uint8_t *keys, const uint8_t *values,
-                                        const size_t *off, int32_t nb, int32_t hd, __m512 ksv,
+                                        const size_t *off, int32_t nb, int flat, int32_t hd,
+                                        __m512 ksv,
                                         float *sc, size_t scs, __m512 *vd, __m512 *vm) {
   const __mmask16 live = tail_mask(nb);
   __m512 kd[KILN_UK_MAX_HEAD_DIM / 32], km[KILN_UK_MAX_HEAD_DIM / 32];
@@ -893,8 +895,7 @@ KILN_UK_INLINE void attend_block_scores(int family, const attend_query *aq, int3
   if (family == KILN_UK_Q4) { /* each block's d and m */
     const int32_t nbk = hd / 32;
     __m512i kw[KILN_UK_MAX_HEAD_DIM / 32], vw[KILN_UK_MAX_HEAD_DIM / 32];
-    if (nb == 16 && (nbk == 1 || nbk == 2 || nbk == 4) && off[15] == off[0] + 15 * 20 * (size_t)nbk &&
-        off[1] == off[0] + 20 * (size_t)nbk) { /* 16 rows in a row */
+    if (flat && (nbk == 1 || nbk == 2 || nbk == 4)) {
       attend_q4_words(keys + off[0], nbk, kw);
       attend_q4_words(values + off[0], nbk, vw);
     } else {
@@ -996,8 +997,10 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
       size_t off[CR];
       float sc[KILN_UK_ATTEND_HEADS][CR], vs[CR], ev[CR], ed[HB][CR];
       __m512 vd[KILN_UK_ATTEND_CHUNK][HB], vm[KILN_UK_ATTEND_CHUNK][HB];
+      /* no wrap: no test per row; rows that follow each other (head-major) */
+      const int nowrap = row + 16 * nblk <= ring, flat = nowrap && stride == head_bytes;
       int32_t b;
-      if (row + 16 * nblk <= ring) { /* no wrap: no test per row */
+      if (nowrap) {
         for (i = 0; i < 16 * nblk; ++i)
           off[i] = (size_t)(row + (i < nt ? i : nt)) * stride;
         row += nt;
@@ -1017,7 +1020,7 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
         if (family == KILN_UK_I8) /* each value row's scale */
           _mm512_storeu_ps(vs + 16 * b, attend_halves(attend_words(values, off + 16 * b, 0), 0,
                                                       tail_mask(nb)));
-        attend_block_scores(family, aq, nh, keys, values, off + 16 * b, nb, hd,
+        attend_block_scores(family, aq, nh, keys, values, off + 16 * b, nb, flat && nb == 16, hd,
                             _mm512_set1_ps(scale), &sc[0][16 * b], CR, vd[b], vm[b]);
       }
       for (h = 0; h < nh; ++h) {
