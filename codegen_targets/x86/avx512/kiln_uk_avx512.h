@@ -741,16 +741,16 @@ KILN_UK_INLINE __m512 attend_dot4(int family, const attend_query *aq, const uint
  * of 20 bytes each): the rows' 16 code bytes per block in the quarters of one
  * vector, [a's block 2j, its 2j+1, b's 2j, its 2j+1], low nibbles against the
  * block's values 0-15 and high ones against 16-31 in vpdpbusd; quarter L holds
- * four partial sums of its block, exact. */
+ * four partial sums of its block, exact. The code words come from two masked
+ * loads and one permute (not a load and three inserts), and no byte past
+ * either row's blocks is read. */
 KILN_UK_INLINE __m512i attend_dot2_q4(const attend_query *aq, const uint8_t *a, const uint8_t *b,
                                       int32_t j, int32_t hd) {
-  const uint8_t *pa = a + 40 * j, *pb = b + 40 * j;
-  __m512i w = _mm512_zextsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)(pa + 4)));
-  w = _mm512_inserti32x4(w, _mm_loadu_si128((const __m128i *)(const void *)(pb + 4)), 2);
-  if (hd - 64 * j >= 64) {
-    w = _mm512_inserti32x4(w, _mm_loadu_si128((const __m128i *)(const void *)(pa + 24)), 1);
-    w = _mm512_inserti32x4(w, _mm_loadu_si128((const __m128i *)(const void *)(pb + 24)), 3);
-  }
+  /* words 1-4 and 6-9 of each: a block is its d and m word, then four of codes */
+  const __m512i codes = _mm512_setr_epi32(1, 2, 3, 4, 6, 7, 8, 9, 17, 18, 19, 20, 22, 23, 24, 25);
+  const __mmask16 m = hd - 64 * j >= 64 ? 0x3de : 0x1e;
+  const __m512i w = _mm512_permutex2var_epi32(_mm512_maskz_loadu_epi32(m, a + 40 * j), codes,
+                                              _mm512_maskz_loadu_epi32(m, b + 40 * j));
   return _mm512_dpbusd_epi32(
       _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(w, _mm512_set1_epi8(15)),
                           aq->q4lo[j]),
@@ -870,12 +870,14 @@ static inline __m512 attend_halves(__m512i w, int32_t high, __mmask16 live) {
 #ifndef KILN_UK_ATTEND_CHUNK
 #define KILN_UK_ATTEND_CHUNK 8
 #endif
-/* Blocks ahead whose cache rows attend asks for: a head's rows are one short
- * stream (2048 positions of a q8 head are 135 KB) that the hardware
+/* Blocks ahead whose cache rows attend asks for, into L2: a head's rows are
+ * one short stream (2048 positions of a q8 head are 135 KB) that the hardware
  * prefetchers pick up late. M q8_0 decode after 2048 tokens: 1.13x (q8 cache)
- * and 1.23x (q4), medians of 7. */
+ * and 1.23x (q4), medians of 7. Into L2, not L1 (a block's 20 lines asked for
+ * at once compete with the loads for L1's miss buffers): in bench/attend.c,
+ * 144 heads x 2048 positions flushed, 1.2x (q4) and 1.45x (q8), medians of 5. */
 #ifndef KILN_UK_ATTEND_AHEAD
-#define KILN_UK_ATTEND_AHEAD 4
+#define KILN_UK_ATTEND_AHEAD 6
 #endif
 
 /* The scores of the 16 rows at keys + off (nb live; `flat`: all 16 follow
@@ -939,8 +941,8 @@ KILN_UK_INLINE void attend_prefetch(const uint8_t *keys, const uint8_t *values, 
     const size_t at = (size_t)pr * stride, end = at + 16 * stride;
     size_t c;
     for (c = at & ~(size_t)63; c < end; c += 64) {
-      _mm_prefetch((const char *)(keys + c), _MM_HINT_T0);
-      _mm_prefetch((const char *)(values + c), _MM_HINT_T0);
+      _mm_prefetch((const char *)(keys + c), _MM_HINT_T1);
+      _mm_prefetch((const char *)(values + c), _MM_HINT_T1);
     }
     return;
   }
@@ -948,8 +950,8 @@ KILN_UK_INLINE void attend_prefetch(const uint8_t *keys, const uint8_t *values, 
     const size_t at = (size_t)pr * stride;
     size_t c;
     for (c = 0; c < head_bytes; c += 64) {
-      _mm_prefetch((const char *)(keys + at + c), _MM_HINT_T0);
-      _mm_prefetch((const char *)(values + at + c), _MM_HINT_T0);
+      _mm_prefetch((const char *)(keys + at + c), _MM_HINT_T1);
+      _mm_prefetch((const char *)(values + at + c), _MM_HINT_T1);
     }
     pr = pr + 1 == ring ? 0 : pr + 1;
   }
