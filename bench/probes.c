@@ -1,22 +1,26 @@
-/* Machine probes for bench/shapes.py: what one core of this host can do at best.
+/* Machine probes for bench/shapes.py: what the cores of this host can do at best.
  *
- *   cc -O2 -march=native bench/probes.c -o probes && ./probes [bandwidth]
+ *   cc -O2 -march=native -pthread bench/probes.c -o probes && ./probes [bandwidth [N]]
  *
  * Prints one JSON line (with `bandwidth`, the read bandwidth only, so that
- * shapes.py can probe it again between its rounds of runs):
+ * shapes.py can probe it again between its rounds of runs; with N, of N threads):
  *   bandwidth_gbs  single-core read bandwidth, summing a 1 GiB buffer (best pass)
+ *   bandwidth_all_gbs, cores  the same with one thread on each online core, each
+ *                  summing its own slice: the bandwidth that `-t N` decode shares
  *   cache_gbs      the same over an 8 MiB buffer (cache_bytes) that stays in cache
  *   fma_gflops     FP32 fused multiply-add peak, 2 flops per lane per FMA
  *   int8_gops      int8 dot-product peak, 2 ops per int8 multiply-add
- * and which instructions each peak used. Single-threaded: Kiln's generated code is. */
+ * and which instructions each peak used. The peaks are one core's. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <immintrin.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now(void) {
   struct timespec ts;
@@ -71,27 +75,73 @@ static uint64_t sum_buffer(const uint8_t *buf, size_t bytes) {
 #endif
 }
 
-/* Best read bandwidth over `passes` sums of a `bytes` buffer, GB/s. */
-static double probe_bandwidth(size_t bytes, int passes, uint64_t *check) {
-  void *mem = NULL;
+/* One thread's part of a bandwidth pass: the sum of its slice, between two
+ * barriers so every thread reads at once and the pass's time is the slowest
+ * slice's. */
+typedef struct bw_slice {
   uint8_t *buf;
-  double best = 0.0;
+  size_t bytes;
+  int passes;
+  pthread_barrier_t *barrier;
+  uint64_t check;
+} bw_slice;
+
+static void *bw_worker(void *arg) {
+  bw_slice *s = arg;
   size_t i;
   int pass;
-  if (posix_memalign(&mem, 4096, bytes) != 0)
-    return 0.0;
-  buf = mem;
-  /* Touch every page first so the passes read memory, not fault in zero pages. */
-  for (i = 0; i < bytes; ++i)
-    buf[i] = (uint8_t)(i * 131u + 7u);
-  for (pass = 0; pass < passes; ++pass) {
-    double t0 = now(), dt;
-    *check += sum_buffer(buf, bytes);
-    dt = now() - t0;
-    if (bytes / dt > best)
-      best = bytes / dt;
+  /* Every page written first, by the thread that reads it, so the passes read
+   * memory, not fault in zero pages. */
+  for (i = 0; i < s->bytes; ++i)
+    s->buf[i] = (uint8_t)(i * 131u + 7u);
+  for (pass = 0; pass < s->passes; ++pass) {
+    pthread_barrier_wait(s->barrier);
+    s->check += sum_buffer(s->buf, s->bytes);
+    pthread_barrier_wait(s->barrier);
   }
-  free(buf);
+  return NULL;
+}
+
+#define MAX_THREADS 64
+
+/* Best read bandwidth of `threads` threads over `passes` sums of a `bytes`
+ * buffer cut into one slice each, GB/s; 0 if the threads cannot be had. */
+static double probe_bandwidth(size_t bytes, int passes, int threads, uint64_t *check) {
+  pthread_t tid[MAX_THREADS];
+  bw_slice slice[MAX_THREADS];
+  pthread_barrier_t barrier;
+  const size_t part = bytes / (size_t)threads / 256 * 256;
+  void *mem = NULL;
+  double best = 0.0;
+  int t, pass, started = 0;
+  if (threads < 1 || threads > MAX_THREADS || posix_memalign(&mem, 4096, part * threads) != 0)
+    return 0.0;
+  pthread_barrier_init(&barrier, NULL, (unsigned)threads + 1u);
+  for (t = 0; t < threads; ++t) {
+    slice[t] = (bw_slice){(uint8_t *)mem + part * (size_t)t, part, passes, &barrier, 0};
+    if (pthread_create(&tid[t], NULL, bw_worker, &slice[t]) != 0)
+      break;
+    ++started;
+  }
+  if (started < threads) { /* nobody waits at the barrier: it is never reached */
+    fprintf(stderr, "probes: could not start %d threads\n", threads);
+    exit(1);
+  }
+  for (pass = 0; pass < passes; ++pass) {
+    double t0, dt;
+    pthread_barrier_wait(&barrier);
+    t0 = now();
+    pthread_barrier_wait(&barrier);
+    dt = now() - t0;
+    if ((double)(part * (size_t)threads) / dt > best)
+      best = (double)(part * (size_t)threads) / dt;
+  }
+  for (t = 0; t < threads; ++t) {
+    pthread_join(tid[t], NULL);
+    *check += slice[t].check;
+  }
+  pthread_barrier_destroy(&barrier);
+  free(mem);
   return best * 1e-9;
 }
 
@@ -260,14 +310,24 @@ int main(int argc, char **argv) {
   uint64_t bw_check = 0;
   float fma_check = 0.0f;
   uint32_t int8_check = 0;
-  double bw, cache_bw, fma = 0.0, dot = 0.0, x;
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  const int cores = online < 1 ? 1 : online > MAX_THREADS ? MAX_THREADS : (int)online;
+  double bw, bw_all, cache_bw, fma = 0.0, dot = 0.0, x;
   int r;
-  bw = probe_bandwidth(BW_BYTES, BW_PASSES, &bw_check);
   if (argc > 1 && strcmp(argv[1], "bandwidth") == 0) {
-    printf("{\"bandwidth_gbs\": %.2f, \"check\": \"%llx\"}\n", bw, (unsigned long long)bw_check);
+    const int threads = argc > 2 ? atoi(argv[2]) : 1;
+    if (threads < 1 || threads > MAX_THREADS) {
+      fprintf(stderr, "probes: bandwidth threads must be 1..%d, not '%s'\n", MAX_THREADS, argv[2]);
+      return 2;
+    }
+    bw = probe_bandwidth(BW_BYTES, BW_PASSES, threads, &bw_check);
+    printf("{\"bandwidth_gbs\": %.2f, \"threads\": %d, \"check\": \"%llx\"}\n", bw, threads,
+           (unsigned long long)bw_check);
     return 0;
   }
-  cache_bw = probe_bandwidth(CACHE_BYTES, CACHE_PASSES, &bw_check);
+  bw = probe_bandwidth(BW_BYTES, BW_PASSES, 1, &bw_check);
+  bw_all = probe_bandwidth(BW_BYTES, BW_PASSES, cores, &bw_check);
+  cache_bw = probe_bandwidth(CACHE_BYTES, CACHE_PASSES, 1, &bw_check);
   for (r = 0; r < 3; ++r) {
     if ((x = probe_fma(&fma_check)) > fma)
       fma = x;
@@ -275,11 +335,12 @@ int main(int argc, char **argv) {
       dot = x;
   }
   /* The checks print so the sums count as used. */
-  printf("{\"bandwidth_gbs\": %.2f, \"bandwidth_bytes\": %lu, \"cache_gbs\": %.2f, "
+  printf("{\"bandwidth_gbs\": %.2f, \"bandwidth_bytes\": %lu, \"bandwidth_all_gbs\": %.2f, "
+         "\"cores\": %d, \"cache_gbs\": %.2f, "
          "\"cache_bytes\": %lu, \"fma_gflops\": %.1f, "
          "\"fma_isa\": \"%s\", \"int8_gops\": %.1f, \"int8_isa\": \"%s\", "
          "\"check\": \"%llx/%g/%lx\"}\n",
-         bw, (unsigned long)BW_BYTES, cache_bw, (unsigned long)CACHE_BYTES, fma, FMA_ISA, dot,
+         bw, (unsigned long)BW_BYTES, bw_all, cores, cache_bw, (unsigned long)CACHE_BYTES, fma, FMA_ISA, dot,
          INT8_ISA,
          (unsigned long long)bw_check, (double)fma_check, (unsigned long)int8_check);
   return 0;

@@ -193,13 +193,19 @@ def model_info(model):
 def run_probes(work):
     cc = os.environ.get("CC", "cc")
     exe = os.path.join(work, "probes")
-    run([cc, "-O2", "-march=native", os.path.join(ROOT, "bench", "probes.c"), "-o", exe])
+    run([cc, "-O2", "-march=native", "-pthread", os.path.join(ROOT, "bench", "probes.c"), "-o",
+         exe])
     log("probing bandwidth and peaks")
     return exe, json.loads(run([exe]).stdout)
 
 
-def probe_bandwidth(exe):
-    return json.loads(run([exe, "bandwidth"]).stdout)["bandwidth_gbs"]
+def probe_bandwidth(exe, threads):
+    return json.loads(run([exe, "bandwidth", str(threads)]).stdout)["bandwidth_gbs"]
+
+
+def run_threads(gen_flags):
+    """The threads a kiln-generate run uses: its -t N, else 1."""
+    return int(gen_flags[gen_flags.index("-t") + 1]) if "-t" in gen_flags else 1
 
 
 def cpu_flags():
@@ -297,6 +303,10 @@ def markdown(result):
     p = result["probes"]
     n = result.get("long_context", 0)
     columns = COLUMNS + (["decode t/s @%d" % n, "loss @%d vs @16" % n] if n else [])
+    threads_lines = [
+        "Read bandwidth of %s threads, one per core (the roofline of the rows run with -t %s): "
+        "%.1f GB/s (median of %s)." % (t, t, b["median"], ", ".join("%.1f" % x for x in b["samples"]))
+        for t, b in sorted(p.get("threads_bandwidth_gbs", {}).items())]
     lines = [
         "Kiln shapes benchmark: %s, C flags `%s`, median of %d runs; host target `%s`."
         % (result["date"], CFLAGS, result["repeat"], result["host_target"]),
@@ -307,6 +317,7 @@ def markdown(result):
            ", ".join("%.1f" % b for b in p["bandwidth_samples_gbs"]), p["fma_gflops"],
            p["fma_isa"], p["int8_gops"], p["int8_isa"]),
         "",
+    ] + (threads_lines + [""] if threads_lines else []) + [
         "| " + " | ".join(columns) + " |",
         "|" + "---|" * len(columns),
     ]
@@ -334,8 +345,9 @@ def markdown(result):
         "prefill: %d-token prompt in chunks of %d; decode @16 / @512: %d / %d decode calls "
         "after a prompt of that length; KV capacity %d. Decode roofline: matmul weight bytes "
         "per token (all 2-D weights but the token embedding) times decode t/s @16, over the "
-        "read bandwidth. Prefill of peak: 2 x matmul weights x prefill t/s, over the int8 peak "
-        "for q8_0/q4_0 and the FMA peak otherwise (attention flops not counted)."
+        "read bandwidth of as many threads as the run's -t. Prefill of peak: 2 x matmul weights "
+        "x prefill t/s, over the int8 peak for q8_0/q4_0 and the FMA peak otherwise, times "
+        "the run's threads (attention flops not counted)."
         % (LONG_PROMPT, PREFILL_CHUNK, SHORT_DECODE, LONG_DECODE, MAX_CONTEXT),
     ]
     return "\n".join(lines) + "\n"
@@ -394,8 +406,11 @@ def main():
     run_variants = [f.split() for f in (args.run_flags or [""])]
     probe_exe, probes = run_probes(args.work)
     # The machine's bandwidth drifts between minutes: probed again before every round
-    # of runs, and the roofline takes the median of all the probes.
-    bandwidths = [probes["bandwidth_gbs"]]
+    # of runs, and the roofline takes the median of all the probes. Rows run with
+    # -t N take the bandwidth of N threads, probed the same way.
+    thread_counts = sorted({1} | {run_threads(g) for g in run_variants})
+    bandwidths = {n: [probes["bandwidth_gbs"] if n == 1 else probe_bandwidth(probe_exe, n)]
+                  for n in thread_counts}
 
     rows = []
     for shape in shapes:
@@ -409,7 +424,7 @@ def main():
                    "model": models[shape], "matmul_weights": weights, "vocab": vocab,
                    "weight_bytes_per_token": round(weights * BYTES_PER_WEIGHT[fmt]),
                    "prefill": [], "decode16": [], "decode512": [], "decode_long": [],
-                   "rss_kib": 0}
+                   "rss_kib": 0, "threads": run_threads(gen_flags)}
             out = os.path.join(args.work, "out", re.sub(r"[^\w.-]+", "_", "%s-%s-%s%s" % (
                 shape, target, fmt, "".join(extra))))
             try:
@@ -428,7 +443,8 @@ def main():
     # over all of them rather than one.
     for rep in range(args.repeat):
         if rep:
-            bandwidths.append(probe_bandwidth(probe_exe))
+            for n in thread_counts:
+                bandwidths[n].append(probe_bandwidth(probe_exe, n))
         for row in rows:
             if "error" in row:
                 continue
@@ -457,17 +473,20 @@ def main():
                 row["error"] = str(e)
                 log(row["error"])
 
-    probes["bandwidth_samples_gbs"] = bandwidths
-    probes["bandwidth_gbs"] = statistics.median(bandwidths)
-    bandwidth = probes["bandwidth_gbs"] * 1e9
+    probes["bandwidth_samples_gbs"] = bandwidths[1]
+    probes["bandwidth_gbs"] = statistics.median(bandwidths[1])
+    probes["threads_bandwidth_gbs"] = {str(n): {"median": statistics.median(b), "samples": b}
+                                       for n, b in bandwidths.items() if n > 1}
     for row in rows:
+        bandwidth = statistics.median(bandwidths[row["threads"]]) * 1e9
         row.pop("gen", None)
         for key in ("prefill", "decode16", "decode512", "decode_long"):
             row[key + "_tps"] = statistics.median(row[key]) if row[key] else None
         row["long_context_loss"] = (row["decode_long_tps"] and row["decode16_tps"] and
                                     1 - row["decode_long_tps"] / row["decode16_tps"])
         dec, pf = row["decode16_tps"], row["prefill_tps"]
-        peak = probes["int8_gops" if row["format"] in INT8_FORMATS else "fma_gflops"] * 1e9
+        peak = (probes["int8_gops" if row["format"] in INT8_FORMATS else "fma_gflops"] * 1e9 *
+                row["threads"])
         row["decode_roofline"] = dec and row["weight_bytes_per_token"] * dec / bandwidth
         row["decode512_roofline"] = (row["decode512_tps"] and
                                      row["weight_bytes_per_token"] * row["decode512_tps"] / bandwidth)
