@@ -212,6 +212,10 @@ def check_no_heap(res, build_dir, name):
 # products do), while the reference dequantizes and computes in double: those
 # shapes are held to 3% of the largest logit instead of 1e-4.
 QUANTIZED_RTOL = 0.03
+# A context shift against a recompute from scratch on the kept tokens: the
+# shift keeps what the dropped tokens left in the kept ones' deeper keys, so
+# only a loose bound, 20% of the largest logit, holds (see shift()).
+RECOMPUTE_RTOL = 0.2
 
 SHAPES = {
     # name: gguf_tool model flags, prefill chunk
@@ -351,9 +355,11 @@ def shift(args):
     shifted the same way (its cache rows removed, the later keys turned back
     in double): full caches (f32 within 1e-4; f16 and q8 caches, stored again
     after turning, within the quantized bound) and rings of --kv-window
-    (turned whole). The distance to a recompute from scratch on the kept
-    tokens (which also forgets what the dropped tokens put into the kept
-    ones' deeper keys) is printed. A shift that would leave a window reaching
+    (turned whole). Against a recompute from scratch on the kept tokens,
+    which also forgets what the dropped tokens put into the kept ones' deeper
+    keys, within RECOMPUTE_RTOL of the largest logit: that is the shift's own
+    approximation (0.12 here), which no exact bound can hold, while a cache
+    left unshifted is 0.27 off. A shift that would leave a window reaching
     the kept tokens of a wrapped ring is refused."""
     res = Results()
     os.makedirs(args.work, exist_ok=True)
@@ -392,10 +398,14 @@ def shift(args):
         bound = tol if tol else QUANTIZED_RTOL * max(abs(x) for row in want for x in row)
         kept = prompt[:keep] + prompt[keep + drop:]
         fresh = ref.logits(kept + ids[:n - 1])[len(kept):]
+        fresh_err = llama_ref.max_abs_diff(rows, fresh)[0]
+        fresh_bound = RECOMPUTE_RTOL * max(abs(x) for row in fresh for x in row)
         res.check(len(rows) == n - 1 and err <= bound,
                   f"{label}: {len(rows)} rows after a shift (keep {keep}, drop {drop}) vs the "
-                  f"shifted reference: max abs error {err:.3g} <= {bound:.3g} (a recompute "
-                  f"on the kept tokens differs by {llama_ref.max_abs_diff(rows, fresh)[0]:.3g})")
+                  f"shifted reference: max abs error {err:.3g} <= {bound:.3g}")
+        res.check(fresh_err <= fresh_bound,
+                  f"{label}: vs a recompute from scratch on the {len(kept)} kept tokens: "
+                  f"max abs error {fresh_err:.3g} <= {fresh_bound:.3g}")
     # The layouts order the same arithmetic: the same bits, shifts included.
     for a, b_ in (("f32", "pos-major"), ("ring-q8", "pos-major-ring-q8")):
         res.check(dumps[a] == dumps[b_], f"{b_}: logits bit-identical to {a}'s")
