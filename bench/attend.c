@@ -31,6 +31,9 @@
 #endif
 #endif
 #include KILN_BENCH_HEADER
+/* What the ISA library leaves out (on AVX2, attend itself), as the generated
+ * kernels include it. */
+#include "codegen_targets/c99/kiln_uk_c99.h"
 
 #define HD 64
 #define SWEEP_BYTES ((size_t)1 << 30)

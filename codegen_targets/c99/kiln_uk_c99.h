@@ -275,7 +275,9 @@ static inline float kv_qdot_i8(const kv_query *kq, const uint8_t *row, int32_t h
 }
 
 /* The int4 row (q4_1 blocks: d, m, 16 bytes of codes per 32) against a
- * quantized query: per block d x the codes' dot plus m x the query's sum. */
+ * quantized query: per block d x the codes' dot plus m x the query's sum.
+ * Replaced by an ISA header that defines KILN_UK_HAS_KV_QDOT_Q4. */
+#ifndef KILN_UK_HAS_KV_QDOT_Q4
 static inline float kv_qdot_q4(const kv_query *kq, const uint8_t *row, int32_t hd) {
   float s = 0.0f;
   int32_t b, i;
@@ -289,6 +291,7 @@ static inline float kv_qdot_q4(const kv_query *kq, const uint8_t *row, int32_t h
   }
   return s;
 }
+#endif
 
 #ifndef KILN_UK_HAS_ROPE_HEAD
 /* One head of hd values turned by rope: value j of the rd rotated ones is
