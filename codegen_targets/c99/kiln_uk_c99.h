@@ -212,21 +212,26 @@ static inline void kv_store_q4(const float *x, uint8_t *row, int32_t hd) {
   }
 }
 #endif
-/* Replaced by an ISA header that defines KILN_UK_HAS_KV_Q4. */
-#ifndef KILN_UK_HAS_KV_Q4
-static inline void kv_axpy_q4(float *acc, float e, const uint8_t *row, int32_t hd) {
-  int32_t b, i;
-  for (b = 0; b < hd / 32; ++b) {
-    const uint8_t *blk = row + 20 * b;
-    const float ed = e * load_f16(blk), em = e * load_f16(blk + 2);
-    float *ab = acc + 32 * b;
-    for (i = 0; i < 16; ++i) {
-      ab[i] += ed * (float)(blk[4 + i] & 15) + em;
-      ab[i + 16] += ed * (float)(blk[4 + i] >> 4) + em;
-    }
+/* a[0..31] += ed x a q4 block's codes (16 bytes: values 0-15 in the low
+ * nibbles, 16-31 in the high ones) + em. Replaced by an ISA header that
+ * defines KILN_UK_HAS_KV_Q4_AXPY. */
+#ifndef KILN_UK_HAS_KV_Q4_AXPY
+static inline void kv_q4_axpy(float *a, float ed, float em, const uint8_t *codes) {
+  int32_t i;
+  for (i = 0; i < 16; ++i) {
+    a[i] += ed * (float)(codes[i] & 15) + em;
+    a[i + 16] += ed * (float)(codes[i] >> 4) + em;
   }
 }
 #endif
+
+static inline void kv_axpy_q4(float *acc, float e, const uint8_t *row, int32_t hd) {
+  int32_t b;
+  for (b = 0; b < hd / 32; ++b) {
+    const uint8_t *blk = row + 20 * b;
+    kv_q4_axpy(acc + 32 * b, e * load_f16(blk), e * load_f16(blk + 2), blk + 4);
+  }
+}
 
 /* One f16 scale per head and position, then hd int8. The values are rounded
  * against the stored (f16) scale so dequantization uses the same one. */
@@ -274,24 +279,29 @@ static inline float kv_qdot_i8(const kv_query *kq, const uint8_t *row, int32_t h
   return s * load_f16(row);
 }
 
+/* The exact dot of a q4 block's codes with its 32 query values. Replaced by
+ * an ISA header that defines KILN_UK_HAS_KV_Q4_DOT. */
+#ifndef KILN_UK_HAS_KV_Q4_DOT
+static inline int32_t kv_q4_dot(const uint8_t *codes, const int8_t *q) {
+  int32_t dot = 0, i;
+  for (i = 0; i < 16; ++i)
+    dot += (int32_t)q[i] * (codes[i] & 15) + (int32_t)q[i + 16] * (codes[i] >> 4);
+  return dot;
+}
+#endif
+
 /* The int4 row (q4_1 blocks: d, m, 16 bytes of codes per 32) against a
- * quantized query: per block d x the codes' dot plus m x the query's sum.
- * Replaced by an ISA header that defines KILN_UK_HAS_KV_QDOT_Q4. */
-#ifndef KILN_UK_HAS_KV_QDOT_Q4
+ * quantized query: per block d x the codes' dot plus m x the query's sum. */
 static inline float kv_qdot_q4(const kv_query *kq, const uint8_t *row, int32_t hd) {
   float s = 0.0f;
-  int32_t b, i;
+  int32_t b;
   for (b = 0; b < hd / 32; ++b) {
     const uint8_t *blk = row + 20 * b;
-    const int8_t *qb = kq->q + 32 * b;
-    int32_t dot = 0;
-    for (i = 0; i < 16; ++i)
-      dot += (int32_t)qb[i] * (blk[4 + i] & 15) + (int32_t)qb[i + 16] * (blk[4 + i] >> 4);
-    s += load_f16(blk) * kq->d[b] * (float)dot + load_f16(blk + 2) * kq->d[b] * (float)kq->s[b];
+    const float dot = (float)kv_q4_dot(blk + 4, kq->q + 32 * b);
+    s += load_f16(blk) * kq->d[b] * dot + load_f16(blk + 2) * kq->d[b] * (float)kq->s[b];
   }
   return s;
 }
-#endif
 
 #ifndef KILN_UK_HAS_ROPE_HEAD
 /* One head of hd values turned by rope: value j of the rd rotated ones is

@@ -332,50 +332,29 @@ KILN_UK_INLINE void kv_axpy4(int family, float *acc, float e, const uint8_t *row
 #define KILN_UK_HAS_KV_I8 1
 KILN_UK_KV_HELPERS(kv_dot4, kv_axpy4)
 
-/* q4 rows (q4_1 blocks: d, m, 16 code bytes per 32 values; low nibbles are
- * values 0-15, high ones 16-31). As the portable versions: each block's exact
- * int32 dot (codes x the quantized query in widening multiplies, at most
- * 15 x 128 a product) and the same float expression per block; the values'
- * ed x code + em in vectors of 4. */
-#define KILN_UK_HAS_KV_QDOT_Q4 1
-static inline float kv_qdot_q4(const kv_query *kq, const uint8_t *row, int32_t hd) {
-  float s = 0.0f;
-  int32_t b;
-  for (b = 0; b < hd / 32; ++b) {
-    const uint8_t *blk = row + 20 * b;
-    const int8_t *qb = kq->q + 32 * b;
-    const uint8x16_t c = vld1q_u8(blk + 4);
-    const int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(c, vdupq_n_u8(15)));
-    const int8x16_t hi = vreinterpretq_s8_u8(vshrq_n_u8(c, 4));
-    const int8x16_t q0 = vld1q_s8(qb), q1 = vld1q_s8(qb + 16);
-    int32x4_t dot = vdupq_n_s32(0);
-    dot = vpadalq_s16(dot, vmull_s8(vget_low_s8(lo), vget_low_s8(q0)));
-    dot = vpadalq_s16(dot, vmull_s8(vget_high_s8(lo), vget_high_s8(q0)));
-    dot = vpadalq_s16(dot, vmull_s8(vget_low_s8(hi), vget_low_s8(q1)));
-    dot = vpadalq_s16(dot, vmull_s8(vget_high_s8(hi), vget_high_s8(q1)));
-    s += load_f16(blk) * kq->d[b] * (float)vaddvq_s32(dot) +
-         load_f16(blk + 2) * kq->d[b] * (float)kq->s[b];
-  }
-  return s;
+/* A q4 cache block (16 code bytes: values 0-15 in the low nibbles, 16-31 in
+ * the high ones) in vectors, sdot as qdot_i4; the row loops and each block's
+ * float expression stay the portable ones. */
+#define KILN_UK_HAS_KV_Q4_DOT 1
+static inline int32_t kv_q4_dot(const uint8_t *codes, const int8_t *q) {
+  const uint8x16_t c = vld1q_u8(codes);
+  int32x4_t s = vdotq_s32(vdupq_n_s32(0), vld1q_s8(q), vreinterpretq_s8_u8(vandq_u8(c, vdupq_n_u8(15))));
+  s = vdotq_s32(s, vld1q_s8(q + 16), vreinterpretq_s8_u8(vshrq_n_u8(c, 4)));
+  return vaddvq_s32(s);
 }
 
-#define KILN_UK_HAS_KV_Q4 1
-static inline void kv_axpy_q4(float *acc, float e, const uint8_t *row, int32_t hd) {
-  int32_t b, k, j;
-  for (b = 0; b < hd / 32; ++b) {
-    const uint8_t *blk = row + 20 * b;
-    const float ed = e * load_f16(blk);
-    const float32x4_t em = vdupq_n_f32(e * load_f16(blk + 2));
-    const uint8x16_t c = vld1q_u8(blk + 4);
-    const uint8x16_t half[2] = {vandq_u8(c, vdupq_n_u8(15)), vshrq_n_u8(c, 4)};
-    float *ab = acc + 32 * b;
-    for (k = 0; k < 2; ++k) { /* values 16k..16k+15 */
-      const uint16x8_t w[2] = {vmovl_u8(vget_low_u8(half[k])), vmovl_u8(vget_high_u8(half[k]))};
-      for (j = 0; j < 4; ++j) {
-        const uint16x4_t v = j % 2 ? vget_high_u16(w[j / 2]) : vget_low_u16(w[j / 2]);
-        float *p = ab + 16 * k + 4 * j;
-        vst1q_f32(p, vaddq_f32(vld1q_f32(p), vfmaq_n_f32(em, vcvtq_f32_u32(vmovl_u16(v)), ed)));
-      }
+#define KILN_UK_HAS_KV_Q4_AXPY 1
+static inline void kv_q4_axpy(float *a, float ed, float em, const uint8_t *codes) {
+  const uint8x16_t c = vld1q_u8(codes);
+  const uint8x16_t half[2] = {vandq_u8(c, vdupq_n_u8(15)), vshrq_n_u8(c, 4)};
+  const float32x4_t emv = vdupq_n_f32(em);
+  int32_t k, j;
+  for (k = 0; k < 2; ++k) { /* values 16k..16k+15 */
+    const uint16x8_t w[2] = {vmovl_u8(vget_low_u8(half[k])), vmovl_u8(vget_high_u8(half[k]))};
+    for (j = 0; j < 4; ++j) {
+      const uint16x4_t v = j % 2 ? vget_high_u16(w[j / 2]) : vget_low_u16(w[j / 2]);
+      float *p = a + 16 * k + 4 * j;
+      vst1q_f32(p, vaddq_f32(vld1q_f32(p), vfmaq_n_f32(emv, vcvtq_f32_u32(vmovl_u16(v)), ed)));
     }
   }
 }

@@ -563,50 +563,35 @@ KILN_UK_INLINE void kv_axpy8(int family, float *acc, float e, const uint8_t *row
 #define KILN_UK_HAS_KV_I8 1
 KILN_UK_KV_HELPERS(kv_dot8, kv_axpy8)
 
-/* q4 rows (q4_1 blocks: d, m, 16 code bytes per 32 values; low nibbles are
- * values 0-15, high ones 16-31). As the portable versions: the score's exact
- * int32 dot of each block (the codes against the quantized query in maddubs,
- * at most 2 x 15 x 128 per pair) and the same float expression per block; the
- * values' ed x code + em in vectors of 8. In bench/attend.c (144 heads x 2048
- * positions) the portable ones took about 55 ns per (head, key). */
-#define KILN_UK_HAS_KV_QDOT_Q4 1
-static inline float kv_qdot_q4(const kv_query *kq, const uint8_t *row, int32_t hd) {
+/* A q4 cache block (16 code bytes: values 0-15 in the low nibbles, 16-31 in
+ * the high ones) in vectors; the row loops and each block's float expression
+ * stay the portable ones. In bench/attend.c (144 heads x 2048 positions) the
+ * scalar block code took about 55 ns per (head, key), this 19.5. */
+#define KILN_UK_HAS_KV_Q4_DOT 1
+static inline int32_t kv_q4_dot(const uint8_t *codes, const int8_t *q) {
   const __m128i low = _mm_set1_epi8(15);
-  float s = 0.0f;
-  int32_t b;
-  for (b = 0; b < hd / 32; ++b) {
-    const uint8_t *blk = row + 20 * b;
-    const __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(blk + 4));
-    const __m256i codes = _mm256_inserti128_si256(
-        _mm256_castsi128_si256(_mm_and_si128(c, low)), _mm_and_si128(_mm_srli_epi16(c, 4), low), 1);
-    const __m256i p = _mm256_madd_epi16(
-        _mm256_maddubs_epi16(codes, _mm256_loadu_si256((const __m256i *)(const void *)(kq->q + 32 * b))),
-        _mm256_set1_epi16(1));
-    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
-    int32_t dot;
-    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));
-    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1)));
-    dot = _mm_cvtsi128_si32(t);
-    s += load_f16(blk) * kq->d[b] * (float)dot + load_f16(blk + 2) * kq->d[b] * (float)kq->s[b];
-  }
-  return s;
+  const __m128i c = _mm_loadu_si128((const __m128i *)(const void *)codes);
+  const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(c, 4), low), _mm_and_si128(c, low));
+  /* the codes are unsigned: maddubs straight, without dot_i8x32's signs */
+  const __m256i p = _mm256_madd_epi16(
+      _mm256_maddubs_epi16(v, _mm256_loadu_si256((const __m256i *)(const void *)q)),
+      _mm256_set1_epi16(1));
+  __m128i t = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));
+  return _mm_cvtsi128_si32(_mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1))));
 }
 
-#define KILN_UK_HAS_KV_Q4 1
-static inline void kv_axpy_q4(float *acc, float e, const uint8_t *row, int32_t hd) {
+#define KILN_UK_HAS_KV_Q4_AXPY 1
+static inline void kv_q4_axpy(float *a, float ed, float em, const uint8_t *codes) {
   const __m128i low = _mm_set1_epi8(15);
-  int32_t b, k;
-  for (b = 0; b < hd / 32; ++b) {
-    const uint8_t *blk = row + 20 * b;
-    const __m256 ed = _mm256_set1_ps(e * load_f16(blk)), em = _mm256_set1_ps(e * load_f16(blk + 2));
-    const __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(blk + 4));
-    const __m128i half[2] = {_mm_and_si128(c, low), _mm_and_si128(_mm_srli_epi16(c, 4), low)};
-    float *ab = acc + 32 * b;
-    for (k = 0; k < 4; ++k) { /* values 8k..8k+7 */
-      const __m128i h = half[k / 2];
-      const __m256 x = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(k % 2 ? _mm_srli_si128(h, 8) : h));
-      _mm256_storeu_ps(ab + 8 * k, _mm256_add_ps(_mm256_loadu_ps(ab + 8 * k), _mm256_fmadd_ps(ed, x, em)));
-    }
+  const __m128i c = _mm_loadu_si128((const __m128i *)(const void *)codes);
+  const __m128i half[2] = {_mm_and_si128(c, low), _mm_and_si128(_mm_srli_epi16(c, 4), low)};
+  const __m256 edv = _mm256_set1_ps(ed), emv = _mm256_set1_ps(em);
+  int32_t k;
+  for (k = 0; k < 4; ++k) { /* values 8k..8k+7 */
+    const __m128i h = half[k / 2];
+    const __m256 x = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(k % 2 ? _mm_srli_si128(h, 8) : h));
+    _mm256_storeu_ps(a + 8 * k, _mm256_add_ps(_mm256_loadu_ps(a + 8 * k), _mm256_fmadd_ps(edv, x, emv)));
   }
 }
 
