@@ -5,8 +5,6 @@
  * Prints one JSON line (with `bandwidth`, the read bandwidth only, so that
  * shapes.py can probe it again between its rounds of runs; with N, of N threads):
  *   bandwidth_gbs  single-core read bandwidth, summing a 1 GiB buffer (best pass)
- *   bandwidth_all_gbs, cores  the same with one thread on each online core, each
- *                  summing its own slice: the bandwidth that `-t N` decode shares
  *   cache_gbs      the same over an 8 MiB buffer (cache_bytes) that stays in cache
  *   fma_gflops     FP32 fused multiply-add peak, 2 flops per lane per FMA
  *   int8_gops      int8 dot-product peak, 2 ops per int8 multiply-add
@@ -20,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 static double now(void) {
   struct timespec ts;
@@ -310,9 +307,7 @@ int main(int argc, char **argv) {
   uint64_t bw_check = 0;
   float fma_check = 0.0f;
   uint32_t int8_check = 0;
-  const long online = sysconf(_SC_NPROCESSORS_ONLN);
-  const int cores = online < 1 ? 1 : online > MAX_THREADS ? MAX_THREADS : (int)online;
-  double bw, bw_all, cache_bw, fma = 0.0, dot = 0.0, x;
+  double bw, cache_bw, fma = 0.0, dot = 0.0, x;
   int r;
   if (argc > 1 && strcmp(argv[1], "bandwidth") == 0) {
     const int threads = argc > 2 ? atoi(argv[2]) : 1;
@@ -326,7 +321,6 @@ int main(int argc, char **argv) {
     return 0;
   }
   bw = probe_bandwidth(BW_BYTES, BW_PASSES, 1, &bw_check);
-  bw_all = probe_bandwidth(BW_BYTES, BW_PASSES, cores, &bw_check);
   cache_bw = probe_bandwidth(CACHE_BYTES, CACHE_PASSES, 1, &bw_check);
   for (r = 0; r < 3; ++r) {
     if ((x = probe_fma(&fma_check)) > fma)
@@ -335,12 +329,12 @@ int main(int argc, char **argv) {
       dot = x;
   }
   /* The checks print so the sums count as used. */
-  printf("{\"bandwidth_gbs\": %.2f, \"bandwidth_bytes\": %lu, \"bandwidth_all_gbs\": %.2f, "
-         "\"cores\": %d, \"cache_gbs\": %.2f, "
+  printf("{\"bandwidth_gbs\": %.2f, \"bandwidth_bytes\": %lu, "
+         "\"cache_gbs\": %.2f, "
          "\"cache_bytes\": %lu, \"fma_gflops\": %.1f, "
          "\"fma_isa\": \"%s\", \"int8_gops\": %.1f, \"int8_isa\": \"%s\", "
          "\"check\": \"%llx/%g/%lx\"}\n",
-         bw, (unsigned long)BW_BYTES, bw_all, cores, cache_bw, (unsigned long)CACHE_BYTES, fma, FMA_ISA, dot,
+         bw, (unsigned long)BW_BYTES, cache_bw, (unsigned long)CACHE_BYTES, fma, FMA_ISA, dot,
          INT8_ISA,
          (unsigned long long)bw_check, (double)fma_check, (unsigned long)int8_check);
   return 0;
