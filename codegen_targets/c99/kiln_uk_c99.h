@@ -264,18 +264,25 @@ static inline void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t h
 }
 #endif
 
+/* The exact dot of n int8 cache values with the query's n. Replaced by an
+ * ISA header that defines KILN_UK_HAS_KV_I8_DOT. */
+#ifndef KILN_UK_HAS_KV_I8_DOT
+static inline int32_t kv_i8_dot(const int8_t *k, const int8_t *q, int32_t n) {
+  int32_t dot = 0, i;
+  for (i = 0; i < n; ++i)
+    dot += (int32_t)q[i] * (int32_t)k[i];
+  return dot;
+}
+#endif
+
 /* The int8 row (f16 scale, then hd values) against a quantized query. */
 static inline float kv_qdot_i8(const kv_query *kq, const uint8_t *row, int32_t hd) {
   const int8_t *k = (const int8_t *)(const void *)(row + 2);
   const int32_t g = kv_query_group(hd);
   float s = 0.0f;
-  int32_t b, i;
-  for (b = 0; b < hd / g; ++b) {
-    int32_t dot = 0;
-    for (i = g * b; i < g * (b + 1); ++i)
-      dot += (int32_t)kq->q[i] * (int32_t)k[i];
-    s += kq->d[b] * (float)dot;
-  }
+  int32_t b;
+  for (b = 0; b < hd / g; ++b)
+    s += kq->d[b] * (float)kv_i8_dot(k + g * b, kq->q + g * b, g);
   return s * load_f16(row);
 }
 

@@ -508,4 +508,35 @@ static inline float qdot_isa_b32(int fmt, const int8_t *xq, const float *xd, con
   return acc + extra;
 }
 
+/* KV cache rows in vectors: an int8 row's exact dot with the query, and a q4
+ * block (16 code bytes: values 0-15 in the low nibbles, 16-31 in the high
+ * ones); the row loops and each block's float expression stay the portable
+ * ones. */
+#define KILN_UK_HAS_KV_I8_DOT 1
+static inline int32_t kv_i8_dot(const int8_t *k, const int8_t *q, int32_t n) {
+  return dot_i8(k, q, n);
+}
+
+#define KILN_UK_HAS_KV_Q4_DOT 1
+static inline int32_t kv_q4_dot(const uint8_t *codes, const int8_t *q) {
+  const size_t vl = __riscv_vsetvl_e8m1(16);
+  const vuint8m1_t c = __riscv_vle8_v_u8m1(codes, vl);
+  return blocks_dot16(__riscv_vreinterpret_v_u8m1_i8m1(__riscv_vand_vx_u8m1(c, 15, vl)), q) +
+         blocks_dot16(__riscv_vreinterpret_v_u8m1_i8m1(__riscv_vsrl_vx_u8m1(c, 4, vl)), q + 16);
+}
+
+#define KILN_UK_HAS_KV_Q4_AXPY 1
+static inline void kv_q4_axpy(float *a, float ed, float em, const uint8_t *codes) {
+  const size_t vl = __riscv_vsetvl_e8m1(16);
+  const vuint8m1_t c = __riscv_vle8_v_u8m1(codes, vl);
+  int32_t k;
+  for (k = 0; k < 2; ++k) { /* values 16k..16k+15 */
+    const vuint8m1_t h = k ? __riscv_vsrl_vx_u8m1(c, 4, vl) : __riscv_vand_vx_u8m1(c, 15, vl);
+    const vfloat32m4_t x = __riscv_vfcvt_f_xu_v_f32m4(__riscv_vzext_vf4_u32m4(h, vl), vl);
+    const vfloat32m4_t v = __riscv_vfmacc_vf_f32m4(__riscv_vfmv_v_f_f32m4(em, vl), ed, x, vl);
+    __riscv_vse32_v_f32m4(a + 16 * k,
+                          __riscv_vfadd_vv_f32m4(__riscv_vle32_v_f32m4(a + 16 * k, vl), v, vl), vl);
+  }
+}
+
 #endif /* KILN_UK_RVV_H */

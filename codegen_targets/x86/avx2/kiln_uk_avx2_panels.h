@@ -563,6 +563,13 @@ KILN_UK_INLINE void kv_axpy8(int family, float *acc, float e, const uint8_t *row
 #define KILN_UK_HAS_KV_I8 1
 KILN_UK_KV_HELPERS(kv_dot8, kv_axpy8)
 
+/* The sum of the eight int32 lanes. */
+static inline int32_t hsum_epi32(__m256i v) {
+  __m128i t = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));
+  return _mm_cvtsi128_si32(_mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1))));
+}
+
 /* A q4 cache block (16 code bytes: values 0-15 in the low nibbles, 16-31 in
  * the high ones) in vectors; the row loops and each block's float expression
  * stay the portable ones. In bench/attend.c (144 heads x 2048 positions) the
@@ -576,9 +583,22 @@ static inline int32_t kv_q4_dot(const uint8_t *codes, const int8_t *q) {
   const __m256i p = _mm256_madd_epi16(
       _mm256_maddubs_epi16(v, _mm256_loadu_si256((const __m256i *)(const void *)q)),
       _mm256_set1_epi16(1));
-  __m128i t = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
-  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));
-  return _mm_cvtsi128_si32(_mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1))));
+  return hsum_epi32(p);
+}
+
+/* An int8 cache row's exact dot with the query, 32 values a step: the
+ * values are within +-127 (kv_store_i8, quantize_act), as dot_i8x32 needs. */
+#define KILN_UK_HAS_KV_I8_DOT 1
+static inline int32_t kv_i8_dot(const int8_t *k, const int8_t *q, int32_t n) {
+  __m256i s = _mm256_setzero_si256();
+  int32_t i, dot;
+  for (i = 0; i + 32 <= n; i += 32)
+    s = _mm256_add_epi32(s, dot_i8x32(_mm256_loadu_si256((const __m256i *)(const void *)(k + i)),
+                                      _mm256_loadu_si256((const __m256i *)(const void *)(q + i))));
+  dot = hsum_epi32(s);
+  for (; i < n; ++i)
+    dot += (int32_t)q[i] * (int32_t)k[i];
+  return dot;
 }
 
 #define KILN_UK_HAS_KV_Q4_AXPY 1
