@@ -413,6 +413,36 @@ static inline void kv_axpy(int family, float *acc, float e, const uint8_t *row, 
     kv_axpy_i8(acc, e, row, hd);
 }
 
+/* The scores of rows r[0..n-1] of one KV head against a query (unscaled).
+ * An ISA header that defines KILN_UK_HAS_KV_DOT_ROWS8 scores eight rows at
+ * once where kv_dot_rows8_fits says it can (r[n..] repeat the last row, up to
+ * a whole eight, and s has room for them). */
+static inline void kv_dot_rows(int family, const float *q, const kv_query *kq,
+                               const uint8_t *const *r, int32_t n, int32_t hd, float *s) {
+  int32_t i;
+#ifdef KILN_UK_HAS_KV_DOT_ROWS8
+  if (kv_dot_rows8_fits(family, hd)) {
+    for (i = 0; i < n; i += 8)
+      kv_dot_rows8(family, q, kq, r + i, hd, s + i);
+    return;
+  }
+#endif
+  for (i = 0; i < n; ++i)
+    s[i] = kv_dot(family, q, kq, r[i], hd);
+}
+
+/* acc += e[i] x row r[i] for i = 0..n-1, in that order per element. Replaced
+ * by an ISA header that defines KILN_UK_HAS_KV_AXPY_ROWS (which keeps acc in
+ * registers across the rows). */
+#ifndef KILN_UK_HAS_KV_AXPY_ROWS
+static inline void kv_axpy_rows(int family, float *acc, const float *e, const uint8_t *const *r,
+                                int32_t n, int32_t hd) {
+  int32_t i;
+  for (i = 0; i < n; ++i)
+    kv_axpy(family, acc, e[i], r[i], hd);
+}
+#endif
+
 #ifndef KILN_UK_HAS_ATTEND
 /* Query heads whose state attend keeps at once (on the stack: 5.4 KiB at the
  * largest head dimension); a larger group runs in parts. */
@@ -447,11 +477,18 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
     }
     for (t = t0; t <= t1; t += 16) {
       const int32_t nb = t1 - t + 1 < 16 ? t1 - t + 1 : 16;
+      const uint8_t *kr[16], *vr[16];
+      for (i = 0; i < 16; ++i) { /* rows past the block's end repeat its last */
+        const size_t at = (size_t)((t + (i < nb ? i : nb - 1)) % ring) * stride;
+        kr[i] = keys + at;
+        vr[i] = values + at;
+      }
       for (h = 0; h < nh; ++h) {
         const float *qh = q + (size_t)(h0 + h) * (size_t)hd;
         float sc[16], ev[16], bm = -INFINITY;
+        kv_dot_rows(family, qh, &kq[h], kr, nb, hd, sc);
         for (i = 0; i < nb; ++i) {
-          sc[i] = kv_dot(family, qh, &kq[h], keys + (size_t)((t + i) % ring) * stride, hd) * scale;
+          sc[i] *= scale;
           bm = sc[i] > bm ? sc[i] : bm;
         }
         if (bm > mx[h]) {
@@ -462,10 +499,9 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
           mx[h] = bm;
         }
         exp_block(sc, mx[h], ev, nb);
-        for (i = 0; i < nb; ++i) {
+        for (i = 0; i < nb; ++i)
           sum[h] += ev[i];
-          kv_axpy(family, acc[h], ev[i], values + (size_t)((t + i) % ring) * stride, hd);
-        }
+        kv_axpy_rows(family, acc[h], ev, vr, nb, hd);
       }
     }
     for (h = 0; h < nh; ++h)
