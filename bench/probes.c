@@ -329,8 +329,7 @@ int main(int argc, char **argv) {
       dot = x;
   }
   /* The checks print so the sums count as used. */
-  printf("{\"bandwidth_gbs\": %.2f, \"bandwidth_bytes\": %lu, "
-         "\"cache_gbs\": %.2f, "
+  printf("{\"bandwidth_gbs\": %.2f, \"bandwidth_bytes\": %lu, \"cache_gbs\": %.2f, "
          "\"cache_bytes\": %lu, \"fma_gflops\": %.1f, "
          "\"fma_isa\": \"%s\", \"int8_gops\": %.1f, \"int8_isa\": \"%s\", "
          "\"check\": \"%llx/%g/%lx\"}\n",

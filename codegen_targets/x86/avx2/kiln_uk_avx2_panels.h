@@ -582,11 +582,6 @@ static inline __m256i kv_q4_dot_lanes(const uint8_t *codes, const int8_t *q) {
       _mm256_set1_epi16(1));
 }
 
-#define KILN_UK_HAS_KV_Q4_DOT 1
-static inline int32_t kv_q4_dot(const uint8_t *codes, const int8_t *q) {
-  return hsum_epi32(kv_q4_dot_lanes(codes, q));
-}
-
 /* An int8 cache row's exact dot with the query, 32 values a step: the
  * values are within +-127 (kv_store_i8, quantize_act), as dot_i8x32 needs. */
 #define KILN_UK_HAS_KV_I8_DOT 1
@@ -668,7 +663,7 @@ KILN_UK_INLINE void kv_q4_axpy_rows(float *acc, const float *e, const uint8_t *c
   const __m256i low = _mm256_set1_epi32(15);
   int32_t i, b;
   for (b = 0; b < hd / 32; ++b) {
-    __m256 lo0 = _mm256_setzero_ps(), lo1 = lo0, wh0 = lo0, wh1 = lo0, m;
+    __m256 lo0 = _mm256_setzero_ps(), lo1 = lo0, wh0 = lo0, wh1 = lo0;
     float em = 0.0f;
     for (i = 0; i < n; ++i) {
       const uint8_t *blk = r[i] + 20 * b;
@@ -681,52 +676,52 @@ KILN_UK_INLINE void kv_q4_axpy_rows(float *acc, const float *e, const uint8_t *c
       wh0 = _mm256_fmadd_ps(ed, _mm256_cvtepi32_ps(x0), wh0);
       wh1 = _mm256_fmadd_ps(ed, _mm256_cvtepi32_ps(x1), wh1);
     }
-    m = _mm256_set1_ps(em);
-    wh0 = _mm256_mul_ps(_mm256_sub_ps(wh0, lo0), _mm256_set1_ps(0.0625f));
-    wh1 = _mm256_mul_ps(_mm256_sub_ps(wh1, lo1), _mm256_set1_ps(0.0625f));
-    _mm256_storeu_ps(acc + 32 * b, _mm256_add_ps(_mm256_loadu_ps(acc + 32 * b), _mm256_add_ps(lo0, m)));
-    _mm256_storeu_ps(acc + 32 * b + 8,
-                     _mm256_add_ps(_mm256_loadu_ps(acc + 32 * b + 8), _mm256_add_ps(lo1, m)));
-    _mm256_storeu_ps(acc + 32 * b + 16,
-                     _mm256_add_ps(_mm256_loadu_ps(acc + 32 * b + 16), _mm256_add_ps(wh0, m)));
-    _mm256_storeu_ps(acc + 32 * b + 24,
-                     _mm256_add_ps(_mm256_loadu_ps(acc + 32 * b + 24), _mm256_add_ps(wh1, m)));
+    {
+      const __m256 sum[4] = {lo0, lo1, _mm256_mul_ps(_mm256_sub_ps(wh0, lo0), _mm256_set1_ps(0.0625f)),
+                             _mm256_mul_ps(_mm256_sub_ps(wh1, lo1), _mm256_set1_ps(0.0625f))};
+      for (i = 0; i < 4; ++i) {
+        float *p = acc + 32 * b + 8 * i;
+        _mm256_storeu_ps(p, _mm256_add_ps(_mm256_loadu_ps(p), _mm256_add_ps(sum[i], _mm256_set1_ps(em))));
+      }
+    }
   }
 }
 
-/* acc += e[i] x row r[i], i = 0..n-1, with acc in registers across the rows
- * (64 values at a time); f32, f16 and i8 rows with the per-element arithmetic
- * of kv_axpy8. */
+/* acc += e[i] x row r[i], i = 0..n-1 (n <= 16, a block of attend), with acc
+ * in registers across the rows; f32, f16 and i8 rows with the per-element
+ * arithmetic of kv_axpy8. */
 #define KILN_UK_HAS_KV_AXPY_ROWS 1
 KILN_UK_INLINE void kv_axpy_rows(int family, float *acc, const float *e, const uint8_t *const *r,
                                  int32_t n, int32_t hd) {
+  float w[16]; /* e, times the row's scale for i8 rows */
   int32_t i, j, k;
   if (family == KILN_UK_Q4) {
     kv_q4_axpy_rows(acc, e, r, n, hd);
     return;
   }
+  for (i = 0; i < n; ++i)
+    w[i] = family == KILN_UK_I8 ? e[i] * load_f16(r[i]) : e[i];
+  /* 64 values at a time with a fixed count of accumulators, so they stay in
+   * registers (a count that varies with the tail spills them: 1.3x slower) */
   for (j = 0; j + 64 <= hd; j += 64) {
     __m256 a[8];
     for (k = 0; k < 8; ++k)
       a[k] = _mm256_loadu_ps(acc + j + 8 * k);
-    for (i = 0; i < n; ++i) {
-      const __m256 ev = _mm256_set1_ps(family == KILN_UK_I8 ? e[i] * load_f16(r[i]) : e[i]);
+    for (i = 0; i < n; ++i)
       for (k = 0; k < 8; ++k)
-        a[k] = _mm256_fmadd_ps(ev, kv_load8(family, r[i], j + 8 * k), a[k]);
-    }
+        a[k] = _mm256_fmadd_ps(_mm256_set1_ps(w[i]), kv_load8(family, r[i], j + 8 * k), a[k]);
     for (k = 0; k < 8; ++k)
       _mm256_storeu_ps(acc + j + 8 * k, a[k]);
   }
-  for (; j + 8 <= hd; j += 8) { /* not q4: its rows are whole blocks of 32 */
+  for (; j + 8 <= hd; j += 8) {
     __m256 a = _mm256_loadu_ps(acc + j);
     for (i = 0; i < n; ++i)
-      a = _mm256_fmadd_ps(_mm256_set1_ps(family == KILN_UK_I8 ? e[i] * load_f16(r[i]) : e[i]),
-                          kv_load8(family, r[i], j), a);
+      a = _mm256_fmadd_ps(_mm256_set1_ps(w[i]), kv_load8(family, r[i], j), a);
     _mm256_storeu_ps(acc + j, a);
   }
   for (; j < hd; ++j)
     for (i = 0; i < n; ++i)
-      acc[j] += (family == KILN_UK_I8 ? e[i] * load_f16(r[i]) : e[i]) * kv_value(family, r[i], j);
+      acc[j] += w[i] * kv_value(family, r[i], j);
 }
 
 #endif /* KILN_UK_AVX2_PANELS_H */
