@@ -10,8 +10,8 @@
  *       mr float rows against columns j0..j1-1 of one f32/f16 panel;
  *   panel_row4_float(family, panel, panel_bytes, x, k, y)
  *       one float row against four whole panels (decode);
- * and may define panel_row4_int(family, panel, panel_bytes, xs, k, g, y), its
- * int8/int4 counterpart, with KILN_UK_HAS_PANEL_ROW4_INT;
+ * and may define panel_row_int(family, panel, xs, k, g, y), one quantized row
+ * against one whole int8/int4 panel (decode), with KILN_UK_HAS_PANEL_ROW_INT;
  * where a tile adds to the `valid` first outputs of y unless it starts the K
  * range, so the K block never changes the order of the additions. */
 #ifndef KILN_UK_PANELS_H
@@ -89,15 +89,14 @@ KILN_UK_INLINE void matmul_panel_int(int family, const uint8_t *w, float *y, con
   const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, g);
   const uint8_t *s = (const uint8_t *)scratch;
   int32_t r, p, b0;
-#ifdef KILN_UK_HAS_PANEL_ROW4_INT
-  if (rows == 1) { /* decode: four panels at a time, then the rest one by one */
-    const int32_t fours = p0 + (p1 - p0) / 4 * 4;
-    for (p = p0; p < fours; p += 4)
-      panel_row4_int(family, w + (size_t)p * panel_bytes, panel_bytes, s, k, g, y + p * KILN_UK_NR);
-    for (p = fours; p < p1; ++p)
+#ifdef KILN_UK_HAS_PANEL_ROW_INT
+  if (rows == 1) { /* decode: whole panels in order, one stream; a ragged last one as a tile */
+    const int32_t whole = n / KILN_UK_NR < p1 ? n / KILN_UK_NR : p1;
+    for (p = p0; p < whole; ++p)
+      panel_row_int(family, w + (size_t)p * panel_bytes, s, k, g, y + p * KILN_UK_NR);
+    for (; p < p1; ++p)
       panel_tile_int(family, w + (size_t)p * panel_bytes, s, stride, 1, k, g, 0, k / g,
-                     y + p * KILN_UK_NR, n,
-                     n - p * KILN_UK_NR < KILN_UK_NR ? n - p * KILN_UK_NR : KILN_UK_NR);
+                     y + p * KILN_UK_NR, n, n - p * KILN_UK_NR);
     return;
   }
 #endif
