@@ -20,13 +20,11 @@
 #endif
 /* Asks for the cache line KILN_UK_PREFETCH_BYTES past p. */
 #define KILN_UK_PREFETCH(p) _mm_prefetch((const char *)(p) + KILN_UK_PREFETCH_BYTES, _MM_HINT_T0)
-/* The decode kernels that stream four panels at once ask 2 KiB ahead in each:
- * at 16 KiB, 64 KiB would be in flight, more than L1 holds (48 KiB here). In
- * one run of a 5632 x 2048 GEMV from DRAM: q4_0 26.8 GB/s at 4 KiB, 27.5 at
- * 3, 29.4 at 2, 28.5 at 1; q8_0 32.6, 33.6, 34.2, 34.9 (medians of 5). They
- * ask for L2, not L1: a line asked for L1 holds one of L1's few miss buffers
- * until it arrives. M q4_0 decode (x86-avx512, Zen 4) 1.53x of L1's, paired
- * medians of 7; 1 KiB ahead 1.32x, 4 KiB 1.48x. */
+/* AVX2's float decode streams four panels at once (one 8-lane FMA chain per
+ * panel would bind before the memory) and asks 2 KiB ahead in each: at 16 KiB,
+ * 64 KiB would be in flight, more than L1 holds (48 KiB here). It asks for L2,
+ * not L1: a line asked for L1 holds one of L1's few miss buffers until it
+ * arrives. */
 #ifndef KILN_UK_PREFETCH4_BYTES
 #define KILN_UK_PREFETCH4_BYTES 2048
 #endif
