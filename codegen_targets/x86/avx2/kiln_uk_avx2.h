@@ -141,6 +141,11 @@ static inline float qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w,
  * x, added to acc: VNNI's vpdpbusd where the compiler may use it, else
  * vpmaddubsw + vpmaddwd, whose pairs saturate past 32767 (so weights there are
  * below 128: int4 nibbles, k-quant codes, or int8 + 128 only with VNNI). */
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
+#define KILN_UK_VNNI 1
+#else
+#define KILN_UK_VNNI 0
+#endif
 static inline __m256i dot_u8s8(__m256i acc, __m256i w, __m256i x) {
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
   return _mm256_dpbusd_epi32(acc, w, x);

@@ -311,8 +311,12 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
     const uint8_t *gp = panel + (size_t)b * group_bytes;
     __m256i is[KILN_UK_MR_MAX];
     __m256 ws;
-    for (c = 0; c < (int32_t)group_bytes; c += 64)
-      KILN_UK_PREFETCH(gp + c);
+    /* Decode (one row) reads the panels as one stream that the hardware
+     * prefetchers follow; asking 16 KiB ahead there made a q4_0 GEMV from
+     * DRAM 0.87x as fast. */
+    if (mr > 1)
+      for (c = 0; c < (int32_t)group_bytes; c += 64)
+        KILN_UK_PREFETCH(gp + c);
     for (r = 0; r < mr; ++r)
       is[r] = _mm256_setzero_si256();
     if (family == KILN_UK_I8) {
@@ -334,6 +338,7 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
         }
       }
     } else {
+#if KILN_UK_VNNI
       for (c = 0; c < g / 8; ++c) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 16 + 32 * c));
         __m256i lo = _mm256_and_si256(v, low);
@@ -344,6 +349,34 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
           is[r] = dot_u8s8(is[r], hi, _mm256_set1_epi32(load_i32(q + g * b + g / 2 + 4 * c)));
         }
       }
+#else
+      /* vpmaddubsw pairs summed in int16 lanes and widened once per 32
+       * columns (an int16 lane then holds 16 products of at most 15 x 127),
+       * not once per pair: a q4_0 5632 x 2048 GEMV 1.24x from DRAM */
+      int32_t c0;
+      for (c0 = 0; c0 < g / 8; c0 += 4) {
+        __m256i s16[KILN_UK_MR_MAX];
+        for (r = 0; r < mr; ++r)
+          s16[r] = _mm256_setzero_si256();
+        for (c = c0; c < c0 + 4 && c < g / 8; ++c) {
+          __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 16 + 32 * c));
+          __m256i lo = _mm256_and_si256(v, low);
+          __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+          for (r = 0; r < mr; ++r) {
+            const int8_t *q =
+                (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
+            s16[r] = _mm256_add_epi16(
+                s16[r],
+                _mm256_add_epi16(
+                    _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(q + g * b + 4 * c))),
+                    _mm256_maddubs_epi16(hi,
+                                         _mm256_set1_epi32(load_i32(q + g * b + g / 2 + 4 * c)))));
+          }
+        }
+        for (r = 0; r < mr; ++r)
+          is[r] = _mm256_add_epi32(is[r], _mm256_madd_epi16(s16[r], _mm256_set1_epi16(1)));
+      }
+#endif
     }
     ws = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp));
     for (r = 0; r < mr; ++r) {
