@@ -48,8 +48,9 @@ struct PartitionWorkPass : kiln::impl::PartitionWorkBase<PartitionWorkPass> {
   }
 
   /// Columns per share unit of a matmul of n outputs over `weight`: whole
-  /// panels, four at a time when every share still gets four (decode streams
-  /// four panels at once), 16 columns in the row layout; a multiple of `align`.
+  /// panels, four at a time when every share still gets four (float decode
+  /// takes four panels a call), 16 columns in the row layout; a multiple of
+  /// `align`.
   int64_t columnGrain(Value weight, int64_t n, int64_t align) const {
     int64_t grain = 16;
     if (auto panel = weight.getDefiningOp()->getAttrOfType<PanelAttr>("layout")) {

@@ -118,7 +118,7 @@ KILN_UK_INLINE void matmul_panel_int(int family, const uint8_t *w, float *y, con
 
 /* Columns [p0 * NR, p1 * NR) of y (rows x n) = x (rows x k) times the
  * transpose of f32/f16 panels p0..p1-1, in register tiles of mr_max rows and K
- * blocks of kc columns; one row streams four panels at a time. */
+ * blocks of kc columns; one row takes four panels a call (panel_row4_float). */
 KILN_UK_INLINE void matmul_panel_float(int family, const float *x, const uint8_t *w, float *y,
                                        int32_t rows, int32_t n, int32_t k, int32_t mr_max,
                                        int32_t kc, int32_t p0, int32_t p1) {

@@ -787,7 +787,7 @@ int main(void) {
       test_blocks(fmt, 1, 17, e);
       test_blocks(fmt, 3, 16, 2 * e);
       test_blocks(fmt, MAX_ROWS, 5, e == 32 ? 7 * e : e);
-      /* Whole and ragged groups of four panels (decode's path), more tiles. */
+      /* Several whole panels and a ragged one (decode's path), more tiles. */
       if (fmt >= KILN_UK_Q4_K) {
         test_blocks(fmt, 1, 80, 2 * e);
         test_blocks(fmt, 9, 70, e);
