@@ -20,11 +20,11 @@
 #endif
 /* Asks for the cache line KILN_UK_PREFETCH_BYTES past p. */
 #define KILN_UK_PREFETCH(p) _mm_prefetch((const char *)(p) + KILN_UK_PREFETCH_BYTES, _MM_HINT_T0)
-/* AVX2's float decode streams four panels at once (one 8-lane FMA chain per
- * panel would bind before the memory) and asks 2 KiB ahead in each: at 16 KiB,
- * 64 KiB would be in flight, more than L1 holds (48 KiB here). It asks for L2,
- * not L1: a line asked for L1 holds one of L1's few miss buffers until it
- * arrives. */
+/* The float decode kernels stream four panels at once (one FMA chain per panel
+ * would bind before the memory, or before the cache for a model that fits
+ * there) and ask 2 KiB ahead in each: at 16 KiB, 64 KiB would be in flight,
+ * more than L1 holds (48 KiB here). They ask for L2, not L1: a line asked for
+ * L1 holds one of L1's few miss buffers until it arrives. */
 #ifndef KILN_UK_PREFETCH4_BYTES
 #define KILN_UK_PREFETCH4_BYTES 2048
 #endif
