@@ -13,12 +13,10 @@
  * come from the best library the compiler flags allow (AVX-512, AVX2, else
  * c99), or from -DKILN_BENCH_HEADER='"codegen_targets/..."'. */
 #define _DEFAULT_SOURCE /* madvise is not in strict POSIX on glibc */
-#include <sys/mman.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #ifndef KILN_BENCH_HEADER
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
@@ -38,28 +36,7 @@
 #define HD 64
 #define SWEEP_BYTES ((size_t)1 << 30)
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int by_value(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* Memory in 2 MiB pages where the kernel gives them, as kiln-generate asks
- * for its arena: 4 KiB pages would add a TLB miss per 4 KiB of cache. */
-static void *large(size_t size) {
-  const size_t big = (size_t)2 << 20;
-  void *p = aligned_alloc(big, (size + big - 1) & ~(big - 1));
-#ifdef MADV_HUGEPAGE
-  if (p)
-    madvise(p, (size + big - 1) & ~(big - 1), MADV_HUGEPAGE);
-#endif
-  return p;
-}
+#include "bench/bench_common.h"
 
 static float uniform(void) { return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f; }
 
