@@ -18,15 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench_common.h"
 #ifndef KILN_BENCH_HEADER
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
-    defined(__AVX512VNNI__)
-#define KILN_BENCH_HEADER "codegen_targets/x86/avx512/kiln_uk_avx512.h"
-#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#define KILN_BENCH_HEADER "codegen_targets/x86/avx2/kiln_uk_avx2_panels.h"
-#else
 #define KILN_BENCH_HEADER "codegen_targets/c99/kiln_uk_c99.h"
-#endif
 #endif
 #include KILN_BENCH_HEADER
 /* What the ISA library leaves out (on AVX2, attend itself), as the generated
@@ -35,8 +29,6 @@
 
 #define HD 64
 #define SWEEP_BYTES ((size_t)1 << 30)
-
-#include "bench/bench_common.h"
 
 static float uniform(void) { return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f; }
 

@@ -1,7 +1,17 @@
-/* What the kernel benchmarks share: a clock, a comparison for qsort, and
- * memory in 2 MiB pages. Included after the kernel library. */
+/* What the kernel benchmarks share: the best kernel library the compiler
+ * flags allow (KILN_BENCH_HEADER, unless set; left unset below AVX2), a clock,
+ * a comparison for qsort, and memory in 2 MiB pages. */
 #ifndef KILN_BENCH_COMMON_H
 #define KILN_BENCH_COMMON_H
+
+#ifndef KILN_BENCH_HEADER
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX512VNNI__)
+#define KILN_BENCH_HEADER "codegen_targets/x86/avx512/kiln_uk_avx512.h"
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define KILN_BENCH_HEADER "codegen_targets/x86/avx2/kiln_uk_avx2_panels.h"
+#endif
+#endif
 
 #include <sys/mman.h>
 #include <stdlib.h>

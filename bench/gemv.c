@@ -17,22 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench_common.h"
 #ifndef KILN_BENCH_HEADER
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
-    defined(__AVX512VNNI__)
-#define KILN_BENCH_HEADER "codegen_targets/x86/avx512/kiln_uk_avx512.h"
-#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#define KILN_BENCH_HEADER "codegen_targets/x86/avx2/kiln_uk_avx2_panels.h"
-#else
 #error "bench/gemv.c needs a panel kernel library: build with -march=native on x86, or set KILN_BENCH_HEADER"
-#endif
 #endif
 #include KILN_BENCH_HEADER
 #include "codegen_targets/c99/kiln_uk_panels.h"
 
 #define GROUP 32
-
-#include "bench/bench_common.h"
 
 /* One matrix in the row layout: f16 values, or groups of an f16 scale then
  * int8 values or int4 nibble pairs, all random. */

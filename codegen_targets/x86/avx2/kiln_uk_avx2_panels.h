@@ -287,6 +287,27 @@ KILN_UK_INLINE void panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size
     store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
 }
 
+/* acc plus the dots of int4 codes lo and hi with activations xl and xh: int32
+ * lanes with VNNI; without it vpmaddubsw's int16 pairs, summed in int16 lanes
+ * and widened once per run of 32 columns by q4_widen, not once per pair (a
+ * q4_0 5632 x 2048 GEMV from DRAM 1.24x). */
+static inline __m256i q4_pairs(__m256i acc, __m256i lo, __m256i xl, __m256i hi, __m256i xh) {
+#if KILN_UK_VNNI
+  return dot_u8s8(dot_u8s8(acc, lo, xl), hi, xh);
+#else
+  return _mm256_add_epi16(acc, _mm256_add_epi16(_mm256_maddubs_epi16(lo, xl),
+                                                _mm256_maddubs_epi16(hi, xh)));
+#endif
+}
+
+static inline __m256i q4_widen(__m256i acc) {
+#if KILN_UK_VNNI
+  return acc;
+#else
+  return _mm256_madd_epi16(acc, _mm256_set1_epi16(1));
+#endif
+}
+
 /* As the AVX-512 panel_tile_int: mr quantized activation rows against groups
  * b0..b1-1 of one panel, added to y unless b0 is 0. */
 KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8_t *xs,
@@ -338,26 +359,13 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
         }
       }
     } else {
-#if KILN_UK_VNNI
-      for (c = 0; c < g / 8; ++c) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 16 + 32 * c));
-        __m256i lo = _mm256_and_si256(v, low);
-        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
-        for (r = 0; r < mr; ++r) {
-          const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
-          is[r] = dot_u8s8(is[r], lo, _mm256_set1_epi32(load_i32(q + g * b + 4 * c)));
-          is[r] = dot_u8s8(is[r], hi, _mm256_set1_epi32(load_i32(q + g * b + g / 2 + 4 * c)));
-        }
-      }
-#else
-      /* vpmaddubsw pairs summed in int16 lanes and widened once per 32
-       * columns (an int16 lane then holds 16 products of at most 15 x 127),
-       * not once per pair: a q4_0 5632 x 2048 GEMV 1.24x from DRAM */
+      /* runs of 32 columns: q4_pairs' int16 lanes (without VNNI) hold 16
+       * products of at most 15 x 127 each, then widen */
       int32_t c0;
       for (c0 = 0; c0 < g / 8; c0 += 4) {
-        __m256i s16[KILN_UK_MR_MAX];
+        __m256i run[KILN_UK_MR_MAX];
         for (r = 0; r < mr; ++r)
-          s16[r] = _mm256_setzero_si256();
+          run[r] = _mm256_setzero_si256();
         for (c = c0; c < c0 + 4 && c < g / 8; ++c) {
           __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 16 + 32 * c));
           __m256i lo = _mm256_and_si256(v, low);
@@ -365,18 +373,13 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
           for (r = 0; r < mr; ++r) {
             const int8_t *q =
                 (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
-            s16[r] = _mm256_add_epi16(
-                s16[r],
-                _mm256_add_epi16(
-                    _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(q + g * b + 4 * c))),
-                    _mm256_maddubs_epi16(hi,
-                                         _mm256_set1_epi32(load_i32(q + g * b + g / 2 + 4 * c)))));
+            run[r] = q4_pairs(run[r], lo, _mm256_set1_epi32(load_i32(q + g * b + 4 * c)), hi,
+                              _mm256_set1_epi32(load_i32(q + g * b + g / 2 + 4 * c)));
           }
         }
         for (r = 0; r < mr; ++r)
-          is[r] = _mm256_add_epi32(is[r], _mm256_madd_epi16(s16[r], _mm256_set1_epi16(1)));
+          is[r] = _mm256_add_epi32(is[r], q4_widen(run[r]));
       }
-#endif
     }
     ws = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp));
     for (r = 0; r < mr; ++r) {
