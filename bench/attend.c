@@ -32,9 +32,13 @@
 
 static float uniform(void) { return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f; }
 
-static void store(int family, const float *x, uint8_t *row) {
+/* Position p of a head at `head` (rows of row_bytes; q4t: in tiles of 16). */
+static void store(int family, const float *x, uint8_t *head, int32_t p, size_t row_bytes) {
+  uint8_t *row = head + (size_t)p * row_bytes;
   int32_t i;
-  if (family == KILN_UK_Q4) {
+  if (family == KILN_UK_Q4T) {
+    kv_store_q4t(x, head + (size_t)(p / 16) * 16u * row_bytes, p % 16, HD);
+  } else if (family == KILN_UK_Q4) {
     kv_store_q4(x, row, HD);
   } else if (family == KILN_UK_I8) {
     kv_store_i8(x, row, HD);
@@ -49,7 +53,9 @@ static void store(int family, const float *x, uint8_t *row) {
 /* attend with the family a constant, as generated code calls it. */
 static void attend_head(int family, const float *q, const uint8_t *keys, const uint8_t *values,
                         size_t stride, int32_t positions, float *y) {
-  if (family == KILN_UK_Q4)
+  if (family == KILN_UK_Q4T)
+    attend(KILN_UK_Q4T, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
+  else if (family == KILN_UK_Q4)
     attend(KILN_UK_Q4, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
   else if (family == KILN_UK_I8)
     attend(KILN_UK_I8, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
@@ -59,7 +65,8 @@ static void attend_head(int family, const float *q, const uint8_t *keys, const u
 
 int main(int argc, char **argv) {
   const char *name = argc > 1 ? argv[1] : "q4";
-  const int family = strcmp(name, "q4") == 0   ? KILN_UK_Q4
+  const int family = strcmp(name, "q4t") == 0  ? KILN_UK_Q4T
+                     : strcmp(name, "q4") == 0 ? KILN_UK_Q4
                      : strcmp(name, "q8") == 0 ? KILN_UK_I8
                      : strcmp(name, "f16") == 0 ? KILN_UK_F16
                                                 : -1;
@@ -73,11 +80,13 @@ int main(int argc, char **argv) {
   int32_t h, p, i;
   int pass;
   if (family < 0 || heads < 1 || positions < 1 || passes < 1) {
-    fprintf(stderr, "usage: %s q4|q8|f16 [heads] [positions] [passes] [warm]\n", argv[0]);
+    fprintf(stderr, "usage: %s q4|q4t|q8|f16 [heads] [positions] [passes] [warm]\n", argv[0]);
     return 2;
   }
-  head_bytes = family == KILN_UK_Q4 ? HD / 32 * 20 : family == KILN_UK_I8 ? 2 + HD : 2 * HD;
-  per_head = head_bytes * (size_t)positions;
+  head_bytes = family == KILN_UK_Q4 || family == KILN_UK_Q4T ? HD / 32 * 20
+               : family == KILN_UK_I8                       ? 2 + HD
+                                                            : 2 * HD;
+  per_head = head_bytes * (size_t)(family == KILN_UK_Q4T ? (positions + 15) & ~15 : positions);
   keys = large(per_head * (size_t)heads);
   values = large(per_head * (size_t)heads);
   q = malloc(sizeof(float) * HD * (size_t)heads);
@@ -96,10 +105,10 @@ int main(int argc, char **argv) {
     for (p = 0; p < positions; ++p) {
       for (i = 0; i < HD; ++i)
         x[i] = 2.0f * uniform();
-      store(family, x, keys + (size_t)h * per_head + (size_t)p * head_bytes);
+      store(family, x, keys + (size_t)h * per_head, p, head_bytes);
       for (i = 0; i < HD; ++i)
         x[i] = 2.0f * uniform();
-      store(family, x, values + (size_t)h * per_head + (size_t)p * head_bytes);
+      store(family, x, values + (size_t)h * per_head, p, head_bytes);
     }
   for (i = 0; i < HD * heads; ++i)
     q[i] = uniform();

@@ -399,6 +399,18 @@ FailureOr<std::string> shiftText(func::FuncOp decode, const TargetDescription &t
           .str();
     };
     std::string move = moveText("      ");
+    if (tiledKvCache(cache, cache.getResult())) {
+      // Positions move one by one between tiles.
+      KernelCall tiles;
+      tiles.name = formatv("{0}_kv_move_q4t_d{1}", info.name, info.get("head_dim"));
+      tiles.params = "uint8_t *head, int32_t to, int32_t from, int32_t n";
+      tiles.body = formatv("  kv_move_q4t(head, to, from, n, {0});\n", info.get("head_dim"));
+      kernels.try_emplace(tiles.name, tiles);
+      move = formatv("{0}(k, keep, keep + drop, m->pos - keep - drop);\n"
+                     "      {0}(v, keep, keep + drop, m->pos - keep - drop);",
+                     tiles.name)
+                 .str();
+    }
     std::string turn = formatv("{0}(m->arena + {1}u, keep, m->pos - drop, -drop);",
                                rerope->name, slotOffset(cache))
                            .str();

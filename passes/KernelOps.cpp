@@ -107,3 +107,16 @@ Value kiln::fusedNorm(Operation *op) {
     return q.getNorm();
   return Value();
 }
+
+bool kiln::tiledKvCache(Operation *op, Value cache) {
+  auto module = op->getParentOfType<ModuleOp>();
+  auto config = module ? module->getAttrOfType<DictionaryAttr>("kiln.model") : nullptr;
+  if (!config)
+    return false;
+  auto layout = config.getAs<StringAttr>("kv_layout");
+  auto context = config.getAs<IntegerAttr>("max_context");
+  auto type = cast<RankedTensorType>(cache.getType());
+  int64_t rows = type.getDimSize(0);
+  return isa<Q4_1Type>(type.getElementType()) && layout && layout.getValue() == "head-major" &&
+         context && rows >= context.getInt() && rows % 16 == 0;
+}

@@ -119,13 +119,30 @@ struct QuantizePass : kiln::impl::QuantizeBase<QuantizePass> {
                                 : Type(I8GroupType::get(ctx, op.getHeadDim()));
     for (Value cache : {op.getKeys(), op.getValues()}) {
       auto type = cast<RankedTensorType>(cache.getType());
-      auto retyped = RankedTensorType::get(type.getShape(), element);
+      SmallVector<int64_t> shape(type.getShape());
+      // A head-major int4 cache over the whole context takes tiles of 16
+      // positions (tiledKvCache): its rows rounded up to whole tiles.
+      if (kv == "q4" && headMajor() && shape[0] >= maxContext())
+        shape[0] = llvm::alignTo(shape[0], 16);
+      auto retyped = RankedTensorType::get(shape, element);
       for (Value v = cache; v; ) {
         v.setType(retyped);
         auto write = v.getDefiningOp<KvWriteOp>();
         v = write ? write.getCache() : Value();
       }
     }
+  }
+
+  DictionaryAttr modelConfig() {
+    return getOperation()->getAttrOfType<DictionaryAttr>("kiln.model");
+  }
+  bool headMajor() {
+    auto layout = modelConfig() ? modelConfig().getAs<StringAttr>("kv_layout") : nullptr;
+    return layout && layout.getValue() == "head-major";
+  }
+  int64_t maxContext() {
+    auto context = modelConfig() ? modelConfig().getAs<IntegerAttr>("max_context") : nullptr;
+    return context ? context.getInt() : INT64_MAX;
   }
 
   Type defaultFormat;

@@ -78,15 +78,21 @@ bool headMajorCache(Operation *op) {
 /// one head's positions contiguous; kiln-compile's default) or pos-major rows of
 /// all heads ([slot][head][dim], also what a module without the setting gets),
 /// as --kv-layout set it in the module's model config.
+/// A head-major int4 cache over the whole context keeps a head's positions in
+/// tiles of 16 (tiledKvCache; kv_tile_put_q4 has the bytes).
 struct CacheLayout {
   int64_t rows, heads, headBytes;
-  bool headMajor;
+  bool headMajor, tiled;
 
   CacheLayout(Operation *op, Value cache, int64_t heads, int64_t headBytes)
       : rows(cast<RankedTensorType>(cache.getType()).getDimSize(0)), heads(heads),
-        headBytes(headBytes), headMajor(headMajorCache(op)) {}
-  /// C expression of the byte offset of (slot, head).
+        headBytes(headBytes), headMajor(headMajorCache(op)), tiled(tiledKvCache(op, cache)) {}
+  /// C expression of the byte offset of (slot, head); of its tile when tiled.
   std::string at(llvm::StringRef slot, llvm::StringRef head) const {
+    if (tiled)
+      return formatv("((size_t)({0}) * {1}u + (size_t)(({2}) & ~15)) * {3}u", head, rows, slot,
+                     headBytes)
+          .str();
     return headMajor ? formatv("((size_t)({0}) * {1}u + (size_t)({2})) * {3}u", head, rows, slot,
                                headBytes)
                            .str()
@@ -94,10 +100,31 @@ struct CacheLayout {
                                heads * headBytes, head, headBytes)
                            .str();
   }
+  /// C statement storing the floats x of (slot, head) at cache c with kv_store_<family>.
+  std::string store(llvm::StringRef family, llvm::StringRef x, llvm::StringRef c,
+                    llvm::StringRef slot, llvm::StringRef head, int64_t hd) const {
+    if (tiled)
+      return formatv("kv_store_q4t({0}, {1} + {2}, ({3}) % 16, {4});", x, c, at(slot, head), slot,
+                     hd)
+          .str();
+    return formatv("kv_store_{0}({1}, {2} + {3}, {4});", family, x, c, at(slot, head), hd).str();
+  }
+  /// C statement loading (slot, head) of cache c as floats into x (kv_load_row).
+  std::string load(llvm::StringRef family, llvm::StringRef c, llvm::StringRef slot,
+                   llvm::StringRef head, llvm::StringRef x, int64_t hd) const {
+    if (tiled)
+      return formatv("kv_load_q4t({0} + {1}, ({2}) % 16, {3}, {4});", c, at(slot, head), slot, x,
+                     hd)
+          .str();
+    return formatv("kv_load_row({0}, {1} + {2}, {3}, {4});", family, c, at(slot, head), x, hd)
+        .str();
+  }
+  /// Bytes from (slot, head) on that the next write touches (prefetch_store).
+  int64_t writeBytes() const { return tiled ? 16 * headBytes : headBytes; }
   /// Bytes from one position to the next of a head, and from one head to the next.
   int64_t positionStride() const { return headMajor ? headBytes : heads * headBytes; }
   int64_t headStride() const { return headMajor ? rows * headBytes : headBytes; }
-  std::string tag() const { return headMajor ? "_hm" : ""; }  // in kernel names
+  std::string tag() const { return tiled ? "_hmt" : headMajor ? "_hm" : ""; } // in kernel names
 };
 
 /// The head dimension of a model's KV cache, for kernels that only see its rows.
@@ -212,17 +239,20 @@ public:
   int32_t r, h;
   for (r = r0; r < r1; ++r)
     for (h = 0; h < {0}; ++h)
-      kv_store_{1}(x + (size_t)r * {2} + h * {3}, c + {4}, {3});
+      {1}
   if (r1 == rows)
     for (h = 0; h < {0}; ++h)
-      prefetch_store(c + {5}, {6}u);
+      prefetch_store(c + {2}, {3}u);
 )c",
-                               heads, c.family, width, hd,
-                               layout.at(formatv("(pos + r) % {0}", dim(w.getCache(), 0)).str(),
-                                         "h"),
+                               heads,
+                               layout.store(c.family, formatv("x + (size_t)r * {0} + h * {1}",
+                                                              width, hd).str(),
+                                            "c",
+                                            formatv("(pos + r) % {0}", dim(w.getCache(), 0)).str(),
+                                            "h", hd),
                                layout.at(formatv("(pos + rows) % {0}", dim(w.getCache(), 0)).str(),
                                          "h"),
-                               headBytes).str();
+                               layout.writeBytes()).str();
               arg(w.getRows()), arg(w.getCache()), k.args.push_back("rows"),
                   k.args.push_back("pos");
               return success();
@@ -344,15 +374,16 @@ private:
   float t[{0}];
   int32_t r, h;
   for (r = r0; r < r1; ++r) {{
-    for (h = 0; h < {2}; ++h)
-      kv_load_row({3}, c + {1}, t + h * {5}, {5});
-    {6}(t, t, {0}, 1, delta, 0, {2});
-    for (h = 0; h < {2}; ++h)
-      kv_store_{7}(t + h * {5}, c + {1}, {5});
+    for (h = 0; h < {1}; ++h)
+      {2}
+    {3}(t, t, {0}, 1, delta, 0, {1});
+    for (h = 0; h < {1}; ++h)
+      {4}
   }
 )c",
-                     width, layout.at("r", "h"), heads, family, headBytes, hd, rope->name,
-                     c.family)
+                     width, heads, layout.load(family, "c", "r", "h", formatv("t + h * {0}", hd).str(), hd),
+                     rope->name,
+                     layout.store(c.family, formatv("t + h * {0}", hd).str(), "c", "r", "h", hd))
                  .str();
     k.helpers.push_back(*rope);
     return k;
@@ -679,7 +710,7 @@ private:
     k.name = formatv("{0}_qkv_matmul_{1}_q{2}_kv{3}_k{4}{5}_{6}_c{7}_r{8}{9}", prefix,
                      weightName(*w), nq, nkv, w->k, tileName(*w),
                      rope.name.substr(prefix.size() + 11), cache.name, dim(m.getKeys(), 0),
-                     headMajorCache(m) ? "_hm" : "");
+                     CacheLayout(m, m.getKeys(), nkv / hd, headBytes).tag());
     matmulSignature(k, *w, names, m, prefix, ValueRange{m.getWq(), m.getWk(), m.getWv()},
                     ", void *keys, void *values",
                     {names.operand(m.getKeys()), names.operand(m.getValues())}, true);
@@ -704,16 +735,19 @@ private:
       int32_t r, h;
       for (r = 0; r < rows; ++r)
         for (h = lo / {0}; h < hi / {0}; ++h)
-          kv_store_{1}({2} + (size_t)r * {3} + h * {0},
-                       (uint8_t *){4} + {5}, {0});
+          {1}
       for (h = lo / {0}; h < hi / {0}; ++h)
-        prefetch_store((uint8_t *){4} + {6}, {7}u);
+        prefetch_store((uint8_t *){2} + {3}, {4}u);
     }
 )c",
-                     hd, cache.family, t, nkv, cacheName,
-                     layout.at(formatv("(pos + r) % {0}", dim(m.getKeys(), 0)).str(), "h"),
+                     hd,
+                     layout.store(cache.family,
+                                  formatv("{0} + (size_t)r * {1} + h * {2}", t, nkv, hd).str(),
+                                  formatv("(uint8_t *){0}", cacheName).str(),
+                                  formatv("(pos + r) % {0}", dim(m.getKeys(), 0)).str(), "h", hd),
+                     cacheName,
                      layout.at(formatv("(pos + rows) % {0}", dim(m.getKeys(), 0)).str(), "h"),
-                     headBytes)
+                     layout.writeBytes())
           .str();
     };
     k.body = shareRange(m->getAttrOfType<SplitAttr>("split"), nq + 2 * nkv, "n0", "n1") +
@@ -850,7 +884,8 @@ private:
 )c",
                      nh, hd, nh * hd, layout.positionStride(), nh / nkv, start,
                      floatLiteral(scale), layout.headStride(),
-                     "KILN_UK_" + llvm::StringRef(c.family).upper(), dim(a.getKeys(), 0)).str();
+                     "KILN_UK_" + llvm::StringRef(c.family).upper() + (layout.tiled ? "T" : ""),
+                     dim(a.getKeys(), 0)).str();
     k.args = {names.operand(a.getQuery()), names.operand(a.getKeys()),
               names.operand(a.getValues()), names.result(a), "rows", "pos"};
     return success();

@@ -212,6 +212,55 @@ static inline void kv_store_q4(const float *x, uint8_t *row, int32_t hd) {
   }
 }
 #endif
+/* A head-major int4 cache keeps a head's positions in tiles of 16, so that a
+ * kernel loads the same part of 16 rows as one vector. Per block j of 32 values
+ * a tile holds 320 bytes at 320 j: the rows' code bytes 4g..4g+3 as 64 bytes
+ * per g = 0..3 (row i's at 4 i), then the 16 rows' d and then their m as f16.
+ * Row i of a tile is position 16 t + i of the head, its bytes are those of
+ * kv_store_q4's row, rearranged. */
+static inline void kv_tile_put_q4(const uint8_t *row, uint8_t *tile, int32_t i, int32_t hd) {
+  int32_t j, g;
+  for (j = 0; j < hd / 32; ++j) {
+    const uint8_t *blk = row + 20 * j;
+    uint8_t *t = tile + 320 * j;
+    for (g = 0; g < 4; ++g)
+      memcpy(t + 64 * g + 4 * i, blk + 4 + 4 * g, 4);
+    memcpy(t + 256 + 2 * i, blk, 2);
+    memcpy(t + 288 + 2 * i, blk + 2, 2);
+  }
+}
+
+/* Row i of a tile as kv_store_q4 wrote it. */
+static inline void kv_tile_get_q4(const uint8_t *tile, int32_t i, uint8_t *row, int32_t hd) {
+  int32_t j, g;
+  for (j = 0; j < hd / 32; ++j) {
+    const uint8_t *t = tile + 320 * j;
+    uint8_t *blk = row + 20 * j;
+    for (g = 0; g < 4; ++g)
+      memcpy(blk + 4 + 4 * g, t + 64 * g + 4 * i, 4);
+    memcpy(blk, t + 256 + 2 * i, 2);
+    memcpy(blk + 2, t + 288 + 2 * i, 2);
+  }
+}
+
+/* kv_store_q4 into row i of a tile. */
+static inline void kv_store_q4t(const float *x, uint8_t *tile, int32_t i, int32_t hd) {
+  uint8_t row[KILN_UK_MAX_HEAD_DIM / 32 * 20];
+  kv_store_q4(x, row, hd);
+  kv_tile_put_q4(row, tile, i, hd);
+}
+
+/* Positions from..from+n-1 of a tiled head moved to to.. (to < from), in order. */
+static inline void kv_move_q4t(uint8_t *head, int32_t to, int32_t from, int32_t n, int32_t hd) {
+  const size_t tile = 16u * (size_t)(hd / 32) * 20u;
+  uint8_t row[KILN_UK_MAX_HEAD_DIM / 32 * 20];
+  int32_t i;
+  for (i = 0; i < n; ++i) {
+    kv_tile_get_q4(head + (size_t)((from + i) / 16) * tile, (from + i) % 16, row, hd);
+    kv_tile_put_q4(row, head + (size_t)((to + i) / 16) * tile, (to + i) % 16, hd);
+  }
+}
+
 /* a[0..31] += ed x a q4 block's codes (16 bytes: values 0-15 in the low
  * nibbles, 16-31 in the high ones) + em. Replaced by an ISA header that
  * defines KILN_UK_HAS_KV_Q4_AXPY. */
@@ -377,6 +426,15 @@ static inline void gelu(const float *x, float *y, int32_t n) {
 }
 
 /* One head's cache row as floats (i8 rows: times their scale). */
+static inline void kv_load_row(int family, const uint8_t *row, float *x, int32_t hd);
+
+/* Row i of a tile of a tiled int4 cache as floats. */
+static inline void kv_load_q4t(const uint8_t *tile, int32_t i, float *x, int32_t hd) {
+  uint8_t row[KILN_UK_MAX_HEAD_DIM / 32 * 20];
+  kv_tile_get_q4(tile, i, row, hd);
+  kv_load_row(KILN_UK_Q4, row, x, hd);
+}
+
 static inline void kv_load_row(int family, const uint8_t *row, float *x, int32_t hd) {
   const float d = family == KILN_UK_I8 ? load_f16(row) : 1.0f;
   int32_t i;
@@ -451,8 +509,8 @@ static inline void kv_axpy_rows(int family, float *acc, const float *e, const ui
 /* Causal attention of nq query heads (q: nq x hd, contiguous) that share one KV
  * head, over positions t0..t1 of a cache of `ring` rows (`stride` bytes apart;
  * position t in row t % ring, so a cache shorter than the context is a ring
- * buffer) in `family` (KILN_UK_F32, F16, I8 or Q4; the last two score the
- * query quantized, kv_query): an online softmax over blocks of 16 positions (the scores of a block, one rescale of the accumulator
+ * buffer) in `family` (KILN_UK_F32, F16, I8, Q4 or Q4T, rows of `stride` bytes
+ * in tiles of 16; the last three score the query quantized, kv_query): an online softmax over blocks of 16 positions (the scores of a block, one rescale of the accumulator
  * if its maximum grew, then the block's exponentials at once), no scores
  * buffer. Every head of the group takes each block in turn, so the block's
  * rows are read from memory once for the group; each head's arithmetic is the
@@ -472,21 +530,31 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
         acc[h][i] = 0.0f;
       mx[h] = -INFINITY;
       sum[h] = 0.0f;
-      if (family == KILN_UK_I8 || family == KILN_UK_Q4)
+      if (family == KILN_UK_I8 || family == KILN_UK_Q4 || family == KILN_UK_Q4T)
         kv_query_set(&kq[h], q + (size_t)(h0 + h) * (size_t)hd, hd);
     }
     for (t = t0; t <= t1; t += 16) {
       const int32_t nb = t1 - t + 1 < 16 ? t1 - t + 1 : 16;
       const uint8_t *kr[16], *vr[16];
+      uint8_t kt[16][KILN_UK_MAX_HEAD_DIM / 32 * 20], vt[16][KILN_UK_MAX_HEAD_DIM / 32 * 20];
       for (i = 0; i < 16; ++i) { /* rows past the block's end repeat its last */
-        const size_t at = (size_t)((t + (i < nb ? i : nb - 1)) % ring) * stride;
-        kr[i] = keys + at;
-        vr[i] = values + at;
+        const int32_t slot = (t + (i < nb ? i : nb - 1)) % ring;
+        if (family == KILN_UK_Q4T) { /* tiled: the rows as kv_store_q4 wrote them */
+          const size_t tile = (size_t)(slot / 16) * 16u * stride;
+          kv_tile_get_q4(keys + tile, slot % 16, kt[i], hd);
+          kv_tile_get_q4(values + tile, slot % 16, vt[i], hd);
+          kr[i] = kt[i];
+          vr[i] = vt[i];
+        } else {
+          kr[i] = keys + (size_t)slot * stride;
+          vr[i] = values + (size_t)slot * stride;
+        }
       }
       for (h = 0; h < nh; ++h) {
+        const int32_t rf = family == KILN_UK_Q4T ? KILN_UK_Q4 : family; /* the rows' family */
         const float *qh = q + (size_t)(h0 + h) * (size_t)hd;
         float sc[16], ev[16], bm = -INFINITY;
-        kv_dot_rows(family, qh, &kq[h], kr, nb, hd, sc);
+        kv_dot_rows(rf, qh, &kq[h], kr, nb, hd, sc);
         for (i = 0; i < nb; ++i) {
           sc[i] *= scale;
           bm = sc[i] > bm ? sc[i] : bm;
@@ -501,7 +569,7 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
         exp_block(sc, mx[h], ev, nb);
         for (i = 0; i < nb; ++i)
           sum[h] += ev[i];
-        kv_axpy_rows(family, acc[h], ev, vr, nb, hd);
+        kv_axpy_rows(rf, acc[h], ev, vr, nb, hd);
       }
     }
     for (h = 0; h < nh; ++h)

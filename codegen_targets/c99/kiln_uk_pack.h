@@ -44,7 +44,9 @@
 enum { KILN_UK_F32 = 0, KILN_UK_F16 = 1, KILN_UK_I8 = 2, KILN_UK_I4 = 3, KILN_UK_Q4K = 4,
        KILN_UK_Q5K = 5, KILN_UK_Q6K = 6,
        /* KV cache rows only: GGUF q4_1 blocks (--kv-type=q4) */
-       KILN_UK_Q4 = 7 };
+       KILN_UK_Q4 = 7,
+       /* the same blocks in tiles of 16 positions (kv_tile_put_q4) */
+       KILN_UK_Q4T = 8 };
 
 /* Limits of the kernels that the compiler checks against: the largest register
  * tile of activation rows the panel kernels are instantiated for (the cases of

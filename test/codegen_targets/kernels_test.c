@@ -453,6 +453,89 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
   }
 }
 
+/* attend over a tiled int4 cache (KILN_UK_Q4T) of nq query heads, positions
+ * t0..t1: the tiles hold the rows kv_store_q4 writes (kv_tile_put_q4, and
+ * kv_store_q4t and kv_load_q4t agree with it), against a naive softmax in
+ * double over the dequantized rows, within 1e-5 plus what weighting the
+ * values in 16-bit integers may cost: per chunk of attend's tiles (128
+ * positions from t0's tile on) each weight e d within half a step of 2^-16 of
+ * the chunk's largest, so at most n x 7.5 x that largest / 65535 over the sum
+ * of e (codes are at most 15). Each head alone gives the same bits. */
+static void test_attend_q4t(int32_t nq, int32_t hd, int32_t t0, int32_t t1) {
+  enum { CAP = 320 };
+  static uint8_t rows_k[CAP * 160], rows_v[CAP * 160], tk[CAP * 160], tv[CAP * 160];
+  static float q[9 * 256], out[9 * 256], out_one[256];
+  const size_t hb = (size_t)hd / 32u * 20u;
+  float x[256], xr[256], xt[256];
+  int32_t t, i, h, ok = 1, same = 1;
+  char what[120];
+  for (i = 0; i < nq * hd; ++i)
+    q[i] = uniform() * 2.0f;
+  for (t = 0; t <= t1; ++t) {
+    uint8_t *tile = tk + (size_t)(t / 16) * 16u * hb;
+    for (i = 0; i < hd; ++i)
+      x[i] = uniform();
+    kv_store_q4(x, rows_k + (size_t)t * hb, hd);
+    kv_store_q4t(x, tile, t % 16, hd);
+    kv_load_row(KILN_UK_Q4, rows_k + (size_t)t * hb, xr, hd);
+    kv_load_q4t(tile, t % 16, xt, hd);
+    same &= memcmp(xr, xt, sizeof(float) * (size_t)hd) == 0;
+    for (i = 0; i < hd; ++i)
+      x[i] = uniform();
+    kv_store_q4(x, rows_v + (size_t)t * hb, hd);
+    kv_tile_put_q4(rows_v + (size_t)t * hb, tv + (size_t)(t / 16) * 16u * hb, t % 16, hd);
+  }
+  snprintf(what, sizeof what, "%s kv_store_q4t and kv_load_q4t hd %d: kv_store_q4's rows",
+           KILN_TEST_ISA_NAME, (int)hd);
+  check(same, what);
+  attend(KILN_UK_Q4T, q, nq, tk, tv, hb, CAP, t0, t1, hd, 0.125f, out);
+  for (h = 0; h < nq; ++h) {
+    kv_query kq;
+    double w[CAP], qh[256], mx = -1e300, sum = 0.0, slack = 0.0;
+    float row[256];
+    int32_t c;
+    kv_query_set(&kq, q + h * hd, hd);
+    for (i = 0; i < hd; ++i)
+      qh[i] = (double)kq.d[i / 32] * (double)kq.q[i];
+    for (t = t0; t <= t1; ++t) {
+      double s = 0.0;
+      kv_load_row(KILN_UK_Q4, rows_k + (size_t)t * hb, row, hd);
+      for (i = 0; i < hd; ++i)
+        s += qh[i] * (double)row[i];
+      w[t] = s * 0.125;
+      mx = w[t] > mx ? w[t] : mx;
+    }
+    for (t = t0; t <= t1; ++t)
+      sum += (w[t] = exp(w[t] - mx));
+    for (c = t0 & ~15; c <= t1; c += 128) { /* attend's chunks */
+      double top = 0.0;
+      int32_t n = 0;
+      for (t = c > t0 ? c : t0; t <= t1 && t < c + 128; ++t, ++n)
+        for (i = 0; i < hd / 32; ++i) {
+          const double ed = w[t] * (double)load_f16(rows_v + (size_t)t * hb + 20 * i);
+          top = ed > top ? ed : top;
+        }
+      slack += n * 7.5 * top / 65535.0;
+    }
+    for (i = 0; i < hd; ++i) {
+      double a = 0.0;
+      for (t = t0; t <= t1; ++t) {
+        kv_load_row(KILN_UK_Q4, rows_v + (size_t)t * hb, row, hd);
+        a += w[t] / sum * (double)row[i];
+      }
+      ok &= fabs(out[h * hd + i] - a) <= 1e-5 + slack / sum;
+    }
+    attend(KILN_UK_Q4T, q + h * hd, 1, tk, tv, hb, CAP, t0, t1, hd, 0.125f, out_one);
+    same &= memcmp(out_one, out + h * hd, sizeof(float) * (size_t)hd) == 0;
+  }
+  snprintf(what, sizeof what, "%s attend q4t heads %d hd %d rows %d..%d vs naive softmax",
+           KILN_TEST_ISA_NAME, (int)nq, (int)hd, (int)t0, (int)t1);
+  check(ok, what);
+  snprintf(what, sizeof what, "%s attend q4t heads %d hd %d rows %d..%d: each head alone, same bits",
+           KILN_TEST_ISA_NAME, (int)nq, (int)hd, (int)t0, (int)t1);
+  check(same, what);
+}
+
 /* rope_head: the same bits as c99 in place and out of place, for both pair
  * layouts and partial rotary (rd < hd), and the rotation in double within a
  * few roundings. */
@@ -751,6 +834,14 @@ int main(void) {
     test_attend(family, 1, 32, 0, 150, 1);
     test_attend(family, 2, 128, 3, 200, 1);
     test_attend(family, 1, 96, 0, 100, 1);
+  }
+  { /* the tiled int4 cache: tiles whole and not, chunks of tiles and more */
+    static const int32_t spans[][2] = {{0, 0}, {0, 15}, {0, 16}, {3, 40}, {20, 33},
+                                       {0, 127}, {5, 290}, {17, 319}};
+    static const int32_t hds[] = {32, 64, 96, 128, 256};
+    for (b = 0; b < sizeof spans / sizeof spans[0]; ++b)
+      for (a = 0; a < sizeof hds / sizeof hds[0]; ++a)
+        test_attend_q4t(1 + (int32_t)(b % 3) * 4, hds[a], spans[b][0], spans[b][1]);
   }
   for (hd = 1; hd <= MAX_K; hd = hd * 2 + 1)
     test_rows(hd);

@@ -360,26 +360,35 @@ def shift(args):
     keys, within RECOMPUTE_RTOL of the largest logit: that is the shift's own
     approximation (0.12 here), which no exact bound can hold, while a cache
     left unshifted is 0.27 off. A shift that would leave a window reaching
-    the kept tokens of a wrapped ring is refused."""
+    the kept tokens of a wrapped ring is refused. An int4 cache (head
+    dimension 32: a model of its own) shifts in both layouts: head-major keeps
+    a head's positions in tiles of 16, which the shift moves one by one."""
     res = Results()
     os.makedirs(args.work, exist_ok=True)
     ctx, chunk, keep = 24, 4, 3
-    gguf = os.path.join(args.work, "m.gguf")
-    run([sys.executable, os.path.join(ROOT, "test", "tools", "gguf_tool.py"), "model", gguf,
-         "--seed", "11", "--name", "shift", "--n-embd", "64", "--n-layer", "2", "--n-head", "4",
-         "--n-head-kv", "2", "--n-ff", "96", "--vocab", "64", "--ctx", str(ctx)])
+    ggufs = {}
+    for key, embd in (("hd16", "64"), ("hd32", "128")):
+        ggufs[key] = os.path.join(args.work, f"m-{key}.gguf")
+        run([sys.executable, os.path.join(ROOT, "test", "tools", "gguf_tool.py"), "model",
+             ggufs[key], "--seed", "11", "--name", "shift", "--n-embd", embd, "--n-layer", "2",
+             "--n-head", "4", "--n-head-kv", "2", "--n-ff", "96", "--vocab", "64",
+             "--ctx", str(ctx)])
     rng = random.Random(5)
     prompt = [rng.randrange(64) for _ in range(ctx)]
     drop = (ctx - keep) // 2
     dumps = {}
     for label, flags, window, tol in (("f32", [], 0, 1e-4), ("kv-f16", ["--kv-type=f16"], 0, None),
                                       ("kv-q8", ["--kv-type=q8"], 0, None),
+                                      ("kv-q4", ["--kv-type=q4"], 0, None),
+                                      ("pos-major-kv-q4", ["--kv-layout=pos-major",
+                                                           "--kv-type=q4"], 0, None),
                                       ("ring", ["--kv-window=9"], 9, 1e-4),
                                       ("pos-major", ["--kv-layout=pos-major"], 0, 1e-4),
                                       ("pos-major-ring-q8", ["--kv-layout=pos-major",
                                                              "--kv-window=9", "--kv-type=q8"],
                                        9, None),
                                       ("ring-q8", ["--kv-window=9", "--kv-type=q8"], 9, None)):
+        gguf = ggufs["hd32" if "kv-q4" in label else "hd16"]
         out = os.path.join(args.work, label)
         name = compile_model(args, gguf, out, f"--prefill-chunk={chunk}", *flags)
         b = build(out, args.cc[0])
@@ -391,23 +400,30 @@ def shift(args):
         ref = llama_ref.LlamaRef(gguf)
         if window:
             ref.windows = [window] * len(ref.windows)
-        ref.logits(prompt)
+        before = ref.logits(prompt)
+        # An int4 cache of this random model is already 8% of the largest logit
+        # off before any shift: its bounds add the run's own error there.
+        own = (llama_ref.max_abs_diff(llama_ref.read_f32(dump, 64)[:ctx], before)[0]
+               if "kv-q4" in label else 0.0)
         ref.shift(keep, drop)
         want = [ref.step(t) for t in ids[:n - 1]]
         err, r, c = llama_ref.max_abs_diff(rows, want)
-        bound = tol if tol else QUANTIZED_RTOL * max(abs(x) for row in want for x in row)
+        bound = tol if tol else max(QUANTIZED_RTOL * max(abs(x) for row in want for x in row),
+                                    1.25 * own)
         kept = prompt[:keep] + prompt[keep + drop:]
         fresh = ref.logits(kept + ids[:n - 1])[len(kept):]
         fresh_err = llama_ref.max_abs_diff(rows, fresh)[0]
-        fresh_bound = RECOMPUTE_RTOL * max(abs(x) for row in fresh for x in row)
+        fresh_bound = RECOMPUTE_RTOL * max(abs(x) for row in fresh for x in row) + 2 * own
         res.check(len(rows) == n - 1 and err <= bound,
                   f"{label}: {len(rows)} rows after a shift (keep {keep}, drop {drop}) vs the "
                   f"shifted reference: max abs error {err:.3g} <= {bound:.3g}")
         res.check(fresh_err <= fresh_bound,
                   f"{label}: vs a recompute from scratch on the {len(kept)} kept tokens: "
                   f"max abs error {fresh_err:.3g} <= {fresh_bound:.3g}")
-    # The layouts order the same arithmetic: the same bits, shifts included.
-    for a, b_ in (("f32", "pos-major"), ("ring-q8", "pos-major-ring-q8")):
+    # The layouts order the same arithmetic: the same bits, shifts included
+    # (int4: the portable kernels read tiles as rows).
+    for a, b_ in (("f32", "pos-major"), ("ring-q8", "pos-major-ring-q8"),
+                  ("kv-q4", "pos-major-kv-q4")):
         res.check(dumps[a] == dumps[b_], f"{b_}: logits bit-identical to {a}'s")
     # Refused: a window of 9 would reach the 12 kept tokens; drop past the cache.
     out = os.path.join(args.work, "ring")
@@ -964,15 +980,17 @@ def sanitize(args):
     """Generated code built with AddressSanitizer and UndefinedBehaviorSanitizer:
     every format's kernels, the KV cache types and the runtime run model A
     without a report (out-of-bounds access past the static arena, misaligned
-    loads, overflow). Text equals the unsanitized build's. Two generate past a
-    small capacity with context shifts (--keep), in a full q8 cache and in
-    rings of --kv-window."""
+    loads, overflow). Text equals the unsanitized build's. Three generate past a
+    small capacity with context shifts (--keep): in a full q8 cache, in rings
+    of --kv-window and in a full int4 cache (whose tiles a shift moves position
+    by position)."""
     res = Results()
     flags = "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
     configs = [("f32", [], []), ("f16-kv-f16", ["--quant=f16", "--kv-type=f16"], []),
                ("q8_0-kv-q8", ["--quant=q8_0", "--kv-type=q8"], []),
                ("q4_0-i4g64", ["--quant=q4_0", "--quant-override=*.ffn_*=i4g64"], []),
                ("shift-kv-q8", ["--max-context=64", "--kv-type=q8"], ["--keep", "4"]),
+               ("shift-kv-q4", ["--max-context=64", "--kv-type=q4"], ["--keep", "4"]),
                ("shift-ring", ["--max-context=64", "--kv-window=12"], ["--keep", "2"])]
     prompt = json.load(open(os.path.join(MODEL_A, "tiny-llama-A-refs.json")))["prompts"][2]
     for label, extra, run_flags in configs:
@@ -1021,7 +1039,8 @@ def threads(args):
                ("odd-q8_0", odd, ["--prefill-chunk=7", "--quant=q8_0", "--min-split-work=1"],
                 (1, 2, 3, 4)),
                ("odd-f16-kv-q8", odd, ["--prefill-chunk=5", "--quant=f16", "--kv-type=q8",
-                                       "--min-split-work=1"], (1, 3))]
+                                       "--min-split-work=1"], (1, 3)),
+               ("model-a-kv-q4", model_a, ["--prefill-chunk=16", "--kv-type=q4"], (1, 3))]
     rng = random.Random(11)
     tokens = [1] + [rng.randrange(3, 300) for _ in range(36)]
     for label, gguf, flags, counts in configs:

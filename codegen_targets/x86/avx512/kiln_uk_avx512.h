@@ -933,6 +933,234 @@ KILN_UK_INLINE void attend_prefetch(const uint8_t *keys, const uint8_t *values, 
   }
 }
 
+/* Tiles of the tiled int4 cache (kv_tile_put_q4) whose scores attend_q4t
+ * computes before one softmax step. */
+#define KILN_UK_ATTEND_TILES 8
+
+/* Positions t0..t1 of tile (position) p0 that are live, as lanes. */
+static inline __mmask16 tile_live(int32_t p0, int32_t t0, int32_t t1) {
+  const int32_t lo = t0 > p0 ? t0 - p0 : 0, hi = t1 - p0 + 1 < 16 ? t1 - p0 + 1 : 16;
+  return (__mmask16)(tail_mask(hi) & ~tail_mask(lo));
+}
+
+/* One query head as attend_q4t scores it (kv_query): per block j of 32 dims
+ * its int8 values of dims 4g.. (v[j][g]) and 16 + 4g.. (v[j][4 + g]), four a
+ * lane and the same in every lane; its scale d[j] and d[j] times its sum. */
+typedef struct attend_q4t_query {
+  __m512i v[KILN_UK_MAX_HEAD_DIM / 32][8];
+  float d[KILN_UK_MAX_HEAD_DIM / 32], ds[KILN_UK_MAX_HEAD_DIM / 32];
+} attend_q4t_query;
+
+static inline void attend_q4t_query_set(attend_q4t_query *aq, const float *q, int32_t hd) {
+  kv_query kq;
+  int32_t j, g, w;
+  kv_query_set(&kq, q, hd);
+  for (j = 0; j < hd / 32; ++j) {
+    for (g = 0; g < 8; ++g) {
+      memcpy(&w, kq.q + 32 * j + 4 * (g % 4) + 16 * (g / 4), 4);
+      aq->v[j][g] = _mm512_set1_epi32(w);
+    }
+    aq->d[j] = kq.d[j];
+    aq->ds[j] = kq.d[j] * (float)kq.s[j];
+  }
+}
+
+/* The scores of the 16 rows of one key tile (kt) for query heads aq[0..nh-1],
+ * times scale, into sc[h] (-inf where not live). Lane i is row i: per block j
+ * the code bytes of every row at once (a row's 4 bytes a lane), low and high
+ * nibbles against the query's values of dims 4g.. and 16 + 4g.. in vpdpbusd,
+ * exact in int32; then d x the sum x the query's scale plus m x the query's
+ * scale times its sum. */
+KILN_UK_INLINE void attend_q4t_scores(const attend_q4t_query *aq, int32_t nh, const uint8_t *kt,
+                                      int32_t hd, float scale, __mmask16 live, float *sc,
+                                      size_t scs) {
+  const __m512i low = _mm512_set1_epi8(15);
+  __m512 s[KILN_UK_ATTEND_HEADS];
+  int32_t h, j, g;
+  for (h = 0; h < nh; ++h)
+    s[h] = _mm512_setzero_ps();
+  for (j = 0; j < hd / 32; ++j) {
+    const uint8_t *b = kt + 320 * j;
+    const __m512 kd = _mm512_maskz_cvtph_ps(live, _mm256_loadu_si256((const __m256i *)(const void *)(b + 256)));
+    const __m512 km = _mm512_maskz_cvtph_ps(live, _mm256_loadu_si256((const __m256i *)(const void *)(b + 288)));
+    __m512i c[8];
+    for (g = 0; g < 4; ++g) {
+      const __m512i x = _mm512_loadu_si512(b + 64 * g);
+      c[g] = _mm512_and_si512(x, low);
+      c[4 + g] = _mm512_and_si512(_mm512_srli_epi16(x, 4), low);
+    }
+    for (h = 0; h < nh; ++h) {
+      const __m512i *v = aq[h].v[j];
+      __m512i x = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[0], v[0]);
+      __m512i y = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[4], v[4]);
+      for (g = 1; g < 4; ++g) {
+        x = _mm512_dpbusd_epi32(x, c[g], v[g]);
+        y = _mm512_dpbusd_epi32(y, c[4 + g], v[4 + g]);
+      }
+      s[h] = _mm512_fmadd_ps(km, _mm512_set1_ps(aq[h].ds[j]), s[h]);
+      s[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(x, y)),
+                             _mm512_mul_ps(kd, _mm512_set1_ps(aq[h].d[j])), s[h]);
+    }
+  }
+  for (h = 0; h < nh; ++h)
+    _mm512_storeu_ps(sc + (size_t)h * scs,
+                     _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), live,
+                                        _mm512_mul_ps(s[h], _mm512_set1_ps(scale))));
+}
+
+/* One head's weighted sum of a chunk of value tiles (vt, tile bytes apart)
+ * into its accumulators a (eight a block j of 32 dims). The weights w (e x d of
+ * row i of tile u at w[u][j][i], d from the value tile) go in as 14-bit
+ * integers of the chunk's largest per block, split into 7-bit halves: per tile
+ * and block, each half's bytes of rows 4i..4i+3 repeated in quarter i (whi,
+ * wlo). The codes of a tile (a row's 4 bytes a lane) get each quarter's 4 x 4
+ * bytes turned, so lane u of quarter i holds byte 4g + u of rows 4i..4i+3, and
+ * go against the weights in vpdpbusd, low and high nibbles apart, exact in
+ * int32 over the chunk. a[8j + g] gets the low nibbles' sums (dim 4g + u in
+ * lane u of every quarter), a[8j + 4 + g] the high ones' (dim 16 + 4g + u);
+ * attend_sum16 adds the quarters at the end. A weight is within half a step of
+ * 2^-14 of the chunk's largest, so its error is at most 2^-15 of that. */
+KILN_UK_INLINE void attend_q4t_values(__m512 *a, const uint8_t *vt, size_t tile, int32_t nt,
+                                      const float (*w)[KILN_UK_MAX_HEAD_DIM / 32][16],
+                                      int32_t hd) {
+  const __m512i low = _mm512_set1_epi8(15);
+  const __m512i turn = _mm512_broadcast_i32x4(
+      _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+  /* per quarter, the low or the second bytes of its four weights, in every lane */
+  const __m512i low8 = _mm512_set1_epi32(0x0c080400), high = _mm512_set1_epi32(0x0d090501);
+  int32_t j, u, g;
+  for (j = 0; j < hd / 32; ++j) {
+    __m512 top = _mm512_setzero_ps();
+    __m512i s[16];
+    float most;
+    __m512 up;
+    for (u = 0; u < nt; ++u)
+      top = _mm512_max_ps(top, _mm512_loadu_ps(w[u][j]));
+    most = _mm512_reduce_max_ps(top);
+    if (most <= 0.0f)
+      continue;
+    up = _mm512_set1_ps(65535.0f / most);
+    for (g = 0; g < 16; ++g)
+      s[g] = _mm512_setzero_si512();
+    for (u = 0; u < nt; ++u) {
+      const uint8_t *b = vt + (size_t)u * tile + 320 * j;
+      const __m512i iw = _mm512_cvtps_epi32(
+          _mm512_min_ps(_mm512_mul_ps(_mm512_loadu_ps(w[u][j]), up), _mm512_set1_ps(65535.0f)));
+      const __m512i whi = _mm512_shuffle_epi8(iw, high), wlo = _mm512_shuffle_epi8(iw, low8);
+      for (g = 0; g < 4; ++g) {
+        const __m512i c = _mm512_shuffle_epi8(_mm512_loadu_si512(b + 64 * g), turn);
+        const __m512i l = _mm512_and_si512(c, low);
+        const __m512i h = _mm512_and_si512(_mm512_srli_epi16(c, 4), low);
+        s[g] = _mm512_dpbusd_epi32(s[g], whi, l);
+        s[4 + g] = _mm512_dpbusd_epi32(s[4 + g], wlo, l);
+        s[8 + g] = _mm512_dpbusd_epi32(s[8 + g], whi, h);
+        s[12 + g] = _mm512_dpbusd_epi32(s[12 + g], wlo, h);
+      }
+    }
+    for (g = 0; g < 4; ++g) {
+      const __m512 step = _mm512_set1_ps(most / 65535.0f);
+      a[8 * j + g] = _mm512_fmadd_ps(
+          _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_slli_epi32(s[g], 8), s[4 + g])), step,
+          a[8 * j + g]);
+      a[8 * j + 4 + g] = _mm512_fmadd_ps(
+          _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_slli_epi32(s[8 + g], 8), s[12 + g])), step,
+          a[8 * j + 4 + g]);
+    }
+  }
+}
+
+/* attend over a tiled int4 cache (KILN_UK_Q4T; never a ring: position t is
+ * row t % 16 of tile t / 16, `stride` the bytes of one row's head). Per chunk
+ * of KILN_UK_ATTEND_TILES tiles: every head's scores (attend_q4t_scores, the
+ * key tile read once for the group), then per head one maximum, one rescale,
+ * the exponentials, and the weighted values (attend_q4t_values). */
+KILN_UK_INLINE void attend_q4t(const float *q, int32_t nq, const uint8_t *keys,
+                               const uint8_t *values, size_t stride, int32_t t0, int32_t t1,
+                               int32_t hd, float scale, float *y) {
+  enum { CT = KILN_UK_ATTEND_TILES, HB = KILN_UK_MAX_HEAD_DIM / 32 };
+  const size_t tile = 16u * stride;
+  int32_t h0;
+  for (h0 = 0; h0 < nq; h0 += KILN_UK_ATTEND_HEADS) {
+    const int32_t nh = nq - h0 < KILN_UK_ATTEND_HEADS ? nq - h0 : KILN_UK_ATTEND_HEADS;
+    __m512 acc[KILN_UK_ATTEND_HEADS][KILN_UK_MAX_HEAD_DIM / 4], sum[KILN_UK_ATTEND_HEADS];
+    __m512 msum[KILN_UK_ATTEND_HEADS][HB];
+    attend_q4t_query aq[KILN_UK_ATTEND_HEADS];
+    float mx[KILN_UK_ATTEND_HEADS];
+    int32_t h, j, u, p;
+    for (h = 0; h < nh; ++h) {
+      for (j = 0; j < hd / 4; ++j)
+        acc[h][j] = _mm512_setzero_ps();
+      for (j = 0; j < hd / 32; ++j)
+        msum[h][j] = _mm512_setzero_ps();
+      sum[h] = _mm512_setzero_ps();
+      mx[h] = -INFINITY;
+      attend_q4t_query_set(&aq[h], q + (size_t)(h0 + h) * (size_t)hd, hd);
+    }
+    for (p = t0 & ~15; p <= t1; p += 16 * CT) {
+      const int32_t nt = (t1 - p) / 16 + 1 < CT ? (t1 - p) / 16 + 1 : CT;
+      const uint8_t *kt = keys + (size_t)(p / 16) * tile, *vt = values + (size_t)(p / 16) * tile;
+      float sc[KILN_UK_ATTEND_HEADS][16 * CT], w[CT][HB][16];
+      __mmask16 live[CT];
+      for (u = 0; u < nt; ++u) {
+        const int32_t ahead = p + 16 * (u + KILN_UK_ATTEND_AHEAD);
+        size_t c;
+        if (ahead <= t1) /* the tiles a few on, into L2 */
+          for (c = 0; c < tile; c += 64) {
+            _mm_prefetch((const char *)(kt + (size_t)(u + KILN_UK_ATTEND_AHEAD) * tile + c), _MM_HINT_T1);
+            _mm_prefetch((const char *)(vt + (size_t)(u + KILN_UK_ATTEND_AHEAD) * tile + c), _MM_HINT_T1);
+          }
+        live[u] = tile_live(p + 16 * u, t0, t1);
+        attend_q4t_scores(aq, nh, kt + (size_t)u * tile, hd, scale, live[u], &sc[0][16 * u],
+                          16 * CT);
+      }
+      for (h = 0; h < nh; ++h) {
+        __m512 m = _mm512_set1_ps(-INFINITY), s = sum[h];
+        float bm;
+        for (u = 0; u < nt; ++u)
+          m = _mm512_max_ps(m, _mm512_loadu_ps(&sc[h][16 * u]));
+        bm = _mm512_reduce_max_ps(m);
+        if (bm > mx[h]) {
+          const __m512 r = _mm512_set1_ps(mx[h] == -INFINITY ? 0.0f : expf(mx[h] - bm));
+          for (j = 0; j < hd / 4; ++j)
+            acc[h][j] = _mm512_mul_ps(acc[h][j], r);
+          for (j = 0; j < hd / 32; ++j)
+            msum[h][j] = _mm512_mul_ps(msum[h][j], r);
+          s = _mm512_mul_ps(s, r);
+          mx[h] = bm;
+        }
+        for (u = 0; u < nt; ++u) {
+          const __m512 e = _mm512_maskz_mov_ps(
+              live[u],
+              exp_ps(_mm512_sub_ps(_mm512_loadu_ps(&sc[h][16 * u]), _mm512_set1_ps(mx[h]))));
+          const uint8_t *b = vt + (size_t)u * tile;
+          s = _mm512_add_ps(s, e);
+          for (j = 0; j < hd / 32; ++j) {
+            const __m512 vd = _mm512_maskz_cvtph_ps(
+                live[u], _mm256_loadu_si256((const __m256i *)(const void *)(b + 320 * j + 256)));
+            const __m512 vm = _mm512_maskz_cvtph_ps(
+                live[u], _mm256_loadu_si256((const __m256i *)(const void *)(b + 320 * j + 288)));
+            _mm512_storeu_ps(w[u][j], _mm512_mul_ps(e, vd));
+            msum[h][j] = _mm512_fmadd_ps(e, vm, msum[h][j]);
+          }
+        }
+        sum[h] = s;
+        attend_q4t_values(acc[h], vt, tile, nt, (const float(*)[HB][16])w, hd);
+      }
+    }
+    for (h = 0; h < nh; ++h) {
+      const __m512 total = _mm512_set1_ps(_mm512_reduce_add_ps(sum[h]));
+      float *yh = y + (size_t)(h0 + h) * (size_t)hd;
+      for (j = 0; j < hd / 32; ++j) { /* dims 32j.. and 32j + 16.., plus the block's m */
+        const __m512 m = _mm512_set1_ps(_mm512_reduce_add_ps(msum[h][j]));
+        _mm512_storeu_ps(yh + 32 * j,
+                         _mm512_div_ps(_mm512_add_ps(attend_sum16(acc[h] + 8 * j), m), total));
+        _mm512_storeu_ps(yh + 32 * j + 16,
+                         _mm512_div_ps(_mm512_add_ps(attend_sum16(acc[h] + 8 * j + 4), m), total));
+      }
+    }
+  }
+}
+
 #define KILN_UK_HAS_ATTEND 1
 /* As the portable attend, over chunks of KILN_UK_ATTEND_CHUNK blocks of 16
  * cache rows, with every query head of the group at each block, so a block of
@@ -954,6 +1182,10 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
                             : family == KILN_UK_Q4  ? (size_t)hd / 32u * 20u
                                                     : 2u + (size_t)hd;
   int32_t h0;
+  if (family == KILN_UK_Q4T) {
+    attend_q4t(q, nq, keys, values, stride, t0, t1, hd, scale, y);
+    return;
+  }
   for (h0 = 0; h0 < nq; h0 += KILN_UK_ATTEND_HEADS) {
     const int32_t nh = nq - h0 < KILN_UK_ATTEND_HEADS ? nq - h0 : KILN_UK_ATTEND_HEADS;
     __m512 acc[KILN_UK_ATTEND_HEADS][KILN_UK_MAX_HEAD_DIM / 16], sum[KILN_UK_ATTEND_HEADS];
