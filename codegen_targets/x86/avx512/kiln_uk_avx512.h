@@ -1109,6 +1109,10 @@ KILN_UK_INLINE void attend_q4t(const float *q, int32_t nq, const uint8_t *keys,
             _mm_prefetch((const char *)(kt + (size_t)(u + KILN_UK_ATTEND_AHEAD) * tile + c), _MM_HINT_T1);
             _mm_prefetch((const char *)(vt + (size_t)(u + KILN_UK_ATTEND_AHEAD) * tile + c), _MM_HINT_T1);
           }
+        /* and the value tile the chunk's weights read next, while the keys
+         * are scored: 144 heads x 2048 positions flushed, 1.1x */
+        for (c = 0; c < tile; c += 64)
+          _mm_prefetch((const char *)(vt + (size_t)u * tile + c), _MM_HINT_T1);
         live[u] = tile_live(p + 16 * u, t0, t1);
         attend_q4t_scores(aq, nh, kt + (size_t)u * tile, hd, scale, live[u], &sc[0][16 * u],
                           16 * CT);
