@@ -426,15 +426,6 @@ static inline void gelu(const float *x, float *y, int32_t n) {
 }
 
 /* One head's cache row as floats (i8 rows: times their scale). */
-static inline void kv_load_row(int family, const uint8_t *row, float *x, int32_t hd);
-
-/* Row i of a tile of a tiled int4 cache as floats. */
-static inline void kv_load_q4t(const uint8_t *tile, int32_t i, float *x, int32_t hd) {
-  uint8_t row[KILN_UK_MAX_HEAD_DIM / 32 * 20];
-  kv_tile_get_q4(tile, i, row, hd);
-  kv_load_row(KILN_UK_Q4, row, x, hd);
-}
-
 static inline void kv_load_row(int family, const uint8_t *row, float *x, int32_t hd) {
   const float d = family == KILN_UK_I8 ? load_f16(row) : 1.0f;
   int32_t i;
@@ -448,6 +439,13 @@ static inline void kv_load_row(int family, const uint8_t *row, float *x, int32_t
   }
   for (i = 0; i < hd; ++i)
     x[i] = d * kv_value(family, row, i);
+}
+
+/* Row i of a tile of a tiled int4 cache as floats. */
+static inline void kv_load_q4t(const uint8_t *tile, int32_t i, float *x, int32_t hd) {
+  uint8_t row[KILN_UK_MAX_HEAD_DIM / 32 * 20];
+  kv_tile_get_q4(tile, i, row, hd);
+  kv_load_row(KILN_UK_Q4, row, x, hd);
 }
 
 /* A score: the float query against an f32 or f16 row, the quantized one
@@ -510,8 +508,10 @@ static inline void kv_axpy_rows(int family, float *acc, const float *e, const ui
  * head, over positions t0..t1 of a cache of `ring` rows (`stride` bytes apart;
  * position t in row t % ring, so a cache shorter than the context is a ring
  * buffer) in `family` (KILN_UK_F32, F16, I8, Q4 or Q4T, rows of `stride` bytes
- * in tiles of 16; the last three score the query quantized, kv_query): an online softmax over blocks of 16 positions (the scores of a block, one rescale of the accumulator
- * if its maximum grew, then the block's exponentials at once), no scores
+ * in tiles of 16; the last three score the query quantized, kv_query): an
+ * online softmax over blocks of 16 positions (the scores of a block, one
+ * rescale of the accumulator if its maximum grew, then the block's
+ * exponentials at once), no scores
  * buffer. Every head of the group takes each block in turn, so the block's
  * rows are read from memory once for the group; each head's arithmetic is the
  * same whatever the group. */

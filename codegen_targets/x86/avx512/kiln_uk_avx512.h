@@ -937,10 +937,22 @@ KILN_UK_INLINE void attend_prefetch(const uint8_t *keys, const uint8_t *values, 
  * computes before one softmax step. */
 #define KILN_UK_ATTEND_TILES 8
 
+/* The lines of bytes at p into L2. */
+static inline void prefetch_l2(const uint8_t *p, size_t bytes) {
+  size_t c;
+  for (c = 0; c < bytes; c += 64)
+    _mm_prefetch((const char *)(p + c), _MM_HINT_T1);
+}
+
 /* Positions t0..t1 of tile (position) p0 that are live, as lanes. */
 static inline __mmask16 tile_live(int32_t p0, int32_t t0, int32_t t1) {
   const int32_t lo = t0 > p0 ? t0 - p0 : 0, hi = t1 - p0 + 1 < 16 ? t1 - p0 + 1 : 16;
   return (__mmask16)(tail_mask(hi) & ~tail_mask(lo));
+}
+
+/* A tile's 16 f16 (its rows' d or m) as floats, 0 where not live. */
+static inline __m512 tile_halves(const uint8_t *p, __mmask16 live) {
+  return _mm512_maskz_cvtph_ps(live, _mm256_loadu_si256((const __m256i *)(const void *)p));
 }
 
 /* One query head as attend_q4t scores it (kv_query): per block j of 32 dims
@@ -981,8 +993,7 @@ KILN_UK_INLINE void attend_q4t_scores(const attend_q4t_query *aq, int32_t nh, co
     s[h] = _mm512_setzero_ps();
   for (j = 0; j < hd / 32; ++j) {
     const uint8_t *b = kt + 320 * j;
-    const __m512 kd = _mm512_maskz_cvtph_ps(live, _mm256_loadu_si256((const __m256i *)(const void *)(b + 256)));
-    const __m512 km = _mm512_maskz_cvtph_ps(live, _mm256_loadu_si256((const __m256i *)(const void *)(b + 288)));
+    const __m512 kd = tile_halves(b + 256, live), km = tile_halves(b + 288, live);
     __m512i c[8];
     for (g = 0; g < 4; ++g) {
       const __m512i x = _mm512_loadu_si512(b + 64 * g);
@@ -1010,16 +1021,17 @@ KILN_UK_INLINE void attend_q4t_scores(const attend_q4t_query *aq, int32_t nh, co
 
 /* One head's weighted sum of a chunk of value tiles (vt, tile bytes apart)
  * into its accumulators a (eight a block j of 32 dims). The weights w (e x d of
- * row i of tile u at w[u][j][i], d from the value tile) go in as 14-bit
- * integers of the chunk's largest per block, split into 7-bit halves: per tile
- * and block, each half's bytes of rows 4i..4i+3 repeated in quarter i (whi,
- * wlo). The codes of a tile (a row's 4 bytes a lane) get each quarter's 4 x 4
- * bytes turned, so lane u of quarter i holds byte 4g + u of rows 4i..4i+3, and
- * go against the weights in vpdpbusd, low and high nibbles apart, exact in
- * int32 over the chunk. a[8j + g] gets the low nibbles' sums (dim 4g + u in
- * lane u of every quarter), a[8j + 4 + g] the high ones' (dim 16 + 4g + u);
- * attend_sum16 adds the quarters at the end. A weight is within half a step of
- * 2^-14 of the chunk's largest, so its error is at most 2^-15 of that. */
+ * row i of tile u at w[u][j][i], d from the value tile) go in as 16-bit
+ * integers of the chunk's largest per block, split into bytes: per tile and
+ * block, each byte of rows 4i..4i+3 repeated in quarter i (whi, wlo). The codes
+ * of a tile (a row's 4 bytes a lane) get each quarter's 4 x 4 bytes turned, so
+ * lane u of quarter i holds byte 4g + u of rows 4i..4i+3, and go against the
+ * weights in vpdpbusd, low and high nibbles apart, exact in int32 over the
+ * chunk (at most 8 x 4 x 255 x 15 a byte's sum, times 256). a[8j + g] gets the
+ * low nibbles' sums (dim 4g + u in lane u of every quarter), a[8j + 4 + g] the
+ * high ones' (dim 16 + 4g + u); attend_sum16 adds the quarters at the end. A
+ * weight is within half a step of 2^-16 of the chunk's largest, so its error
+ * is at most 2^-17 of that. */
 KILN_UK_INLINE void attend_q4t_values(__m512 *a, const uint8_t *vt, size_t tile, int32_t nt,
                                       const float (*w)[KILN_UK_MAX_HEAD_DIM / 32][16],
                                       int32_t hd) {
@@ -1071,10 +1083,10 @@ KILN_UK_INLINE void attend_q4t_values(__m512 *a, const uint8_t *vt, size_t tile,
 
 /* attend over a tiled int4 cache (KILN_UK_Q4T; never a ring: position t is
  * row t % 16 of tile t / 16, `stride` the bytes of one row's head, the next
- * head `ring` rows on). Per chunk
- * of KILN_UK_ATTEND_TILES tiles: every head's scores (attend_q4t_scores, the
- * key tile read once for the group), then per head one maximum, one rescale,
- * the exponentials, and the weighted values (attend_q4t_values). */
+ * head `ring` rows on). Per chunk of KILN_UK_ATTEND_TILES tiles: every head's
+ * scores (attend_q4t_scores, the key tile read once for the group), then per
+ * head one maximum, one rescale, the exponentials, and the weighted values
+ * (attend_q4t_values). */
 KILN_UK_INLINE void attend_q4t(const float *q, int32_t nq, const uint8_t *keys,
                                const uint8_t *values, size_t stride, int32_t ring, int32_t t0,
                                int32_t t1, int32_t hd, float scale, float *y) {
@@ -1103,24 +1115,19 @@ KILN_UK_INLINE void attend_q4t(const float *q, int32_t nq, const uint8_t *keys,
       float sc[KILN_UK_ATTEND_HEADS][16 * CT], w[CT][HB][16];
       __mmask16 live[CT];
       for (u = 0; u < nt; ++u) {
-        const int32_t ahead = p + 16 * (u + KILN_UK_ATTEND_AHEAD);
-        size_t c;
-        if (ahead <= t1) /* the tiles a few on, into L2 */
-          for (c = 0; c < tile; c += 64) {
-            _mm_prefetch((const char *)(kt + (size_t)(u + KILN_UK_ATTEND_AHEAD) * tile + c), _MM_HINT_T1);
-            _mm_prefetch((const char *)(vt + (size_t)(u + KILN_UK_ATTEND_AHEAD) * tile + c), _MM_HINT_T1);
-          }
-        /* and the value tile the chunk's weights read next, while the keys
-         * are scored: 144 heads x 2048 positions flushed, 1.1x */
-        for (c = 0; c < tile; c += 64)
-          _mm_prefetch((const char *)(vt + (size_t)u * tile + c), _MM_HINT_T1);
-        /* and the same tile of the next head (ring rows on: a tiled cache is
+        const size_t at = (size_t)u * tile, next = (size_t)ring * stride + at;
+        if (p + 16 * (u + KILN_UK_ATTEND_AHEAD) <= t1) { /* the tiles a few on */
+          prefetch_l2(kt + at + KILN_UK_ATTEND_AHEAD * tile, tile);
+          prefetch_l2(vt + at + KILN_UK_ATTEND_AHEAD * tile, tile);
+        }
+        /* the value tile the chunk's weights read next, while the keys are
+         * scored: 144 heads x 2048 positions flushed, 1.1x */
+        prefetch_l2(vt + at, tile);
+        /* the same tiles of the next head (ring rows on: a tiled cache is
          * head-major), so a head starts with its first tiles in L2: 1.19x,
          * medians of 5 alternating runs */
-        for (c = 0; c < tile; c += 64) {
-          _mm_prefetch((const char *)(kt + (size_t)ring * stride + (size_t)u * tile + c), _MM_HINT_T1);
-          _mm_prefetch((const char *)(vt + (size_t)ring * stride + (size_t)u * tile + c), _MM_HINT_T1);
-        }
+        prefetch_l2(kt + next, tile);
+        prefetch_l2(vt + next, tile);
         live[u] = tile_live(p + 16 * u, t0, t1);
         attend_q4t_scores(aq, nh, kt + (size_t)u * tile, hd, scale, live[u], &sc[0][16 * u],
                           16 * CT);
@@ -1147,10 +1154,8 @@ KILN_UK_INLINE void attend_q4t(const float *q, int32_t nq, const uint8_t *keys,
           const uint8_t *b = vt + (size_t)u * tile;
           s = _mm512_add_ps(s, e);
           for (j = 0; j < hd / 32; ++j) {
-            const __m512 vd = _mm512_maskz_cvtph_ps(
-                live[u], _mm256_loadu_si256((const __m256i *)(const void *)(b + 320 * j + 256)));
-            const __m512 vm = _mm512_maskz_cvtph_ps(
-                live[u], _mm256_loadu_si256((const __m256i *)(const void *)(b + 320 * j + 288)));
+            const __m512 vd = tile_halves(b + 320 * j + 256, live[u]);
+            const __m512 vm = tile_halves(b + 320 * j + 288, live[u]);
             _mm512_storeu_ps(w[u][j], _mm512_mul_ps(e, vd));
             msum[h][j] = _mm512_fmadd_ps(e, vm, msum[h][j]);
           }
