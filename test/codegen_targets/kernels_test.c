@@ -328,6 +328,27 @@ static void test_kv_store_q4(int32_t hd) {
 /* Cache rows the attend test holds: spans longer than attend's chunks. */
 #define ATTEND_ROWS 320
 
+/* A naive softmax in double: w[t] = e^(s_t - max s) for the scores s_t =
+ * 0.125 x qh . row t (keys + t stride, as kv_load_row reads it), t0..t1;
+ * returns their sum. */
+static double naive_weights(int family, const double *qh, const uint8_t *keys, size_t stride,
+                            int32_t t0, int32_t t1, int32_t hd, double *w) {
+  double mx = -1e300, sum = 0.0;
+  float row[256];
+  int32_t t, i;
+  for (t = t0; t <= t1; ++t) {
+    double s = 0.0;
+    kv_load_row(family, keys + (size_t)t * stride, row, hd);
+    for (i = 0; i < hd; ++i)
+      s += qh[i] * (double)row[i];
+    w[t] = s * 0.125;
+    mx = w[t] > mx ? w[t] : mx;
+  }
+  for (t = t0; t <= t1; ++t)
+    sum += (w[t] = exp(w[t] - mx));
+  return sum;
+}
+
 /* attend of nq query heads over positions t0..t1 of one cache head among nkv
  * (nkv = 1: the rows are contiguous, as in a head-major cache). */
 static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t t1, int32_t nkv) {
@@ -417,7 +438,7 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
     int32_t h;
     ok = 1;
     for (h = 0; h < nq; ++h) {
-      double w[ATTEND_ROWS], mx = -1e300, sum = 0.0, qh[128];
+      double w[ATTEND_ROWS], sum, qh[128];
       float row[128];
       if (family == KILN_UK_I8 || family == KILN_UK_Q4) {
         kv_query kq;
@@ -428,16 +449,7 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
         for (i = 0; i < hd; ++i)
           qh[i] = q[h * hd + i];
       }
-      for (t = t0; t <= t1; ++t) {
-        double s = 0.0;
-        kv_load_row(family, keys + (size_t)t * stride + at, row, hd);
-        for (i = 0; i < hd; ++i)
-          s += qh[i] * (double)row[i];
-        w[t] = s * 0.125;
-        mx = w[t] > mx ? w[t] : mx;
-      }
-      for (t = t0; t <= t1; ++t)
-        sum += (w[t] = exp(w[t] - mx));
+      sum = naive_weights(family, qh, keys + at, stride, t0, t1, hd, w);
       for (i = 0; i < hd; ++i) {
         double a = 0.0;
         for (t = t0; t <= t1; ++t) {
@@ -491,22 +503,13 @@ static void test_attend_q4t(int32_t nq, int32_t hd, int32_t t0, int32_t t1) {
   attend(KILN_UK_Q4T, q, nq, tk, tv, hb, CAP, t0, t1, hd, 0.125f, out);
   for (h = 0; h < nq; ++h) {
     kv_query kq;
-    double w[CAP], qh[256], mx = -1e300, sum = 0.0, slack = 0.0;
+    double w[CAP], qh[256], sum, slack = 0.0;
     float row[256];
     int32_t c;
     kv_query_set(&kq, q + h * hd, hd);
     for (i = 0; i < hd; ++i)
       qh[i] = (double)kq.d[i / 32] * (double)kq.q[i];
-    for (t = t0; t <= t1; ++t) {
-      double s = 0.0;
-      kv_load_row(KILN_UK_Q4, rows_k + (size_t)t * hb, row, hd);
-      for (i = 0; i < hd; ++i)
-        s += qh[i] * (double)row[i];
-      w[t] = s * 0.125;
-      mx = w[t] > mx ? w[t] : mx;
-    }
-    for (t = t0; t <= t1; ++t)
-      sum += (w[t] = exp(w[t] - mx));
+    sum = naive_weights(KILN_UK_Q4, qh, rows_k, hb, t0, t1, hd, w);
     for (c = t0 & ~15; c <= t1; c += 128) { /* attend's chunks */
       double top = 0.0;
       int32_t n = 0;
