@@ -108,15 +108,17 @@ Value kiln::fusedNorm(Operation *op) {
   return Value();
 }
 
-bool kiln::tiledKvCache(Operation *op, Value cache) {
-  auto module = op->getParentOfType<ModuleOp>();
+bool kiln::wholeHeadMajorCache(Operation *op, int64_t rows) {
+  auto module = isa<ModuleOp>(op) ? cast<ModuleOp>(op) : op->getParentOfType<ModuleOp>();
   auto config = module ? module->getAttrOfType<DictionaryAttr>("kiln.model") : nullptr;
-  if (!config)
-    return false;
-  auto layout = config.getAs<StringAttr>("kv_layout");
-  auto context = config.getAs<IntegerAttr>("max_context");
+  auto layout = config ? config.getAs<StringAttr>("kv_layout") : nullptr;
+  auto context = config ? config.getAs<IntegerAttr>("max_context") : nullptr;
+  return layout && layout.getValue() == "head-major" && context && rows >= context.getInt();
+}
+
+bool kiln::tiledKvCache(Operation *op, Value cache) {
   auto type = cast<RankedTensorType>(cache.getType());
   int64_t rows = type.getDimSize(0);
-  return isa<Q4_1Type>(type.getElementType()) && layout && layout.getValue() == "head-major" &&
-         context && rows >= context.getInt() && rows % 16 == 0;
+  return isa<Q4_1Type>(type.getElementType()) && rows % 16 == 0 &&
+         wholeHeadMajorCache(op, rows);
 }

@@ -64,10 +64,13 @@ struct KernelWork {
 };
 std::optional<KernelWork> kernelWork(mlir::Operation *op);
 
-/// Whether a KV cache (a value of kv_cache or kv_write type, in an op of a
-/// module with a kiln.model config) keeps each head's positions in tiles of 16
-/// (KILN_UK_Q4T): an int4 cache, head-major, whose rows hold the whole context
-/// (not a ring), a multiple of 16 of them as quantize makes them.
+/// Whether a KV cache of `rows` rows in the module of `op` is head-major and
+/// holds the whole context (not a ring), as the module's kiln.model config
+/// says: such an int4 cache can take tiles of 16 positions.
+bool wholeHeadMajorCache(mlir::Operation *op, int64_t rows);
+/// Whether a KV cache (a value of kv_cache or kv_write type) keeps each head's
+/// positions in tiles of 16 (KILN_UK_Q4T): an int4 wholeHeadMajorCache with a
+/// multiple of 16 rows, as quantize makes it.
 bool tiledKvCache(mlir::Operation *op, mlir::Value cache);
 
 /// The element type a policy format names ("q4_0", "i8g64", "f16", ...), or null.

@@ -122,7 +122,7 @@ struct QuantizePass : kiln::impl::QuantizeBase<QuantizePass> {
       SmallVector<int64_t> shape(type.getShape());
       // A head-major int4 cache over the whole context takes tiles of 16
       // positions (tiledKvCache): its rows rounded up to whole tiles.
-      if (kv == "q4" && headMajor() && shape[0] >= maxContext())
+      if (kv == "q4" && wholeHeadMajorCache(getOperation(), shape[0]))
         shape[0] = llvm::alignTo(shape[0], 16);
       auto retyped = RankedTensorType::get(shape, element);
       for (Value v = cache; v; ) {
@@ -131,18 +131,6 @@ struct QuantizePass : kiln::impl::QuantizeBase<QuantizePass> {
         v = write ? write.getCache() : Value();
       }
     }
-  }
-
-  DictionaryAttr modelConfig() {
-    return getOperation()->getAttrOfType<DictionaryAttr>("kiln.model");
-  }
-  bool headMajor() {
-    auto layout = modelConfig() ? modelConfig().getAs<StringAttr>("kv_layout") : nullptr;
-    return layout && layout.getValue() == "head-major";
-  }
-  int64_t maxContext() {
-    auto context = modelConfig() ? modelConfig().getAs<IntegerAttr>("max_context") : nullptr;
-    return context ? context.getInt() : INT64_MAX;
   }
 
   Type defaultFormat;

@@ -370,6 +370,7 @@ private:
     k.name = formatv("{0}_kv_rerope_{1}_w{2}_{3}_r{4}{5}", prefix, c.name, width,
                      rope->name.substr(prefix.size() + 11), layout.rows, layout.tag());
     k.params = "void *keys, int32_t r0, int32_t r1, int32_t delta";
+    std::string row = formatv("t + h * {0}", hd).str(); // head h's floats
     k.body = formatv(R"c(  uint8_t *c = (uint8_t *)keys;
   float t[{0}];
   int32_t r, h;
@@ -381,9 +382,8 @@ private:
       {4}
   }
 )c",
-                     width, heads, layout.load(family, "c", "r", "h", formatv("t + h * {0}", hd).str(), hd),
-                     rope->name,
-                     layout.store(c.family, formatv("t + h * {0}", hd).str(), "c", "r", "h", hd))
+                     width, heads, layout.load(family, "c", "r", "h", row, hd), rope->name,
+                     layout.store(c.family, row, "c", "r", "h", hd))
                  .str();
     k.helpers.push_back(*rope);
     return k;
