@@ -937,11 +937,13 @@ KILN_UK_INLINE void attend_prefetch(const uint8_t *keys, const uint8_t *values, 
  * computes before one softmax step. */
 #define KILN_UK_ATTEND_TILES 8
 
-/* The lines of bytes at p into L2. */
-static inline void prefetch_l2(const uint8_t *p, size_t bytes) {
+/* Loads of the lines of bytes at p, in order, for nothing but their arrival:
+ * the hardware prefetcher follows such a stream (software prefetches do not
+ * train it), where the value pass reads a chunk's lines out of order. */
+static inline void touch(const uint8_t *p, size_t bytes) {
   size_t c;
   for (c = 0; c < bytes; c += 64)
-    _mm_prefetch((const char *)(p + c), _MM_HINT_T1);
+    __asm__ __volatile__("" : : "v"(_mm512_loadu_si512(p + c)));
 }
 
 /* Positions t0..t1 of tile (position) p0 that are live, as lanes. */
@@ -1082,14 +1084,13 @@ KILN_UK_INLINE void attend_q4t_values(__m512 *a, const uint8_t *vt, size_t tile,
 }
 
 /* attend over a tiled int4 cache (KILN_UK_Q4T; never a ring: position t is
- * row t % 16 of tile t / 16, `stride` the bytes of one row's head, the next
- * head `ring` rows on). Per chunk of KILN_UK_ATTEND_TILES tiles: every head's
+ * row t % 16 of tile t / 16, `stride` the bytes of one row's head). Per chunk of KILN_UK_ATTEND_TILES tiles: every head's
  * scores (attend_q4t_scores, the key tile read once for the group), then per
  * head one maximum, one rescale, the exponentials, and the weighted values
  * (attend_q4t_values). */
 KILN_UK_INLINE void attend_q4t(const float *q, int32_t nq, const uint8_t *keys,
-                               const uint8_t *values, size_t stride, int32_t ring, int32_t t0,
-                               int32_t t1, int32_t hd, float scale, float *y) {
+                               const uint8_t *values, size_t stride, int32_t t0, int32_t t1,
+                               int32_t hd, float scale, float *y) {
   enum { CT = KILN_UK_ATTEND_TILES, HB = KILN_UK_MAX_HEAD_DIM / 32 };
   const size_t tile = 16u * stride;
   int32_t h0;
@@ -1115,19 +1116,10 @@ KILN_UK_INLINE void attend_q4t(const float *q, int32_t nq, const uint8_t *keys,
       float sc[KILN_UK_ATTEND_HEADS][16 * CT], w[CT][HB][16];
       __mmask16 live[CT];
       for (u = 0; u < nt; ++u) {
-        const size_t at = (size_t)u * tile, next = (size_t)ring * stride + at;
-        if (p + 16 * (u + KILN_UK_ATTEND_AHEAD) <= t1) { /* the tiles a few on */
-          prefetch_l2(kt + at + KILN_UK_ATTEND_AHEAD * tile, tile);
-          prefetch_l2(vt + at + KILN_UK_ATTEND_AHEAD * tile, tile);
-        }
         /* the value tile the chunk's weights read next, while the keys are
-         * scored: 144 heads x 2048 positions flushed, 1.1x */
-        prefetch_l2(vt + at, tile);
-        /* the same tiles of the next head (ring rows on: a tiled cache is
-         * head-major), so a head starts with its first tiles in L2: 1.19x,
-         * medians of 5 alternating runs */
-        prefetch_l2(kt + next, tile);
-        prefetch_l2(vt + next, tile);
+         * scored: 144 heads x 2048 positions from DRAM, 1.35-2x, medians of 5
+         * alternating runs, against prefetching tiles ahead into L2 */
+        touch(vt + (size_t)u * tile, tile);
         live[u] = tile_live(p + 16 * u, t0, t1);
         attend_q4t_scores(aq, nh, kt + (size_t)u * tile, hd, scale, live[u], &sc[0][16 * u],
                           16 * CT);
@@ -1200,7 +1192,7 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
                                                     : 2u + (size_t)hd;
   int32_t h0;
   if (family == KILN_UK_Q4T) {
-    attend_q4t(q, nq, keys, values, stride, ring, t0, t1, hd, scale, y);
+    attend_q4t(q, nq, keys, values, stride, t0, t1, hd, scale, y);
     return;
   }
   for (h0 = 0; h0 < nq; h0 += KILN_UK_ATTEND_HEADS) {
