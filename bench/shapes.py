@@ -350,6 +350,9 @@ def markdown(result):
         "the run's threads (attention flops not counted)."
         % (LONG_PROMPT, PREFILL_CHUNK, SHORT_DECODE, LONG_DECODE, MAX_CONTEXT),
     ]
+    if n:
+        lines[-1] += (" Loss @%d: per repeat, 1 - decode @%d / decode @16 of the same repeat; "
+                      "the median of those." % (n, n))
     return "\n".join(lines) + "\n"
 
 
@@ -482,8 +485,13 @@ def main():
         row.pop("gen", None)
         for key in ("prefill", "decode16", "decode512", "decode_long"):
             row[key + "_tps"] = statistics.median(row[key]) if row[key] else None
-        row["long_context_loss"] = (row["decode_long_tps"] and row["decode16_tps"] and
-                                    1 - row["decode_long_tps"] / row["decode16_tps"])
+        # Per repeat against its own @16, seconds apart, then the median: the
+        # machine's memory speed drifts between minutes, which a ratio of the
+        # two columns' medians (kept as long_context_loss_of_medians) takes in.
+        pairs = [1 - lo / sh for sh, lo in zip(row["decode16"], row["decode_long"]) if sh]
+        row["long_context_loss"] = statistics.median(pairs) if pairs else None
+        row["long_context_loss_of_medians"] = (row["decode_long_tps"] and row["decode16_tps"] and
+                                               1 - row["decode_long_tps"] / row["decode16_tps"])
         dec, pf = row["decode16_tps"], row["prefill_tps"]
         peak = (probes["int8_gops" if row["format"] in INT8_FORMATS else "fma_gflops"] * 1e9 *
                 row["threads"])
