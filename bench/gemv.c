@@ -4,14 +4,17 @@
  * plain read of the same bytes in the same pass. Decode is bound by that read:
  * the ratio says how much of the read bandwidth the kernel keeps.
  *
- *   cc -O3 -march=native -I. -Iruntime/include bench/gemv.c -o gemv -lm
- *   ./gemv q4_0 [n=5632] [k=2048] [matrices=48] [passes=9]
+ *   cc -O3 -march=native -pthread -I. -Iruntime/include bench/gemv.c -o gemv -lm
+ *   ./gemv q4_0 [n=5632] [k=2048] [matrices=48] [passes=9] [threads=1]
  *
  * Prints the median pass of each in GB/s and the median of the per-pass
- * ratios (kernel time over read time: 1.0 is the read's speed). The kernels
+ * ratios (kernel time over read time: 1.0 is the read's speed). With threads,
+ * each matrix is split as --threads splits it (whole panels; the read: the
+ * same bytes) with a barrier after it, as a schedule's shares run. The kernels
  * come from the best panel library the compiler flags allow (AVX-512, AVX2),
  * or from -DKILN_BENCH_HEADER='"codegen_targets/..."'. */
 #define _DEFAULT_SOURCE /* madvise is not in strict POSIX on glibc */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +28,7 @@
 #include "codegen_targets/c99/kiln_uk_panels.h"
 
 #define GROUP 32
+#define MAX_THREADS 8
 
 /* One matrix in the row layout: f16 values, or groups of an f16 scale then
  * int8 values or int4 nibble pairs, all random. */
@@ -46,16 +50,16 @@ static void fill_rows(int family, uint8_t *w, int32_t n, int32_t k) {
   }
 }
 
-/* The decode matmul with the family a constant, as generated code calls it. */
+/* Panels p0..p1 of the decode matmul with the family a constant, as
+ * generated code calls it. */
 static void gemv(int family, const uint8_t *w, const float *x, const void *scratch, float *y,
-                 int32_t n, int32_t k) {
-  const int32_t panels = (n + KILN_UK_NR - 1) / KILN_UK_NR;
+                 int32_t n, int32_t k, int32_t p0, int32_t p1) {
   if (family == KILN_UK_I4)
-    matmul_panel_int(KILN_UK_I4, w, y, scratch, 1, n, k, GROUP, KILN_UK_MR_MAX, k, 0, panels);
+    matmul_panel_int(KILN_UK_I4, w, y, scratch, 1, n, k, GROUP, KILN_UK_MR_MAX, k, p0, p1);
   else if (family == KILN_UK_I8)
-    matmul_panel_int(KILN_UK_I8, w, y, scratch, 1, n, k, GROUP, KILN_UK_MR_MAX, k, 0, panels);
+    matmul_panel_int(KILN_UK_I8, w, y, scratch, 1, n, k, GROUP, KILN_UK_MR_MAX, k, p0, p1);
   else
-    matmul_panel_float(KILN_UK_F16, x, w, y, 1, n, k, KILN_UK_MR_MAX, k, 0, panels);
+    matmul_panel_float(KILN_UK_F16, x, w, y, 1, n, k, KILN_UK_MR_MAX, k, p0, p1);
 }
 
 /* The plain read: 64-bit sums in four chains, which the compiler vectorizes. */
@@ -72,6 +76,80 @@ static uint64_t read_all(const uint8_t *p, size_t bytes) {
   return a ^ b ^ c ^ d;
 }
 
+/* One pass of `threads` workers over every matrix: the kernel or the read. */
+typedef struct gemv_pass {
+  int family, read, threads;
+  int32_t n, k, matrices;
+  size_t bytes;
+  const uint8_t *w;
+  const float *x;
+  const void *scratch;
+  float *y;
+  int arrived, sense;
+  uint64_t sink[MAX_THREADS];
+} gemv_pass;
+
+typedef struct worker {
+  gemv_pass *p;
+  int t;
+} worker;
+
+/* Spins until every worker has arrived (a schedule's barrier between kernels). */
+static void barrier(gemv_pass *p, int *sense) {
+  *sense = !*sense;
+  if (__atomic_add_fetch(&p->arrived, 1, __ATOMIC_SEQ_CST) == p->threads) {
+    __atomic_store_n(&p->arrived, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&p->sense, *sense, __ATOMIC_SEQ_CST);
+  } else {
+    while (__atomic_load_n(&p->sense, __ATOMIC_SEQ_CST) != *sense)
+      ;
+  }
+}
+
+static void *run_share(void *arg) {
+  const worker *wk = (const worker *)arg;
+  gemv_pass *p = wk->p;
+  const int32_t panels = (p->n + KILN_UK_NR - 1) / KILN_UK_NR;
+  const int32_t p0 = panels * wk->t / p->threads, p1 = panels * (wk->t + 1) / p->threads;
+  const size_t b0 = p->bytes * (size_t)wk->t / (size_t)p->threads & ~(size_t)63;
+  const size_t b1 = p->bytes * (size_t)(wk->t + 1) / (size_t)p->threads & ~(size_t)63;
+  int sense = 0;
+  int32_t m;
+  for (m = 0; m < p->matrices; ++m) {
+    const uint8_t *w = p->w + p->bytes * (size_t)m;
+    if (p->read)
+      p->sink[wk->t] ^= read_all(w + b0, b1 - b0);
+    else
+      gemv(p->family, w, p->x, p->scratch, p->y, p->n, p->k, p0, p1);
+    if (p->threads > 1)
+      barrier(p, &sense);
+  }
+  return NULL;
+}
+
+/* Seconds of one pass, the caller being worker 0. */
+static double run_pass(gemv_pass *p) {
+  pthread_t helpers[MAX_THREADS];
+  worker wk[MAX_THREADS];
+  double t0;
+  int t;
+  p->arrived = p->sense = 0;
+  for (t = 0; t < p->threads; ++t) {
+    wk[t].p = p;
+    wk[t].t = t;
+  }
+  t0 = now();
+  for (t = 1; t < p->threads; ++t)
+    if (pthread_create(&helpers[t], NULL, run_share, &wk[t]) != 0) {
+      fprintf(stderr, "gemv: cannot start a thread\n");
+      exit(1);
+    }
+  run_share(&wk[0]);
+  for (t = 1; t < p->threads; ++t)
+    pthread_join(helpers[t], NULL);
+  return now() - t0;
+}
+
 int main(int argc, char **argv) {
   const char *name = argc > 1 ? argv[1] : "q4_0";
   const int family = strcmp(name, "q4_0") == 0   ? KILN_UK_I4
@@ -80,15 +158,20 @@ int main(int argc, char **argv) {
                                                  : -1;
   const int32_t n = argc > 2 ? atoi(argv[2]) : 5632, k = argc > 3 ? atoi(argv[3]) : 2048;
   const int matrices = argc > 4 ? atoi(argv[4]) : 48, passes = argc > 5 ? atoi(argv[5]) : 9;
+  const int threads = argc > 6 ? atoi(argv[6]) : 1;
   size_t bytes, total;
   uint8_t *rows, *w, *scratch;
   float *x, *y, check = 0.0f;
   double *kernel, *sweep, *ratio;
-  volatile uint64_t sink = 0;
-  int32_t i, pass, m;
-  if (family < 0 || n < 1 || k < GROUP || k % GROUP != 0 || matrices < 1 || passes < 1) {
-    fprintf(stderr, "usage: %s q4_0|q8_0|f16 [n] [k, a multiple of %d] [matrices] [passes]\n",
-            argv[0], GROUP);
+  uint64_t sink = 0;
+  gemv_pass p;
+  int32_t i, r, m;
+  if (family < 0 || n < 1 || k < GROUP || k % GROUP != 0 || matrices < 1 || passes < 1 ||
+      threads < 1 || threads > MAX_THREADS) {
+    fprintf(stderr,
+            "usage: %s q4_0|q8_0|f16 [n] [k, a multiple of %d] [matrices] [passes] [threads, "
+            "1..%d]\n",
+            argv[0], GROUP, MAX_THREADS);
     return 2;
   }
   bytes = kiln_uk_panel_bytes(family, n, k, family == KILN_UK_F16 ? 1 : GROUP, KILN_UK_NR);
@@ -113,24 +196,35 @@ int main(int argc, char **argv) {
     x[i] = (float)rand() / (float)RAND_MAX - 0.5f;
   if (family != KILN_UK_F16)
     panel_quantize_rows(x, scratch, 1, k, GROUP);
-  for (pass = 0; pass < passes; ++pass) {
-    double t0 = now(), t1;
-    for (m = 0; m < matrices; ++m)
-      gemv(family, w + bytes * (size_t)m, x, scratch, y, n, k);
-    t1 = now();
-    check += y[pass % n];
-    sink ^= read_all(w, total);
-    kernel[pass] = t1 - t0;
-    sweep[pass] = now() - t1;
-    ratio[pass] = sweep[pass] / kernel[pass];
+  memset(&p, 0, sizeof p);
+  p.family = family;
+  p.threads = threads;
+  p.n = n;
+  p.k = k;
+  p.matrices = matrices;
+  p.bytes = bytes;
+  p.w = w;
+  p.x = x;
+  p.scratch = scratch;
+  p.y = y;
+  for (r = 0; r < passes; ++r) {
+    p.read = 0;
+    kernel[r] = run_pass(&p);
+    check += y[r % n];
+    p.read = 1;
+    sweep[r] = run_pass(&p);
+    ratio[r] = sweep[r] / kernel[r];
   }
+  for (i = 0; i < threads; ++i)
+    sink ^= p.sink[i];
   qsort(kernel, (size_t)passes, sizeof(double), by_value);
   qsort(sweep, (size_t)passes, sizeof(double), by_value);
   qsort(ratio, (size_t)passes, sizeof(double), by_value);
-  printf("%s %s: %d x %d, %d matrices (%.0f MB): kernel %.2f GB/s, read %.2f GB/s, "
+  printf("%s %s: %d x %d, %d matrices (%.0f MB), %d thread%s: kernel %.2f GB/s, read %.2f GB/s, "
          "kernel/read %.3f (medians of %d passes; check %g %llu)\n",
-         KILN_BENCH_HEADER, name, (int)n, (int)k, matrices, (double)total * 1e-6,
-         (double)total / kernel[passes / 2] * 1e-9, (double)total / sweep[passes / 2] * 1e-9,
-         ratio[passes / 2], passes, (double)check, (unsigned long long)(sink & 1));
+         KILN_BENCH_HEADER, name, (int)n, (int)k, matrices, (double)total * 1e-6, threads,
+         threads > 1 ? "s" : "", (double)total / kernel[passes / 2] * 1e-9,
+         (double)total / sweep[passes / 2] * 1e-9, ratio[passes / 2], passes, (double)check,
+         (unsigned long long)(sink & 1));
   return 0;
 }
