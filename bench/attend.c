@@ -9,7 +9,10 @@
  *   ./attend q4 [heads=144] [positions=2048] [passes=15] [warm]
  *
  * Prints the median pass: ns per (head, key) and the cache bytes read per
- * second. `warm` leaves the caches as the last pass left them. The kernels
+ * second; then a plain read of the same bytes in the same order (per head its
+ * keys, then its values), flushed the same way, and the median per-pass ratio
+ * of the two: attention is bound by that read. `warm` leaves the caches as
+ * the last pass left them. The kernels
  * come from the best library the compiler flags allow (AVX-512, AVX2, else
  * c99), or from -DKILN_BENCH_HEADER='"codegen_targets/..."'. */
 #define _DEFAULT_SOURCE /* madvise is not in strict POSIX on glibc */
@@ -42,12 +45,28 @@ static void store(int family, const float *x, uint8_t *head, int32_t p, size_t r
     kv_store_q4(x, row, HD);
   } else if (family == KILN_UK_I8) {
     kv_store_i8(x, row, HD);
+  } else if (family == KILN_UK_F32) {
+    memcpy(row, x, sizeof(float) * HD);
   } else {
     for (i = 0; i < HD; ++i) {
       const uint16_t h = kiln_f32_to_f16(x[i]);
       memcpy(row + 2 * i, &h, sizeof h);
     }
   }
+}
+
+/* The plain read: 64-bit sums in four chains, which the compiler vectorizes. */
+static uint64_t read_all(const uint8_t *p, size_t bytes) {
+  const uint64_t *v = (const uint64_t *)(const void *)p;
+  uint64_t a = 0, b = 0, c = 0, d = 0;
+  size_t i;
+  for (i = 0; i + 4 <= bytes / 8; i += 4) {
+    a += v[i];
+    b += v[i + 1];
+    c += v[i + 2];
+    d += v[i + 3];
+  }
+  return a ^ b ^ c ^ d;
 }
 
 /* attend with the family a constant, as generated code calls it. */
@@ -59,6 +78,8 @@ static void attend_head(int family, const float *q, const uint8_t *keys, const u
     attend(KILN_UK_Q4, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
   else if (family == KILN_UK_I8)
     attend(KILN_UK_I8, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
+  else if (family == KILN_UK_F32)
+    attend(KILN_UK_F32, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
   else
     attend(KILN_UK_F16, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
 }
@@ -69,22 +90,24 @@ int main(int argc, char **argv) {
                      : strcmp(name, "q4") == 0 ? KILN_UK_Q4
                      : strcmp(name, "q8") == 0 ? KILN_UK_I8
                      : strcmp(name, "f16") == 0 ? KILN_UK_F16
+                     : strcmp(name, "f32") == 0 ? KILN_UK_F32
                                                 : -1;
   const int32_t heads = argc > 2 ? atoi(argv[2]) : 144, positions = argc > 3 ? atoi(argv[3]) : 2048;
   const int passes = argc > 4 ? atoi(argv[4]) : 15, warm = argc > 5 && strcmp(argv[5], "warm") == 0;
   size_t head_bytes, per_head;
   uint8_t *keys, *values, *sweep = NULL;
   float *q, *y, x[HD], check = 0.0f;
-  double *seconds, median;
+  double *seconds, *reads, *ratio, median;
   volatile uint64_t sink = 0;
   int32_t h, p, i;
   int pass;
   if (family < 0 || heads < 1 || positions < 1 || passes < 1) {
-    fprintf(stderr, "usage: %s q4|q4t|q8|f16 [heads] [positions] [passes] [warm]\n", argv[0]);
+    fprintf(stderr, "usage: %s q4|q4t|q8|f16|f32 [heads] [positions] [passes] [warm]\n", argv[0]);
     return 2;
   }
   head_bytes = family == KILN_UK_Q4 || family == KILN_UK_Q4T ? HD / 32 * 20
                : family == KILN_UK_I8                       ? 2 + HD
+               : family == KILN_UK_F32                      ? 4 * HD
                                                             : 2 * HD;
   per_head = head_bytes * (size_t)(family == KILN_UK_Q4T ? (positions + 15) & ~15 : positions);
   keys = large(per_head * (size_t)heads);
@@ -92,9 +115,11 @@ int main(int argc, char **argv) {
   q = malloc(sizeof(float) * HD * (size_t)heads);
   y = malloc(sizeof(float) * HD * (size_t)heads);
   seconds = malloc(sizeof(double) * (size_t)passes);
+  reads = malloc(sizeof(double) * (size_t)passes);
+  ratio = malloc(sizeof(double) * (size_t)passes);
   if (!warm)
     sweep = malloc(SWEEP_BYTES);
-  if (!keys || !values || !q || !y || !seconds || (!warm && !sweep)) {
+  if (!keys || !values || !q || !y || !seconds || !reads || !ratio || (!warm && !sweep)) {
     fprintf(stderr, "%s: out of memory\n", argv[0]);
     return 1;
   }
@@ -122,15 +147,27 @@ int main(int argc, char **argv) {
       attend_head(family, q + (size_t)h * HD, keys + (size_t)h * per_head,
                   values + (size_t)h * per_head, head_bytes, positions, y + (size_t)h * HD);
     seconds[pass] = now() - t;
+    for (b = 0; sweep && b < SWEEP_BYTES; b += 64)
+      sink += sweep[b];
+    t = now();
+    for (h = 0; h < heads; ++h)
+      sink += read_all(keys + (size_t)h * per_head, per_head) ^
+              read_all(values + (size_t)h * per_head, per_head);
+    reads[pass] = now() - t;
+    ratio[pass] = seconds[pass] / reads[pass];
   }
   for (i = 0; i < HD * heads; ++i)
     check += y[i];
   qsort(seconds, (size_t)passes, sizeof(double), by_value);
+  qsort(reads, (size_t)passes, sizeof(double), by_value);
+  qsort(ratio, (size_t)passes, sizeof(double), by_value);
   median = seconds[passes / 2];
   printf("%s %s cache, %d heads x %d positions, hd %d, %s: %.3f ms a pass, %.2f ns per "
-         "(head, key), %.1f GB/s (check %.6f)\n",
+         "(head, key), %.1f GB/s; read %.1f GB/s, attend/read %.2f (check %.6f)\n",
          KILN_BENCH_HEADER, name, (int)heads, (int)positions, HD, warm ? "warm" : "flushed",
          median * 1e3, median * 1e9 / ((double)heads * positions),
-         2.0 * (double)per_head * heads / median * 1e-9, (double)check);
+         2.0 * (double)per_head * heads / median * 1e-9,
+         2.0 * (double)per_head * heads / reads[passes / 2] * 1e-9, ratio[passes / 2],
+         (double)check);
   return 0;
 }
