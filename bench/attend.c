@@ -55,20 +55,6 @@ static void store(int family, const float *x, uint8_t *head, int32_t p, size_t r
   }
 }
 
-/* The plain read: 64-bit sums in four chains, which the compiler vectorizes. */
-static uint64_t read_all(const uint8_t *p, size_t bytes) {
-  const uint64_t *v = (const uint64_t *)(const void *)p;
-  uint64_t a = 0, b = 0, c = 0, d = 0;
-  size_t i;
-  for (i = 0; i + 4 <= bytes / 8; i += 4) {
-    a += v[i];
-    b += v[i + 1];
-    c += v[i + 2];
-    d += v[i + 3];
-  }
-  return a ^ b ^ c ^ d;
-}
-
 /* attend with the family a constant, as generated code calls it. */
 static void attend_head(int family, const float *q, const uint8_t *keys, const uint8_t *values,
                         size_t stride, int32_t positions, float *y) {

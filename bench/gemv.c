@@ -62,20 +62,6 @@ static void gemv(int family, const uint8_t *w, const float *x, const void *scrat
     matmul_panel_float(KILN_UK_F16, x, w, y, 1, n, k, KILN_UK_MR_MAX, k, p0, p1);
 }
 
-/* The plain read: 64-bit sums in four chains, which the compiler vectorizes. */
-static uint64_t read_all(const uint8_t *p, size_t bytes) {
-  const uint64_t *v = (const uint64_t *)(const void *)p;
-  uint64_t a = 0, b = 0, c = 0, d = 0;
-  size_t i;
-  for (i = 0; i + 4 <= bytes / 8; i += 4) {
-    a += v[i];
-    b += v[i + 1];
-    c += v[i + 2];
-    d += v[i + 3];
-  }
-  return a ^ b ^ c ^ d;
-}
-
 /* One pass of `threads` workers over every matrix: the kernel or the read. */
 typedef struct gemv_pass {
   int family, read, threads;
