@@ -469,10 +469,10 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
  * t0..t1: the tiles hold the rows kv_store_q4 writes (kv_tile_put_q4, and
  * kv_store_q4t and kv_load_q4t agree with it), against a naive softmax in
  * double over the dequantized rows, within 1e-5 plus what weighting the
- * values in 16-bit integers may cost: per chunk of attend's tiles (128
- * positions from t0's tile on) each weight e d within half a step of 2^-16 of
- * the chunk's largest, so at most n x 7.5 x that largest / 65535 over the sum
- * of e (codes are at most 15). Each head alone gives the same bits. */
+ * values in bytes may cost: per chunk of attend's tiles (128 positions from
+ * t0's tile on) each weight e d within half a step of 1/255 of the chunk's
+ * largest, so at most n x 7.5 x that largest / 255 over the sum of e (codes
+ * are at most 15). Each head alone gives the same bits. */
 static void test_attend_q4t(int32_t nq, int32_t hd, int32_t t0, int32_t t1) {
   enum { CAP = 320 };
   static uint8_t rows_k[CAP * 160], rows_v[CAP * 160], tk[CAP * 160], tv[CAP * 160];
@@ -518,7 +518,7 @@ static void test_attend_q4t(int32_t nq, int32_t hd, int32_t t0, int32_t t1) {
           const double ed = w[t] * (double)load_f16(rows_v + (size_t)t * hb + 20 * i);
           top = ed > top ? ed : top;
         }
-      slack += n * 7.5 * top / 65535.0;
+      slack += n * 7.5 * top / 255.0;
     }
     for (i = 0; i < hd; ++i) {
       double a = 0.0;
