@@ -6,12 +6,15 @@
  * a decode step finds them after streaming the weights.
  *
  *   cc -O3 -march=native -I. -Iruntime/include bench/attend.c -o attend -lm
- *   ./attend q4 [heads=144] [positions=2048] [passes=15] [warm]
+ *   ./attend q4 [heads=144] [positions=2048] [passes=15] [warm|flushed] [capacity]
  *
  * Prints the median pass: ns per (head, key) and the cache bytes read per
  * second; then a plain read of the same bytes in the same order (per head its
  * keys, then its values), flushed the same way, and the median per-pass ratio
- * of the two: attention is bound by that read. `warm` leaves the caches as
+ * of the two: attention is bound by that read. `capacity` (at least
+ * `positions`) is the rows a head holds, as kiln-compile sizes them for the
+ * maximum context: each head's rows past `positions` are a gap the streams
+ * jump at the next head. `warm` leaves the caches as
  * the last pass left them. The kernels
  * come from the best library the compiler flags allow (AVX-512, AVX2, else
  * c99), or from -DKILN_BENCH_HEADER='"codegen_targets/..."'. */
@@ -80,15 +83,19 @@ int main(int argc, char **argv) {
                                                 : -1;
   const int32_t heads = argc > 2 ? atoi(argv[2]) : 144, positions = argc > 3 ? atoi(argv[3]) : 2048;
   const int passes = argc > 4 ? atoi(argv[4]) : 15, warm = argc > 5 && strcmp(argv[5], "warm") == 0;
-  size_t head_bytes, per_head;
+  const int32_t capacity = argc > 6 ? atoi(argv[6]) : positions;
+  size_t head_bytes, per_head, head_stride;
   uint8_t *keys, *values, *sweep = NULL;
   float *q, *y, x[HD], check = 0.0f;
   double *seconds, *reads, *ratio, median;
   volatile uint64_t sink = 0;
   int32_t h, p, i;
   int pass;
-  if (family < 0 || heads < 1 || positions < 1 || passes < 1) {
-    fprintf(stderr, "usage: %s q4|q4t|q8|f16|f32 [heads] [positions] [passes] [warm]\n", argv[0]);
+  if (family < 0 || heads < 1 || positions < 1 || passes < 1 || capacity < positions) {
+    fprintf(stderr,
+            "usage: %s q4|q4t|q8|f16|f32 [heads] [positions] [passes] [warm|flushed] "
+            "[capacity >= positions]\n",
+            argv[0]);
     return 2;
   }
   head_bytes = family == KILN_UK_Q4 || family == KILN_UK_Q4T ? HD / 32 * 20
@@ -96,8 +103,9 @@ int main(int argc, char **argv) {
                : family == KILN_UK_F32                      ? 4 * HD
                                                             : 2 * HD;
   per_head = head_bytes * (size_t)(family == KILN_UK_Q4T ? (positions + 15) & ~15 : positions);
-  keys = large(per_head * (size_t)heads);
-  values = large(per_head * (size_t)heads);
+  head_stride = head_bytes * (size_t)(family == KILN_UK_Q4T ? (capacity + 15) & ~15 : capacity);
+  keys = large(head_stride * (size_t)heads);
+  values = large(head_stride * (size_t)heads);
   q = malloc(sizeof(float) * HD * (size_t)heads);
   y = malloc(sizeof(float) * HD * (size_t)heads);
   seconds = malloc(sizeof(double) * (size_t)passes);
@@ -116,10 +124,10 @@ int main(int argc, char **argv) {
     for (p = 0; p < positions; ++p) {
       for (i = 0; i < HD; ++i)
         x[i] = 2.0f * uniform();
-      store(family, x, keys + (size_t)h * per_head, p, head_bytes);
+      store(family, x, keys + (size_t)h * head_stride, p, head_bytes);
       for (i = 0; i < HD; ++i)
         x[i] = 2.0f * uniform();
-      store(family, x, values + (size_t)h * per_head, p, head_bytes);
+      store(family, x, values + (size_t)h * head_stride, p, head_bytes);
     }
   for (i = 0; i < HD * heads; ++i)
     q[i] = uniform();
@@ -130,15 +138,15 @@ int main(int argc, char **argv) {
       sink += sweep[b];
     t = now();
     for (h = 0; h < heads; ++h)
-      attend_head(family, q + (size_t)h * HD, keys + (size_t)h * per_head,
-                  values + (size_t)h * per_head, head_bytes, positions, y + (size_t)h * HD);
+      attend_head(family, q + (size_t)h * HD, keys + (size_t)h * head_stride,
+                  values + (size_t)h * head_stride, head_bytes, positions, y + (size_t)h * HD);
     seconds[pass] = now() - t;
     for (b = 0; sweep && b < SWEEP_BYTES; b += 64)
       sink += sweep[b];
     t = now();
     for (h = 0; h < heads; ++h)
-      sink += read_all(keys + (size_t)h * per_head, per_head) ^
-              read_all(values + (size_t)h * per_head, per_head);
+      sink += read_all(keys + (size_t)h * head_stride, per_head) ^
+              read_all(values + (size_t)h * head_stride, per_head);
     reads[pass] = now() - t;
     ratio[pass] = seconds[pass] / reads[pass];
   }
@@ -148,9 +156,10 @@ int main(int argc, char **argv) {
   qsort(reads, (size_t)passes, sizeof(double), by_value);
   qsort(ratio, (size_t)passes, sizeof(double), by_value);
   median = seconds[passes / 2];
-  printf("%s %s cache, %d heads x %d positions, hd %d, %s: %.3f ms a pass, %.2f ns per "
+  printf("%s %s cache, %d heads x %d positions of %d, hd %d, %s: %.3f ms a pass, %.2f ns per "
          "(head, key), %.1f GB/s; read %.1f GB/s, attend/read %.2f (check %.6f)\n",
-         KILN_BENCH_HEADER, name, (int)heads, (int)positions, HD, warm ? "warm" : "flushed",
+         KILN_BENCH_HEADER, name, (int)heads, (int)positions, (int)capacity, HD,
+         warm ? "warm" : "flushed",
          median * 1e3, median * 1e9 / ((double)heads * positions),
          2.0 * (double)per_head * heads / median * 1e-9,
          2.0 * (double)per_head * heads / reads[passes / 2] * 1e-9, ratio[passes / 2],
