@@ -59,6 +59,11 @@ static void store(int family, const float *x, uint8_t *head, int32_t p, size_t r
 }
 
 /* attend with the family a constant, as generated code calls it. */
+/* Rows a head holds for n positions: tiled caches hold whole tiles of 16. */
+static size_t head_rows(int family, int32_t n) {
+  return (size_t)(family == KILN_UK_Q4T ? (n + 15) & ~15 : n);
+}
+
 static void attend_head(int family, const float *q, const uint8_t *keys, const uint8_t *values,
                         size_t stride, int32_t positions, float *y) {
   if (family == KILN_UK_Q4T)
@@ -102,8 +107,8 @@ int main(int argc, char **argv) {
                : family == KILN_UK_I8                       ? 2 + HD
                : family == KILN_UK_F32                      ? 4 * HD
                                                             : 2 * HD;
-  per_head = head_bytes * (size_t)(family == KILN_UK_Q4T ? (positions + 15) & ~15 : positions);
-  head_stride = head_bytes * (size_t)(family == KILN_UK_Q4T ? (capacity + 15) & ~15 : capacity);
+  per_head = head_bytes * head_rows(family, positions);
+  head_stride = head_bytes * head_rows(family, capacity);
   keys = large(head_stride * (size_t)heads);
   values = large(head_stride * (size_t)heads);
   q = malloc(sizeof(float) * HD * (size_t)heads);
