@@ -17,7 +17,7 @@
  * jump at the next head. `warm` leaves the caches as
  * the last pass left them. The kernels
  * come from the best library the compiler flags allow (AVX-512, AVX2, else
- * c99), or from -DKILN_BENCH_HEADER='"codegen_targets/..."'. */
+ * c99), or from -DKILN_BENCH_HEADER='"kernels/..."'. */
 #define _DEFAULT_SOURCE /* madvise is not in strict POSIX on glibc */
 #include <stdint.h>
 #include <stdio.h>
@@ -26,12 +26,12 @@
 
 #include "bench/bench_common.h"
 #ifndef KILN_BENCH_HEADER
-#define KILN_BENCH_HEADER "codegen_targets/c99/kiln_uk_c99.h"
+#define KILN_BENCH_HEADER "kernels/c99/kiln_uk_c99.h"
 #endif
 #include KILN_BENCH_HEADER
 /* What the ISA library leaves out (on AVX2, attend itself), as the generated
  * kernels include it. */
-#include "codegen_targets/c99/kiln_uk_c99.h"
+#include "kernels/c99/kiln_uk_c99.h"
 
 #define HD 64
 #define SWEEP_BYTES ((size_t)1 << 30)

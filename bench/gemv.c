@@ -12,7 +12,7 @@
  * each matrix is split as --threads splits it (whole panels; the read: the
  * same bytes) with a barrier after it, as a schedule's shares run. The kernels
  * come from the best panel library the compiler flags allow (AVX-512, AVX2),
- * or from -DKILN_BENCH_HEADER='"codegen_targets/..."'. */
+ * or from -DKILN_BENCH_HEADER='"kernels/..."'. */
 #define _DEFAULT_SOURCE /* madvise is not in strict POSIX on glibc */
 #include <pthread.h>
 #include <stdint.h>
@@ -25,7 +25,7 @@
 #error "bench/gemv.c needs a panel kernel library: build with -march=native on x86, or set KILN_BENCH_HEADER"
 #endif
 #include KILN_BENCH_HEADER
-#include "codegen_targets/c99/kiln_uk_panels.h"
+#include "kernels/c99/kiln_uk_panels.h"
 
 #define GROUP 32
 #define MAX_THREADS 8
@@ -164,7 +164,7 @@ int main(int argc, char **argv) {
   total = bytes * (size_t)matrices;
   rows = malloc(bytes);
   w = large(total);
-  scratch = malloc(panel_act_stride(k, GROUP));
+  scratch = malloc(kiln_uk_act_stride(KILN_UK_ACT_PANELS, k, GROUP));
   x = malloc(sizeof(float) * (size_t)k);
   y = malloc(sizeof(float) * (size_t)n);
   kernel = malloc(sizeof(double) * (size_t)passes);

@@ -2,7 +2,6 @@
 #define KILN_CODEGEN_TARGETS_EMITC_H
 
 #include "codegen_targets/Target.h"
-#include "compiler/pack/PackWriter.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -14,9 +13,10 @@ namespace kiln {
 /// and sample sources the folder needs to build on its own. With `embedWeights`,
 /// `<name>_weights.c` holds the pack `<name>.kpack` as a 64-byte aligned const
 /// array, so a firmware can place it in flash and run without a file system.
+/// The pack's facts (hash, sizes, vocabulary) come from the module's
+/// `kiln.pack`, which the pack writer sets; without it they are zeros.
 mlir::LogicalResult emitC(mlir::ModuleOp module, const TargetDescription &target,
-                          const PackInfo &pack, llvm::StringRef outDir,
-                          bool embedWeights);
+                          llvm::StringRef outDir, bool embedWeights);
 
 } // namespace kiln
 

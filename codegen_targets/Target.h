@@ -1,7 +1,7 @@
 #ifndef KILN_CODEGEN_TARGETS_TARGET_H
 #define KILN_CODEGEN_TARGETS_TARGET_H
 
-#include "passes/Passes.h"
+#include "passes/KernelTarget.h"
 
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LogicalResult.h"
@@ -34,21 +34,25 @@ struct OperandNames {
   virtual std::string scratch(mlir::Operation *op) const = 0;
 };
 
-/// What an instruction-set target changes in the portable kernels: its header of
-/// the micro-kernel library (hot helpers with the c99 names and signatures, and
-/// panel kernels), the compiler flags the generated library needs, a check that
-/// the running CPU has the features, and the weight layout its matmuls read.
+/// An instruction-set variant of the kernel library: a row of the ISA table
+/// (codegen_targets/isa_variants.json, which documents the fields).
 struct IsaVariant {
   const char *name;
+  const char *arch = "";           // the machine that runs it; "" for any
   const char *header = "";         // micro-kernel header, included before c99's
   const char *compileOptions = ""; // for the generated CMakeLists.txt (GCC/Clang)
-  const char *cpuCheck = "";       // C expression, true when the CPU can run the code
+  /// Features the CPU needs (__builtin_cpu_supports and LLVM's host names).
+  std::vector<const char *> cpuFeatures = {};
   /// Panel height and cache model, for pack-layout and tile-for-cache.
   KernelTarget kernel = {};
-  /// Features the compiling machine needs for --target=host to pick this one, in
-  /// LLVM's names; empty for variants host never picks.
-  std::vector<const char *> hostFeatures = {};
+
+  /// A C expression that is true when the running CPU can run the code (x86,
+  /// GCC and Clang), empty when the target needs no check.
+  std::string cpuCheck() const;
 };
+
+/// The ISA table, in its order.
+const std::vector<IsaVariant> &isaVariants();
 
 /// A code generation target: what it knows about the SoC and how it writes
 /// one kernel. `c99` is the portable fallback every other target is compared to.
@@ -69,14 +73,6 @@ public:
   virtual mlir::FailureOr<KernelCall> reropeKernelFor(mlir::Operation *keyWriter,
                                                       llvm::StringRef prefix) const = 0;
 };
-
-/// The instruction-set variants, in codegen_targets/<isa>/.
-const IsaVariant &x86Avx2Variant();
-const IsaVariant &x86AvxVnniVariant();
-const IsaVariant &x86Avx512Variant();
-const IsaVariant &armNeonVariant();
-const IsaVariant &armNeonI8mmVariant();
-const IsaVariant &riscvRvvVariant();
 
 /// The target named `name`, or null when there is none. "host" is the best
 /// target for the machine kiln-compile runs on.

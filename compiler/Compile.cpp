@@ -61,22 +61,22 @@ static llvm::Expected<std::string> fitMemoryBudget(ModuleOp module, const gguf::
   if (failed(pm.run(*probe)))
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "memory planning failed");
-  int64_t fixed = (*probe)->getAttrOfType<IntegerAttr>("kiln.arena_bytes").getInt();
+  int64_t fixed = getArenaBytesAttr(*probe).getInt();
   int64_t scratch = 0, layers = 0;
   std::vector<BudgetTensor> tensors;
   llvm::StringSet<> seen;
   probe->walk([&](Operation *op) {
     if (isMatmulKernel(op)) {
       ArrayRef<int64_t> x = cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
-      // Groups of 32, the smallest, with a sum per 16 (the GGUF block formats)
-      // need the most scratch.
-      scratch = std::max(
-          scratch, int64_t(llvm::alignTo(activationScratchBytes(x[0], x[1], 32, 16), 64)));
+      // Whatever format the budget picks, at most the largest input rows.
+      scratch = std::max(scratch, int64_t(llvm::alignTo(
+                                      x[0] * kiln_uk_act_stride_bound(int32_t(x[1])),
+                                      KILN_UK_ALIGN)));
     }
     auto w = dyn_cast<WeightOp>(op);
     if (!w || !seen.insert(w.getName()).second)
       return;
-    auto seg = w->getAttrOfType<SegmentAttr>("segment");
+    SegmentAttr seg = getSegmentAttr(w);
     layers = std::max(layers, seg.getLayer() + 1);
     if (w.getType().getRank() == 2) {
       int64_t rows = w.getType().getDimSize(0), cols = w.getType().getDimSize(1);
@@ -113,19 +113,16 @@ static void printReport(ModuleOp module, const PackInfo &pack, const Vocabulary 
     os << llvm::formatv("{0,-32} {1,-7} {2,12} {3,12}\n", t.name, t.format, t.bytes, err);
     weights += t.bytes;
   }
-  auto attr = [&](Operation *op, StringRef name) {
-    auto a = op->getAttrOfType<IntegerAttr>(name);
-    return a ? a.getInt() : 0;
-  };
-  int64_t arena = attr(module, "kiln.arena_bytes"), kv = attr(module, "kiln.kv_bytes");
+  auto value = [](IntegerAttr a) { return a ? a.getInt() : 0; };
+  int64_t arena = value(getArenaBytesAttr(module)), kv = value(getKvBytesAttr(module));
   os << llvm::formatv("weights: {0} bytes in {1} tensors; pack: {2} bytes\n", weights,
                       pack.tensors.size(), pack.fileSize);
   os << llvm::formatv("arena: {0} bytes = KV cache {1} + activations {2}\n", arena, kv,
                       arena - kv);
   for (auto fn : module.getOps<func::FuncOp>())
     os << llvm::formatv("  @{0}: activations {1} bytes, lower bound {2}\n", fn.getSymName(),
-                        attr(fn, "kiln.activation_bytes"),
-                        attr(fn, "kiln.activation_lower_bound"));
+                        value(getActivationBytesAttr(fn)),
+                        value(getActivationLowerBoundAttr(fn)));
   os << llvm::formatv("total (pack + arena): {0} bytes\n", pack.fileSize + arena);
   // What the runtime tokenizer does with text.
   int64_t specials = llvm::count_if(vocab.types, [](int32_t t) { return t == 3 || t == 4; });
@@ -252,7 +249,10 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
   llvm::Expected<PackInfo> pack = writePack(**module, *file, *vocab, packPath);
   if (!pack)
     return report(errs, options.input, llvm::toString(pack.takeError()));
-  if (failed(emitC(**module, *target, *pack, options.outputDir, options.embedWeights)))
+  setPackAttr(**module, PackAttr::get(&context, pack->modelHash, pack->dataOffset,
+                                      pack->dataSize, pack->fileSize, pack->vocabOffset,
+                                      pack->vocabBytes));
+  if (failed(emitC(**module, *target, options.outputDir, options.embedWeights)))
     return report(errs, options.input, "code generation failed");
   if (options.report)
     printReport(**module, *pack, *vocab, out);
@@ -271,7 +271,7 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
   }
   if (options.memoryBudget > 0) {
     int64_t total = pack->fileSize +
-                    (**module)->getAttrOfType<IntegerAttr>("kiln.arena_bytes").getInt();
+                    getArenaBytesAttr(**module).getInt();
     out << llvm::formatv("memory budget {0} bytes: pack + arena = {1} bytes\n",
                          options.memoryBudget, total);
     if (total > options.memoryBudget)

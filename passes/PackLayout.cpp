@@ -36,7 +36,7 @@ llvm::StringSet<> matmulOnlyWeights(ModuleOp module, StringRef blockPanels) {
   auto hasPanels = [&](Type element) {
     if (element.isBF16())
       return false;
-    return !isGgmlBlockType(element) || llvm::is_contained(formats, getGgmlBlockName(element));
+    return !isGgmlBlockType(element) || llvm::is_contained(formats, getWeightFormatName(element));
   };
   llvm::StringSet<> candidates, excluded;
   module.walk([&](WeightOp op) {
@@ -88,16 +88,15 @@ struct PackLayoutPass : kiln::impl::PackLayoutBase<PackLayoutPass> {
         return op.emitOpError("uses the tensor with a type of a different size than "
                               "another use");
       }
-      op->setAttr("segment", it->second);
+      setSegmentAttr(op, it->second);
       if (panelled.contains(op.getName()))
-        op->setAttr("layout", PanelAttr::get(&getContext(), panelRows));
+        setLayoutAttr(op, PanelAttr::get(&getContext(), panelRows));
       return WalkResult::advance();
     });
     if (result.wasInterrupted())
       return signalPassFailure();
-    module->setAttr("kiln.pack_data_bytes",
-                    IntegerAttr::get(IntegerType::get(&getContext(), 64),
-                                     llvm::alignTo(end, kPageBytes)));
+    setPackDataBytesAttr(module, IntegerAttr::get(IntegerType::get(&getContext(), 64),
+                                                  llvm::alignTo(end, kPageBytes)));
   }
 };
 

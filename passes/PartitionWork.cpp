@@ -27,9 +27,10 @@ struct PartitionWorkPass : kiln::impl::PartitionWorkBase<PartitionWorkPass> {
     }
     if (threads == 1)
       return;
-    module->setAttr("kiln.threads", IntegerAttr::get(IntegerType::get(&getContext(), 64), threads));
-    module.walk([&](Operation *op) {
-      std::optional<KernelWork> work = kernelWork(op);
+    setThreadsAttr(module, IntegerAttr::get(IntegerType::get(&getContext(), 64), threads));
+    module.walk([&](KernelOpInterface kernel) {
+      Operation *op = kernel;
+      std::optional<KernelWork> work = kernel.getKernelWork();
       if (!work)
         return;
       // The most work: every row, over the whole context.
@@ -43,7 +44,7 @@ struct PartitionWorkPass : kiln::impl::PartitionWorkBase<PartitionWorkPass> {
       auto [axis, grain, units] = division(op, rows);
       if (units < 2 || most < minWork)
         return;
-      op->setAttr("split", SplitAttr::get(&getContext(), axis, threads, grain, minWork));
+      setSplitAttr(op, SplitAttr::get(&getContext(), axis, threads, grain, minWork));
     });
   }
 
@@ -53,7 +54,7 @@ struct PartitionWorkPass : kiln::impl::PartitionWorkBase<PartitionWorkPass> {
   /// `align`.
   int64_t columnGrain(Value weight, int64_t n, int64_t align) const {
     int64_t grain = 16;
-    if (auto panel = weight.getDefiningOp()->getAttrOfType<PanelAttr>("layout")) {
+    if (PanelAttr panel = getLayoutAttr(weight.getDefiningOp())) {
       int64_t panels = (n + panel.getRows() - 1) / panel.getRows();
       grain = panel.getRows() * (panels >= 4 * threads ? 4 : 1);
     }

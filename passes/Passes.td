@@ -104,7 +104,7 @@ def PackLayout : Pass<"kiln-pack-layout", "mlir::ModuleOp"> {
     A table that embed also reads (tied embeddings) keeps the row layout.
     GGUF block formats keep the file's rows unless `block-panels` names them
     (the x86 targets: q4_k, q5_k and q6_k, re-encoded per panel lane in the
-    same bytes per row; codegen_targets/c99/kiln_uk_pack.h has the layouts).
+    same bytes per row; kernels/c99/kiln_uk_pack.h has the layouts).
   }];
   let options = [
     Option<"panelRows", "panel-rows", "int64_t", /*default=*/"0",

@@ -53,7 +53,7 @@ struct PlanMemoryPass : kiln::impl::PlanMemoryBase<PlanMemoryPass> {
       } else if (it->second.getBytes() != bytes) {
         return op.emitOpError("has a different size than another use of the same cache");
       }
-      op->setAttr("slot", it->second);
+      setSlotAttr(op, it->second);
       return WalkResult::advance();
     });
     if (walk.wasInterrupted())
@@ -67,11 +67,11 @@ struct PlanMemoryPass : kiln::impl::PlanMemoryBase<PlanMemoryPass> {
       }
       MemoryPlan plan = planFunction(fn, kvBytes);
       activationBytes = std::max(activationBytes, plan.peakBytes);
-      fn->setAttr("kiln.activation_bytes", IntegerAttr::get(i64, plan.peakBytes));
-      fn->setAttr("kiln.activation_lower_bound", IntegerAttr::get(i64, plan.lowerBound));
+      setActivationBytesAttr(fn, IntegerAttr::get(i64, plan.peakBytes));
+      setActivationLowerBoundAttr(fn, IntegerAttr::get(i64, plan.lowerBound));
     }
-    module->setAttr("kiln.kv_bytes", IntegerAttr::get(i64, kvBytes));
-    module->setAttr("kiln.arena_bytes", IntegerAttr::get(i64, kvBytes + activationBytes));
+    setKvBytesAttr(module, IntegerAttr::get(i64, kvBytes));
+    setArenaBytesAttr(module, IntegerAttr::get(i64, kvBytes + activationBytes));
   }
 
   MemoryPlan planFunction(func::FuncOp fn, int64_t base) {
@@ -126,7 +126,8 @@ struct PlanMemoryPass : kiln::impl::PlanMemoryBase<PlanMemoryPass> {
     // floats) in scratch that lives only during the call.
     std::vector<Operation *> scratchUsers;
     for (Operation &op : block) {
-      int64_t bytes = scratchBytes(&op);
+      auto kernel = dyn_cast<KernelOpInterface>(op);
+      int64_t bytes = kernel ? kernel.getScratchBytes() : 0;
       if (bytes == 0)
         continue;
       requests.push_back({bytes, step[&op], step[&op]});
@@ -136,16 +137,16 @@ struct PlanMemoryPass : kiln::impl::PlanMemoryBase<PlanMemoryPass> {
     MemoryPlan plan = planMemory(requests, alignment);
     for (size_t i = 0; i < scratchUsers.size(); ++i) {
       size_t r = leaders.size() + i;
-      scratchUsers[i]->setAttr("scratch", SlotAttr::get(&getContext(), base + plan.offsets[r],
+      setScratchAttr(scratchUsers[i], SlotAttr::get(&getContext(), base + plan.offsets[r],
                                                         requests[r].bytes));
     }
     for (size_t i = 0; i < leaders.size(); ++i)
       for (auto m = groups.member_begin(groups.findValue(leaders[i]));
            m != groups.member_end(); ++m)
-        (*m)->setAttr("slot", SlotAttr::get(&getContext(), base + plan.offsets[i],
+        setSlotAttr(*m, SlotAttr::get(&getContext(), base + plan.offsets[i],
                                             requests[i].bytes));
     for (auto op : block.getOps<KvWriteOp>())
-      op->setAttr("slot", op.getCache().getDefiningOp()->getAttr("slot"));
+      setSlotAttr(op, getSlotAttr(op.getCache().getDefiningOp()));
     return plan;
   }
 };

@@ -11,30 +11,17 @@ namespace kiln {
 using namespace mlir;
 using namespace kiln;
 
-Type kiln::parseWeightFormat(MLIRContext *ctx, StringRef format) {
-  if (format == "f32") return Float32Type::get(ctx);
-  if (format == "f16") return Float16Type::get(ctx);
-  if (format == "q8_0") return Q8_0Type::get(ctx);
-  if (format == "q4_0") return Q4_0Type::get(ctx);
-  if (format == "bf16") return BFloat16Type::get(ctx);
-  if (format == "q4_1") return Q4_1Type::get(ctx);
-  if (format == "q5_0") return Q5_0Type::get(ctx);
-  if (format == "q5_1") return Q5_1Type::get(ctx);
-  if (format == "iq4_nl") return IQ4_NLType::get(ctx);
-  if (format == "q2_k") return Q2_KType::get(ctx);
-  if (format == "q3_k") return Q3_KType::get(ctx);
-  if (format == "q4_k") return Q4_KType::get(ctx);
-  if (format == "q5_k") return Q5_KType::get(ctx);
-  if (format == "q6_k") return Q6_KType::get(ctx);
-  unsigned group;
-  bool int8 = format.consume_front("i8g");
-  if ((int8 || format.consume_front("i4g")) && !format.getAsInteger(10, group) &&
-      (group == 32 || group == 64 || group == 128 || group == 256))
-    return int8 ? Type(I8GroupType::get(ctx, group)) : Type(I4GroupType::get(ctx, group));
-  return nullptr;
-}
-
 namespace {
+
+/// Whether a KV cache of type `cache` in the module of `op` is head-major and
+/// holds the whole context (not a ring, as the module's model says): such an
+/// int4 cache takes tiles of positions.
+bool wholeHeadMajorCache(Operation *op, RankedTensorType cache) {
+  KvCacheLayoutAttr layout = getKvCacheLayout(cache);
+  ModelAttr config = getModelConfig(op);
+  return layout && layout.getOrder() == KvOrder::head_major && config &&
+         cache.getDimSize(0) >= config.getMaxContext();
+}
 
 bool isQuantized(Type element) {
   return isQuantizedType(element);
@@ -50,10 +37,8 @@ struct QuantizePass : kiln::impl::QuantizeBase<QuantizePass> {
 
   LogicalResult initialize(MLIRContext *ctx) override {
     if (!weights.empty() && !(defaultFormat = parseWeightFormat(ctx, weights)))
-      return emitError(UnknownLoc::get(ctx)) << "unknown weight format '" << weights
-                                             << "' (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, "
-                                                "iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, i8g<G>, "
-                                                "i4g<G> with G in 32, 64, 128, 256)";
+      return emitError(UnknownLoc::get(ctx))
+             << "unknown weight format '" << weights << "' (" << weightFormatNames() << ")";
     llvm::SmallVector<StringRef> items;
     StringRef(overrides).split(items, ',', -1, /*KeepEmpty=*/false);
     for (StringRef item : items) {
@@ -120,11 +105,16 @@ struct QuantizePass : kiln::impl::QuantizeBase<QuantizePass> {
     for (Value cache : {op.getKeys(), op.getValues()}) {
       auto type = cast<RankedTensorType>(cache.getType());
       SmallVector<int64_t> shape(type.getShape());
-      // A head-major int4 cache over the whole context takes tiles of 16
-      // positions (tiledKvCache): its rows rounded up to whole tiles.
-      if (kv == "q4" && wholeHeadMajorCache(getOperation(), shape[0]))
-        shape[0] = llvm::alignTo(shape[0], 16);
-      auto retyped = RankedTensorType::get(shape, element);
+      Attribute encoding = type.getEncoding();
+      // A head-major int4 cache over the whole context takes tiles of
+      // KILN_UK_KV_TILE positions: its rows rounded up to whole tiles.
+      if (kv == "q4" && wholeHeadMajorCache(getOperation(), type)) {
+        shape[0] = llvm::alignTo(shape[0], KILN_UK_KV_TILE);
+        KvCacheLayoutAttr layout = getKvCacheLayout(type);
+        encoding = KvCacheLayoutAttr::get(ctx, layout.getOrder(), layout.getHeads(),
+                                          KILN_UK_KV_TILE);
+      }
+      auto retyped = RankedTensorType::get(shape, element, encoding);
       for (Value v = cache; v; ) {
         v.setType(retyped);
         auto write = v.getDefiningOp<KvWriteOp>();

@@ -1,6 +1,6 @@
 #include "passes/Passes.h"
 
-#include "codegen_targets/c99/kiln_uk_pack.h"
+#include "kernels/kiln_uk_abi.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -61,7 +61,7 @@ struct TileForCachePass : kiln::impl::TileForCacheBase<TileForCachePass> {
         return;
       // Operand 0 is the input, operand 1 the (first) weight.
       Value input = op->getOperand(0), weight = op->getOperand(1);
-      auto panel = weight.getDefiningOp()->getAttrOfType<PanelAttr>("layout");
+      PanelAttr panel = getLayoutAttr(weight.getDefiningOp());
       if (!panel)
         return;
       Type element = cast<RankedTensorType>(weight.getType()).getElementType();
@@ -84,7 +84,7 @@ struct TileForCachePass : kiln::impl::TileForCacheBase<TileForCachePass> {
                                rows * (integer ? 1 : 4) + 1;
       int64_t kc = pinned->kc ? pinned->kc : l2 / 2 / bytesPerColumn;
       kc = std::clamp(kc / group * group, group, k);
-      op->setAttr("tile", TileAttr::get(&getContext(), mr, panel.getRows(), kc));
+      setTileAttr(op, TileAttr::get(&getContext(), mr, panel.getRows(), kc));
     });
   }
 };

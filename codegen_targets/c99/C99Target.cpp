@@ -1,13 +1,15 @@
 // The portable c99 target: plain C loops with every dimension a constant.
 #include "codegen_targets/Target.h"
 
-#include "codegen_targets/c99/kiln_uk_pack.h"
+#include "kernels/kiln_uk_abi.h"
+#include "passes/Passes.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 
-#include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
 
 #include <cmath>
 #include <cstring>
@@ -29,64 +31,48 @@ struct ElementCode {
   int64_t group = 1;
   std::string name;   // for kernel names
   bool blocks = false;
+  int id = KILN_UK_F32; // KILN_UK_<family>
 };
 
 ElementCode elementCode(Type element) {
-  if (isa<Q8_0Type>(element)) return {"i8", 32, "q8_0"};
-  if (isa<Q4_0Type>(element)) return {"i4", 32, "q4_0"};
-  if (isGgmlBlockType(element)) {
-    std::string name = getGgmlBlockName(element).str();
-    return {name, activationGroup(element), name, true};
-  }
-  if (element.isBF16()) return {"bf16", 1, "bf16"};
-  if (auto g = dyn_cast<I8GroupType>(element))
-    return {"i8", g.getGroupSize(), formatv("i8g{0}", g.getGroupSize())};
-  if (auto g = dyn_cast<I4GroupType>(element))
-    return {"i4", g.getGroupSize(), formatv("i4g{0}", g.getGroupSize())};
-  if (element.isF16()) return {"f16", 1, "f16"};
-  return {"f32", 1, "f32"};
+  int family = getKernelFamily(element);
+  if (family < 0)
+    family = KILN_UK_F32;
+  std::string name = getWeightFormatName(element);
+  bool floats = family == KILN_UK_F32 || family == KILN_UK_F16 || family == KILN_UK_BF16;
+  return {kiln_uk_family_name(family), floats ? 1 : activationGroup(element),
+          name.empty() ? "f32" : name, kiln_uk_is_block_family(family) != 0, family};
 }
 
 ElementCode elementCode(Value v) {
   return elementCode(cast<RankedTensorType>(v.getType()).getElementType());
 }
 
-/// The panel family (kiln_uk_pack.h) of a GGUF block format, empty for those
-/// the panel kernels do not read.
-llvm::StringRef blockPanelFamily(llvm::StringRef format) {
-  return llvm::StringSwitch<llvm::StringRef>(format)
-      .Case("q4_k", "KILN_UK_Q4K")
-      .Case("q5_k", "KILN_UK_Q5K")
-      .Case("q6_k", "KILN_UK_Q6K")
-      .Default("");
+/// KILN_UK_<FAMILY>, the C name of a family ("i8" -> KILN_UK_I8).
+std::string familyConstant(llvm::StringRef family) {
+  return "KILN_UK_" + family.upper();
 }
 
-/// The kiln.model config of the module holding `op` (null outside one).
-DictionaryAttr modelConfig(Operation *op) {
-  auto module = op->getParentOfType<ModuleOp>();
-  return module ? module->getAttrOfType<DictionaryAttr>("kiln.model") : nullptr;
-}
-
-/// Whether the model's KV caches are head-major (--kv-layout).
-bool headMajorCache(Operation *op) {
-  DictionaryAttr config = modelConfig(op);
-  auto layout = config ? config.getAs<StringAttr>("kv_layout") : nullptr;
-  return layout && layout.getValue() == "head-major";
+/// Whether a KV cache is head-major (its type's #kiln.kv layout, as
+/// --kv-layout set it; pos-major without one).
+bool headMajorCache(Value cache) {
+  KvCacheLayoutAttr layout = getKvCacheLayout(cache.getType());
+  return layout && layout.getOrder() == KvOrder::head_major;
 }
 
 /// Where a KV cache keeps (position slot, kv head): head-major ([head][slot][dim],
 /// one head's positions contiguous; kiln-compile's default) or pos-major rows of
-/// all heads ([slot][head][dim], also what a module without the setting gets),
-/// as --kv-layout set it in the module's model config.
-/// A head-major int4 cache over the whole context keeps a head's positions in
-/// tiles of 16 (tiledKvCache; kv_tile_put_q4 has the bytes).
+/// all heads ([slot][head][dim]), as its type's layout says. A tiled int4
+/// cache keeps a head's positions in tiles of 16 (kv_tile_put_q4 has the
+/// bytes).
 struct CacheLayout {
   int64_t rows, heads, headBytes;
   bool headMajor, tiled;
 
-  CacheLayout(Operation *op, Value cache, int64_t heads, int64_t headBytes)
+  CacheLayout(Value cache, int64_t heads, int64_t headBytes)
       : rows(cast<RankedTensorType>(cache.getType()).getDimSize(0)), heads(heads),
-        headBytes(headBytes), headMajor(headMajorCache(op)), tiled(tiledKvCache(op, cache)) {}
+        headBytes(headBytes), headMajor(headMajorCache(cache)),
+        tiled(isTiledKvCache(cache.getType())) {}
   /// C expression of the byte offset of (slot, head); of its tile when tiled.
   std::string at(llvm::StringRef slot, llvm::StringRef head) const {
     if (tiled)
@@ -127,19 +113,12 @@ struct CacheLayout {
   std::string tag() const { return tiled ? "_hmt" : headMajor ? "_hm" : ""; } // in kernel names
 };
 
-/// The head dimension of a model's KV cache, for kernels that only see its rows.
-int64_t modelHeadDim(Operation *op) {
-  DictionaryAttr config = modelConfig(op);
-  auto hd = config ? config.getAs<IntegerAttr>("head_dim") : nullptr;
-  return hd ? hd.getInt() : 0;
-}
-
 /// The code of a KV cache: as a weight's, but q4_1 blocks are the int4 cache
 /// (family q4: kv_store_q4, KILN_UK_Q4).
 ElementCode cacheCode(Value cache) {
   ElementCode c = elementCode(cache);
-  if (c.family == "q4_1")
-    return {"q4", 32, "q4", false};
+  if (c.id == KILN_UK_Q4_1)
+    return {kiln_uk_family_name(KILN_UK_Q4), 32, "q4", false, KILN_UK_Q4};
   return c;
 }
 
@@ -162,7 +141,7 @@ public:
   FailureOr<KernelCall> kernelFor(Operation *op, llvm::StringRef prefix,
                                   const OperandNames &names) const override {
     KernelCall k;
-    auto split = op->getAttrOfType<SplitAttr>("split");
+    SplitAttr split = getSplitAttr(op);
     auto arg = [&](Value v) { k.args.push_back(names.operand(v)); };
     auto res = [&]() { k.args.push_back(names.result(op)); };
     LogicalResult ok =
@@ -220,17 +199,13 @@ public:
             .Case([&](RopeOp r) { return rope(r, prefix, names, k); })
             .Case([&](KvWriteOp w) {
               ElementCode c = cacheCode(w.getCache());
-              int64_t width = dim(w.getRows(), 1), modelHd = modelHeadDim(w);
+              int64_t width = dim(w.getRows(), 1);
               // Whole rows at once where the heads are adjacent.
               int64_t hd = c.family == "i8" ? c.group : width;
-              if (headMajorCache(w) && c.family != "i8") {
-                if (modelHd <= 0 || width % modelHd != 0)
-                  return LogicalResult(
-                      w.emitOpError("a head-major cache needs the model's head dimension"));
-                hd = modelHd;
-              }
+              if (headMajorCache(w.getCache()) && c.family != "i8")
+                hd = width / getKvCacheLayout(w.getCache().getType()).getHeads();
               int64_t heads = width / hd, headBytes = cacheHeadBytes(c, hd);
-              CacheLayout layout(w, w.getCache(), heads, headBytes);
+              CacheLayout layout(w.getCache(), heads, headBytes);
               k.name = formatv("{0}_kv_write_{1}_w{2}_r{3}{4}", prefix, c.name, width,
                                dim(w.getCache(), 0), layout.tag());
               k.params = "const float *x, void *cache, int32_t rows, int32_t pos";
@@ -364,9 +339,9 @@ private:
                                     "turn them");
     ElementCode c = cacheCode(cache);
     int64_t width = dim(cache, 1), heads = width / hd, headBytes = cacheHeadBytes(c, hd);
-    std::string family = "KILN_UK_" + llvm::StringRef(c.family).upper();
+    std::string family = familyConstant(c.family);
     KernelCall k;
-    CacheLayout layout(keyWriter, cache, heads, headBytes);
+    CacheLayout layout(cache, heads, headBytes);
     k.name = formatv("{0}_kv_rerope_{1}_w{2}_{3}_r{4}{5}", prefix, c.name, width,
                      rope->name.substr(prefix.size() + 11), layout.rows, layout.tag());
     k.params = "void *keys, int32_t r0, int32_t r1, int32_t delta";
@@ -390,11 +365,9 @@ private:
   }
 
   static int64_t cacheHeadBytes(const ElementCode &c, int64_t hd) {
-    return c.family == "i8"    ? 2 + hd
-           : c.family == "q4"  ? hd / 32 * 20
-           : c.family == "f16" ? 2 * hd
-                               : 4 * hd;
+    return int64_t(kiln_uk_kv_head_bytes(c.id, int32_t(hd)));
   }
+
 
   static int64_t rowBytes(Value weight) {
     auto t = cast<RankedTensorType>(weight.getType());
@@ -422,8 +395,8 @@ private:
   /// target's kernels read.
   FailureOr<WeightCode> weightCode(Operation *op, Value weight) const {
     WeightCode code{elementCode(weight),
-                    weight.getDefiningOp()->getAttrOfType<PanelAttr>("layout"),
-                    op->getAttrOfType<TileAttr>("tile"), dim(weight, 1)};
+                    getLayoutAttr(weight.getDefiningOp()), getTileAttr(op),
+                    dim(weight, 1)};
     int64_t panelRows = variant.kernel.panelRows;
     if (code.panel && code.panel.getRows() != panelRows)
       return op->emitOpError() << "reads weights in panels of " << code.panel.getRows()
@@ -432,14 +405,14 @@ private:
                                              : std::string("the row layout"));
     if (code.panel && !code.tile)
       return op->emitOpError("has panel weights but no tile (run kiln-tile-for-cache)");
-    if (code.panel && code.element.blocks && blockPanelFamily(code.element.family).empty())
-      return op->emitOpError() << "reads " << code.element.family
-                               << " weights in panels, but of the GGUF block formats the "
-                                  "kernels read only q4_k, q5_k and q6_k panels";
+    if (code.panel && code.element.blocks &&
+        !llvm::is_contained(llvm::split(variant.kernel.blockPanels, ','), code.element.name))
+      return op->emitOpError() << "reads " << code.element.name << " weights in panels, but the "
+                               << variant.name << " target's kernels read no "
+                               << code.element.name << " panels";
     Type element = cast<RankedTensorType>(weight.getType()).getElementType();
     if (isQuantizedType(element))
-      code.stride = activationScratchBytes(1, code.k, activationGroup(element),
-                                           activationSumGroup(element, bool(code.panel)));
+      code.stride = activationStride(element, bool(code.panel), code.k);
     return code;
   }
 
@@ -498,10 +471,8 @@ private:
                                    llvm::StringRef y, int64_t n, llvm::StringRef lo,
                                    llvm::StringRef hi) {
     const ElementCode &c = w.element;
-    std::string family = "KILN_UK_" + llvm::StringRef(c.family).upper();
-    if (c.blocks && w.panel)
-      family = blockPanelFamily(c.family).str();
-    else if (c.blocks)
+    std::string family = familyConstant(c.family);
+    if (c.blocks && !w.panel)
       return formatv("  matmul_blocks({0}, {1}, {2}, scratch, rows, {3}, {4}, {5}, {6});\n", family,
                      wName, y, n, w.k, lo, hi);
     if (w.panel) {
@@ -632,7 +603,7 @@ private:
     int64_t n = dim(m.getResult(), 1);
     k.name = formatv("{0}_matmul_{1}_n{2}_k{3}{4}", prefix, weightName(*w), n, w->k, tileName(*w));
     matmulSignature(k, *w, names, m, prefix, m.getWeight(), "", {}, false);
-    k.body = shareRange(m->getAttrOfType<SplitAttr>("split"), n, "n0", "n1") + unusedInput(*w) +
+    k.body = shareRange(getSplitAttr(m), n, "n0", "n1") + unusedInput(*w) +
              matmulColumns(*w, m.getWeight(), "w", "y", n, "n0", "n1");
     return success();
   }
@@ -648,7 +619,7 @@ private:
                      tileName(*w));
     matmulSignature(k, *w, names, m, prefix, m.getWeight(), ", const float *res",
                     {names.operand(m.getResidual())}, false);
-    k.body = shareRange(m->getAttrOfType<SplitAttr>("split"), n, "n0", "n1") + unusedInput(*w) +
+    k.body = shareRange(getSplitAttr(m), n, "n0", "n1") + unusedInput(*w) +
              matmulColumns(*w, m.getWeight(), "w", "y", n, "n0", "n1") +
              formatv(R"c(  {{
     int32_t r, j;
@@ -672,7 +643,7 @@ private:
     k.name = formatv("{0}_swiglu_matmul_{1}_n{2}_k{3}{4}", prefix, weightName(*w), n, w->k,
                      tileName(*w));
     matmulSignature(k, *w, names, m, prefix, ValueRange{m.getGate(), m.getUp()}, "", {}, true);
-    k.body = shareRange(m->getAttrOfType<SplitAttr>("split"), n, "n0", "n1") + unusedInput(*w) +
+    k.body = shareRange(getSplitAttr(m), n, "n0", "n1") + unusedInput(*w) +
              "  float *up = (float *)(void *)((uint8_t *)scratch + " +
              floatsOffset(*w) + ");\n" +
              matmulColumns(*w, m.getGate(), "w0", "y", n, "n0", "n1") +
@@ -710,7 +681,7 @@ private:
     k.name = formatv("{0}_qkv_matmul_{1}_q{2}_kv{3}_k{4}{5}_{6}_c{7}_r{8}{9}", prefix,
                      weightName(*w), nq, nkv, w->k, tileName(*w),
                      rope.name.substr(prefix.size() + 11), cache.name, dim(m.getKeys(), 0),
-                     CacheLayout(m, m.getKeys(), nkv / hd, headBytes).tag());
+                     CacheLayout(m.getKeys(), nkv / hd, headBytes).tag());
     matmulSignature(k, *w, names, m, prefix, ValueRange{m.getWq(), m.getWk(), m.getWv()},
                     ", void *keys, void *values",
                     {names.operand(m.getKeys()), names.operand(m.getValues())}, true);
@@ -729,7 +700,7 @@ private:
                      width, hd)
           .str();
     };
-    CacheLayout layout(m, m.getKeys(), nkv / hd, headBytes);
+    CacheLayout layout(m.getKeys(), nkv / hd, headBytes);
     auto store = [&](llvm::StringRef cacheName, llvm::StringRef t) {
       return formatv(R"c(    {{
       int32_t r, h;
@@ -750,7 +721,7 @@ private:
                      layout.writeBytes())
           .str();
     };
-    k.body = shareRange(m->getAttrOfType<SplitAttr>("split"), nq + 2 * nkv, "n0", "n1") +
+    k.body = shareRange(getSplitAttr(m), nq + 2 * nkv, "n0", "n1") +
              unusedInput(*w) +
              "  float *kt = (float *)(void *)((uint8_t *)scratch + " + floatsOffset(*w) +
              formatv("), *vt = kt + (size_t)rows * {0};\n  int32_t lo, hi;\n", nkv).str() +
@@ -830,7 +801,7 @@ private:
                  r.getNeox(), toFloat(r.getMscale()), prefix);
     k.name = formatv("{0}_rope_w{1}_{2}", prefix, width, rows.name.substr(prefix.size() + 11));
     k.params = "const float *x, float *y, int32_t rows, int32_t pos";
-    k.body = rowRange(r->getAttrOfType<SplitAttr>("split")) +
+    k.body = rowRange(getSplitAttr(r)) +
              formatv("  {0}(x + (size_t)r0 * {1}, y + (size_t)r0 * {1}, {1}, r1 - r0, pos + r0, 0, "
                      "{2});\n",
                      rows.name, width, width / hd)
@@ -848,7 +819,7 @@ private:
       return a.emitOpError("expects one cache scale per head (group ") << hd << ")";
     int64_t window = a.getWindow() ? *a.getWindow() : 0;
     int64_t headBytes = cacheHeadBytes(c, hd);
-    CacheLayout layout(a, a.getKeys(), nkv, headBytes);
+    CacheLayout layout(a.getKeys(), nkv, headBytes);
     k.name = formatv("{0}_attention_{1}_h{2}_kv{3}_d{4}_win{5}_r{6}{7}", prefix, c.name, nh, nkv,
                      hd, window, dim(a.getKeys(), 0), layout.tag());
     double scale = 1.0 / std::sqrt(double(hd));
@@ -867,7 +838,7 @@ private:
     // unless split: a share holds whole KV heads where it can, so shares get
     // equal work however long each row's causal context is, and one KV head's
     // query heads read its cache rows together.
-    auto split = a->getAttrOfType<SplitAttr>("split");
+    SplitAttr split = getSplitAttr(a);
     std::string units =
         split ? formatv("  const int32_t u0 = (int32_t)((int64_t)rows * {0} * s0 / {1}),\n"
                         "                u1 = (int32_t)((int64_t)rows * {0} * s1 / {1});\n",
@@ -884,7 +855,7 @@ private:
 )c",
                      nh, hd, nh * hd, layout.positionStride(), nh / nkv, start,
                      floatLiteral(scale), layout.headStride(),
-                     "KILN_UK_" + llvm::StringRef(c.family).upper() + (layout.tiled ? "T" : ""),
+                     familyConstant(c.family) + (layout.tiled ? "T" : ""),
                      dim(a.getKeys(), 0)).str();
     k.args = {names.operand(a.getQuery()), names.operand(a.getKeys()),
               names.operand(a.getValues()), names.result(a), "rows", "pos"};
@@ -894,41 +865,37 @@ private:
 
 } // namespace
 
-/// Every target: the portable kernels, alone or with an ISA's helpers.
+/// Every target: the portable kernels, alone or with an ISA's helpers, one per
+/// row of the ISA table.
 static const std::vector<C99Target> &targets() {
-  static const IsaVariant portable{"c99"};
-  static const std::vector<C99Target> all = {
-      C99Target(portable), C99Target(x86Avx2Variant()), C99Target(x86AvxVnniVariant()),
-      C99Target(x86Avx512Variant()),
-      C99Target(armNeonVariant()), C99Target(armNeonI8mmVariant()),
-      C99Target(riscvRvvVariant())};
+  static const std::vector<C99Target> all = [] {
+    std::vector<C99Target> targets;
+    for (const IsaVariant &v : isaVariants())
+      targets.emplace_back(v);
+    return targets;
+  }();
   return all;
 }
 
-/// Whether the machine running kiln-compile has every feature in `features`.
-static bool hostSupports(const llvm::StringMap<bool, llvm::MallocAllocator> &host,
-                         const std::vector<const char *> &features) {
-  if (features.empty())
+/// Whether the machine running kiln-compile is of `variant`'s architecture
+/// and has every feature it needs.
+static bool hostRuns(const IsaVariant &variant) {
+  static const auto features = llvm::sys::getHostCPUFeatures();
+  static const std::string arch =
+      llvm::Triple(llvm::sys::getProcessTriple()).getArchName().str();
+  if (arch != variant.arch || variant.cpuFeatures.empty())
     return false;
-  for (const char *f : features)
-    if (!host.lookup(f))
-      return false;
-  return true;
+  return llvm::all_of(variant.cpuFeatures, [](const char *f) { return features.lookup(f); });
 }
 
 const TargetDescription *kiln::lookupTarget(llvm::StringRef name) {
   if (name == "host") {
-    // The widest x86 variant the machine runs; otherwise the ISA kiln-compile was
-    // built for, or the portable one.
-    const auto host = llvm::sys::getHostCPUFeatures();
+    // The last variant of the table the machine runs (the widest), else the
+    // portable one.
     for (auto it = targets().rbegin(); it != targets().rend(); ++it)
-      if (hostSupports(host, it->isaVariant().hostFeatures))
+      if (hostRuns(it->isaVariant()))
         return &*it;
-#if defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)
-    return lookupTarget("arm-neon");
-#else
     return &targets().front();
-#endif
   }
   for (const C99Target &t : targets())
     if (t.name() == name)

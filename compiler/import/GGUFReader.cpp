@@ -1,5 +1,7 @@
 #include "compiler/import/GGUFReader.h"
 
+#include "kernels/kiln_uk_abi.h"
+
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
@@ -171,38 +173,40 @@ const TensorInfo *File::findTensor(StringRef name) const {
   return nullptr;
 }
 
+int kiln::gguf::formatOfTensorType(uint32_t type) {
+  for (int code = 0; code < KILN_UK_FORMAT_END; ++code)
+    if (kiln_uk_format(code)->gguf == int64_t(type))
+      return code;
+  return -1;
+}
+
 std::string kiln::gguf::tensorTypeName(uint32_t type) {
-  static const char *const names[] = {
-      "F32",  "F16",  "Q4_0", "Q4_1", "type 4", "type 5", "Q5_0", "Q5_1",
-      "Q8_0", "Q8_1", "Q2_K", "Q3_K", "Q4_K",   "Q5_K",   "Q6_K", "Q8_K"};
-  if (type < std::size(names))
-    return names[type];
-  if (type == uint32_t(TensorType::IQ4_NL))
-    return "IQ4_NL";
-  if (type == uint32_t(TensorType::BF16))
-    return "BF16";
+  if (int code = formatOfTensorType(type); code >= 0)
+    return llvm::StringRef(kiln_uk_format(code)->name).upper();
+  // ggml's other types that a file might hold, by their names.
+  static const std::pair<uint32_t, const char *> others[] = {{9, "Q8_1"}, {15, "Q8_K"}};
+  for (auto [id, name] : others)
+    if (id == type)
+      return name;
   return "type " + std::to_string(type);
+}
+
+std::string kiln::gguf::supportedTensorTypes() {
+  std::string names;
+  for (int code = 0; code < KILN_UK_FORMAT_END; ++code)
+    if (kiln_uk_format(code)->gguf >= 0)
+      names += (names.empty() ? "" : ", ") + tensorTypeName(kiln_uk_format(code)->gguf);
+  return names;
 }
 
 bool kiln::gguf::blockLayout(uint32_t type, uint64_t &blockElements,
                              uint64_t &blockBytes) {
-  switch (static_cast<TensorType>(type)) {
-  case TensorType::F32: blockElements = 1; blockBytes = 4; return true;
-  case TensorType::F16: blockElements = 1; blockBytes = 2; return true;
-  case TensorType::Q4_0: blockElements = 32; blockBytes = 18; return true;
-  case TensorType::Q8_0: blockElements = 32; blockBytes = 34; return true;
-  case TensorType::Q4_1: blockElements = 32; blockBytes = 20; return true;
-  case TensorType::Q5_0: blockElements = 32; blockBytes = 22; return true;
-  case TensorType::Q5_1: blockElements = 32; blockBytes = 24; return true;
-  case TensorType::IQ4_NL: blockElements = 32; blockBytes = 18; return true;
-  case TensorType::Q2_K: blockElements = 256; blockBytes = 84; return true;
-  case TensorType::Q3_K: blockElements = 256; blockBytes = 110; return true;
-  case TensorType::Q4_K: blockElements = 256; blockBytes = 144; return true;
-  case TensorType::Q5_K: blockElements = 256; blockBytes = 176; return true;
-  case TensorType::Q6_K: blockElements = 256; blockBytes = 210; return true;
-  case TensorType::BF16: blockElements = 1; blockBytes = 2; return true;
-  }
-  return false;
+  int code = formatOfTensorType(type);
+  if (code < 0)
+    return false;
+  blockElements = uint64_t(kiln_uk_format(code)->elements);
+  blockBytes = uint64_t(kiln_uk_format_bytes(code, 0));
+  return true;
 }
 
 static Error readTensorInfo(Cursor &c, TensorInfo &t, unsigned index) {
@@ -232,10 +236,8 @@ static Error readTensorInfo(Cursor &c, TensorInfo &t, unsigned index) {
     return e;
   uint64_t blockElements, blockBytes;
   if (!blockLayout(t.type, blockElements, blockBytes))
-    return fail(llvm::formatv("{0}: unsupported tensor type {1} (supported: F32, F16, "
-                              "BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, "
-                              "Q4_K, Q5_K, Q6_K)",
-                              what, tensorTypeName(t.type)));
+    return fail(llvm::formatv("{0}: unsupported tensor type {1} (supported: {2})", what,
+                              tensorTypeName(t.type), supportedTensorTypes()));
   if (t.ne[0] % blockElements != 0)
     return fail(llvm::formatv("{0}: row of {1} elements is not a whole number of {2} "
                               "blocks of {3}",

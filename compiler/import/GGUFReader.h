@@ -18,11 +18,9 @@ enum class ValueType : uint32_t {
   String = 8, Array = 9, U64 = 10, I64 = 11, F64 = 12,
 };
 
-/// Tensor types, as numbered by ggml. Only the ones Kiln reads are named.
-enum class TensorType : uint32_t {
-  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8,
-  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, IQ4_NL = 20, BF16 = 30,
-};
+/// Tensor types, as numbered by ggml: the `gguf` column of the format table
+/// (KILN_UK_FORMATS) names the ones Kiln reads.
+enum class TensorType : uint32_t { F32 = 0 };
 
 /// One metadata value. Integers and floats keep their file type so a reader can
 /// insist on it; arrays hold their elements.
@@ -71,8 +69,15 @@ struct File {
 /// disjoint. Errors are one line and say what is wrong and where.
 llvm::Expected<File> parse(llvm::ArrayRef<uint8_t> bytes);
 
+/// The format table's code (KILN_UK_FORMAT_*) of a ggml tensor type, or -1
+/// for a type Kiln does not read.
+int formatOfTensorType(uint32_t type);
+
 /// Name of a ggml tensor type, or "type N" for one Kiln does not know.
 std::string tensorTypeName(uint32_t type);
+
+/// The tensor types Kiln reads, for messages: "F32, F16, Q8_0, ...".
+std::string supportedTensorTypes();
 
 /// Elements per block and bytes per block of a supported tensor type.
 bool blockLayout(uint32_t type, uint64_t &blockElements, uint64_t &blockBytes);

@@ -491,8 +491,9 @@ namespace {
 class DecoderBuilder {
 public:
   DecoderBuilder(OpBuilder &b, const gguf::File &file, const LlamaConfig &c,
-                 int64_t capacity, int64_t chunk, std::vector<int64_t> windows)
+                 int64_t capacity, int64_t chunk, std::vector<int64_t> windows, KvOrder order)
       : b(b), file(file), c(c), capacity(capacity), chunk(chunk), windows(std::move(windows)),
+        order(order),
         loc(b.getUnknownLoc()),
         ropeFactors(!c.ropeFreqFactorsLong.empty() && capacity > c.ropeOriginalContext
                         ? c.ropeFreqFactorsLong
@@ -502,22 +503,11 @@ public:
 
 private:
   Type weightElement(uint32_t ggmlType) {
-    switch (static_cast<gguf::TensorType>(ggmlType)) {
-    case gguf::TensorType::F16: return b.getF16Type();
-    case gguf::TensorType::Q8_0: return Q8_0Type::get(b.getContext());
-    case gguf::TensorType::Q4_0: return Q4_0Type::get(b.getContext());
-    case gguf::TensorType::BF16: return b.getBF16Type();
-    case gguf::TensorType::Q4_1: return Q4_1Type::get(b.getContext());
-    case gguf::TensorType::Q5_0: return Q5_0Type::get(b.getContext());
-    case gguf::TensorType::Q5_1: return Q5_1Type::get(b.getContext());
-    case gguf::TensorType::IQ4_NL: return IQ4_NLType::get(b.getContext());
-    case gguf::TensorType::Q2_K: return Q2_KType::get(b.getContext());
-    case gguf::TensorType::Q3_K: return Q3_KType::get(b.getContext());
-    case gguf::TensorType::Q4_K: return Q4_KType::get(b.getContext());
-    case gguf::TensorType::Q5_K: return Q5_KType::get(b.getContext());
-    case gguf::TensorType::Q6_K: return Q6_KType::get(b.getContext());
-    default: return b.getF32Type();
-    }
+    int code = gguf::formatOfTensorType(ggmlType);
+    Type type = code < 0 ? nullptr
+                         : getWeightFormatType(b.getContext(), code,
+                                               unsigned(kiln_uk_format(code)->elements));
+    return type ? type : b.getF32Type();
   }
 
   Value weight(StringRef name) {
@@ -570,6 +560,7 @@ private:
   int64_t capacity, chunk;
   /// Each layer's attention window, 0 for none.
   std::vector<int64_t> windows;
+  KvOrder order;
   Location loc;
   /// The rope divisors for this capacity (phi3: long ones past the original context).
   ArrayRef<float> ropeFactors;
@@ -581,8 +572,8 @@ void DecoderBuilder::build(StringRef name, int64_t rows) {
   auto logitsType = f32Tensor(rows, c.nVocab);
   auto fnType = b.getFunctionType({tokensType, b.getI32Type()}, {logitsType});
   auto fn = b.create<func::FuncOp>(loc, name, fnType);
-  fn.setArgAttr(0, "kiln.name", b.getStringAttr("tokens"));
-  fn.setArgAttr(1, "kiln.name", b.getStringAttr("pos"));
+  fn.setArgAttr(0, KilnDialect::NameAttrHelper::getNameStr(), b.getStringAttr("tokens"));
+  fn.setArgAttr(1, KilnDialect::NameAttrHelper::getNameStr(), b.getStringAttr("pos"));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(fn.addEntryBlock());
   Value tokens = fn.getArgument(0), pos = fn.getArgument(1);
@@ -595,8 +586,9 @@ void DecoderBuilder::build(StringRef name, int64_t rows) {
     // A windowed layer's cache is a ring of the rows a prefill chunk can still
     // read: its window plus the chunk's other rows (written before attention).
     int64_t window = windows[l];
-    auto cacheType =
-        f32Tensor(window ? std::min(capacity, window + chunk - 1) : capacity, c.kvWidth());
+    auto cacheType = RankedTensorType::get(
+        {window ? std::min(capacity, window + chunk - 1) : capacity, c.kvWidth()},
+        b.getF32Type(), KvCacheLayoutAttr::get(b.getContext(), order, c.nKvHead, 0));
     Value a = rmsNorm(x, p + "attn_norm.weight");
     // Queries and keys: projected, normalized per head (qwen3, gemma3), roped.
     auto roped = [&](StringRef part) {
@@ -668,35 +660,21 @@ Expected<OwningOpRef<ModuleOp>> kiln::importLlama(MLIRContext &context,
   std::string name = options.name.empty() ? toIdentifier(c.name.empty() ? "model" : c.name)
                                           : options.name;
   module->setSymName(name);
-  auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
-  NamedAttribute modelAttrs[] = {
-      b.getNamedAttr("source", b.getStringAttr(sourcePath)),
-      b.getNamedAttr("architecture", b.getStringAttr(c.arch)),
-      b.getNamedAttr("n_embd", i64(c.nEmbd)),
-      b.getNamedAttr("n_layer", i64(c.nLayer)),
-      b.getNamedAttr("n_ff", i64(c.nFF)),
-      b.getNamedAttr("n_head", i64(c.nHead)),
-      b.getNamedAttr("n_kv_head", i64(c.nKvHead)),
-      b.getNamedAttr("head_dim", i64(c.headDim)),
-      b.getNamedAttr("n_vocab", i64(c.nVocab)),
-      b.getNamedAttr("max_context", i64(capacity)),
-      b.getNamedAttr("prefill_chunk", i64(chunk)),
-      b.getNamedAttr("kv_window", i64(options.kvWindow)),
-      b.getNamedAttr("kv_layout", b.getStringAttr(options.kvLayout)),
-      b.getNamedAttr("tied_output", b.getBoolAttr(c.tiedOutput)),
-      b.getNamedAttr("tokenizer", b.getStringAttr(vocab->model)),
-      b.getNamedAttr("bos", i64(vocab->bos)),
-      b.getNamedAttr("eos", i64(vocab->eos)),
-      b.getNamedAttr("add_bos", b.getBoolAttr(vocab->addBos)),
-      b.getNamedAttr("add_space_prefix", b.getBoolAttr(vocab->addSpacePrefix)),
-  };
-  (*module)->setAttr("kiln.model", b.getDictionaryAttr(modelAttrs));
+  // The cache order first: the model's config and its caches record it.
+  std::optional<KvOrder> order = options.kvLayout == "pos-major"    ? KvOrder::pos_major
+                                 : options.kvLayout == "head-major" ? KvOrder::head_major
+                                                                    : std::optional<KvOrder>();
+  if (!order)
+    return fail(llvm::formatv("unknown --kv-layout={0} (pos-major, head-major)",
+                              options.kvLayout));
+  setModelAttr(*module, ModelAttr::get(&context, sourcePath, c.arch, c.nEmbd, c.nLayer, c.nFF,
+                                       c.nHead, c.nKvHead, c.headDim, c.nVocab, capacity, chunk,
+                                       options.kvWindow, *order, c.tiedOutput, vocab->model,
+                                       vocab->bos, vocab->eos, vocab->addBos,
+                                       vocab->addSpacePrefix));
   b.setInsertionPointToEnd(module->getBody());
   // The model's windows, narrowed (or set, on the layers without one) by
   // --kv-window.
-  if (options.kvLayout != "pos-major" && options.kvLayout != "head-major")
-    return fail(llvm::formatv("unknown --kv-layout={0} (pos-major, head-major)",
-                              options.kvLayout));
   if (options.kvWindow < 0 || options.kvWindow > capacity)
     return fail(llvm::formatv("--kv-window={0} must be in [1, the KV cache capacity {1}] "
                               "(--max-context)",
@@ -707,7 +685,7 @@ Expected<OwningOpRef<ModuleOp>> kiln::importLlama(MLIRContext &context,
     if (options.kvWindow)
       windows[l] = windows[l] ? std::min(windows[l], options.kvWindow) : options.kvWindow;
   }
-  DecoderBuilder builder(b, file, c, capacity, chunk, windows);
+  DecoderBuilder builder(b, file, c, capacity, chunk, windows, *order);
   builder.build("prefill", chunk);
   builder.build("decode", 1);
   if (failed(verify(*module)))

@@ -1,6 +1,6 @@
 #include "compiler/pack/PackWriter.h"
 
-#include "codegen_targets/c99/kiln_uk_pack.h"
+#include "kernels/c99/kiln_uk_pack.h"
 
 #include "compiler/pack/VocabSegment.h"
 #include "compiler/quant/Quantize.h"
@@ -63,34 +63,18 @@ struct Segment {
 };
 
 quant::FormatSpec specOf(Type element) {
-  unsigned group = unsigned(getBlockElements(element));
-  using quant::Format;
-  Format f = llvm::TypeSwitch<Type, Format>(element)
-                 .Case([](Q8_0Type) { return Format::Q8_0; })
-                 .Case([](Q4_0Type) { return Format::Q4_0; })
-                 .Case([](I8GroupType) { return Format::I8G; })
-                 .Case([](I4GroupType) { return Format::I4G; })
-                 .Case([](Q4_1Type) { return Format::Q4_1; })
-                 .Case([](Q5_0Type) { return Format::Q5_0; })
-                 .Case([](Q5_1Type) { return Format::Q5_1; })
-                 .Case([](IQ4_NLType) { return Format::IQ4_NL; })
-                 .Case([](Q2_KType) { return Format::Q2_K; })
-                 .Case([](Q3_KType) { return Format::Q3_K; })
-                 .Case([](Q4_KType) { return Format::Q4_K; })
-                 .Case([](Q5_KType) { return Format::Q5_K; })
-                 .Case([](Q6_KType) { return Format::Q6_K; })
-                 .Case([](Float16Type) { return Format::F16; })
-                 .Case([](BFloat16Type) { return Format::BF16; })
-                 .Default([](Type) { return Format::F32; });
-  return {f, group};
+  WeightFormat w = getWeightFormat(element);
+  return {quant::Format(w.code < 0 ? KILN_UK_FORMAT_F32 : w.code), w.group};
 }
 
-// The pack's format enum numbers the formats as quant::Format does.
-static_assert(int(pack::Format_I4G) == int(quant::Format::I4G) &&
-                  int(pack::Format_BF16) == int(quant::Format::BF16) &&
-                  int(pack::Format_Q6_K) == int(quant::Format::Q6_K) &&
-                  pack::Format_MAX == pack::Format_Q6_K,
-              "pack::Format and quant::Format disagree");
+// The pack table numbers the formats as the format table does.
+#define KILN_PACK_FORMAT_CODE(id, name, code, gguf, elements, bytes, bits, family)        \
+  static_assert(int(pack::Format_##id) == code, "kiln_pack.fbs numbers " #id              \
+                                                " otherwise than KILN_UK_FORMATS");
+KILN_UK_FORMATS(KILN_PACK_FORMAT_CODE)
+#undef KILN_PACK_FORMAT_CODE
+static_assert(pack::Format_MAX + 1 == KILN_UK_FORMAT_END,
+              "kiln_pack.fbs and KILN_UK_FORMATS list different formats");
 
 pack::Format formatOf(Type element, uint32_t &groupSize) {
   quant::FormatSpec spec = specOf(element);
@@ -145,16 +129,6 @@ Expected<llvm::ArrayRef<uint8_t>> segmentBytes(const gguf::File &model, const Se
   return llvm::ArrayRef<uint8_t>(owned);
 }
 
-/// The kernel library's family code of a weight element type.
-int panelFamily(Type element) {
-  if (isa<Q8_0Type, I8GroupType>(element)) return KILN_UK_I8;
-  if (isa<Q4_0Type, I4GroupType>(element)) return KILN_UK_I4;
-  if (isa<Q4_KType>(element)) return KILN_UK_Q4K;
-  if (isa<Q5_KType>(element)) return KILN_UK_Q5K;
-  if (isa<Q6_KType>(element)) return KILN_UK_Q6K;
-  return element.isF16() ? KILN_UK_F16 : KILN_UK_F32;
-}
-
 /// A line on stderr while the tensors are encoded (quantized, repacked): the
 /// one at hand of how many, and the seconds since the first, at most ten
 /// times a second. Shown only on a terminal; it ends with the total.
@@ -190,7 +164,7 @@ private:
 /// Row-layout bytes of `s` repacked into the panels its kernels read.
 Expected<std::vector<uint8_t>> repackPanels(const Segment &s, llvm::ArrayRef<uint8_t> rows) {
   Type element = s.type.getElementType();
-  int family = panelFamily(element);
+  int family = getKernelFamily(element);
   int32_t n = int32_t(s.type.getDimSize(0)), k = int32_t(s.type.getDimSize(1));
   int32_t g = int32_t(getBlockElements(element));
   size_t bytes = kiln_uk_panel_bytes(family, n, k, g, int32_t(s.panelRows));
@@ -207,22 +181,10 @@ Expected<std::vector<uint8_t>> repackPanels(const Segment &s, llvm::ArrayRef<uin
 } // namespace
 
 quant::FormatSpec kiln::formatOfGgmlType(uint32_t ggmlType) {
-  switch (static_cast<gguf::TensorType>(ggmlType)) {
-  case gguf::TensorType::F16: return {quant::Format::F16, 1};
-  case gguf::TensorType::Q8_0: return {quant::Format::Q8_0, 32};
-  case gguf::TensorType::Q4_0: return {quant::Format::Q4_0, 32};
-  case gguf::TensorType::BF16: return {quant::Format::BF16, 1};
-  case gguf::TensorType::Q4_1: return {quant::Format::Q4_1, 32};
-  case gguf::TensorType::Q5_0: return {quant::Format::Q5_0, 32};
-  case gguf::TensorType::Q5_1: return {quant::Format::Q5_1, 32};
-  case gguf::TensorType::IQ4_NL: return {quant::Format::IQ4_NL, 32};
-  case gguf::TensorType::Q2_K: return {quant::Format::Q2_K, 256};
-  case gguf::TensorType::Q3_K: return {quant::Format::Q3_K, 256};
-  case gguf::TensorType::Q4_K: return {quant::Format::Q4_K, 256};
-  case gguf::TensorType::Q5_K: return {quant::Format::Q5_K, 256};
-  case gguf::TensorType::Q6_K: return {quant::Format::Q6_K, 256};
-  default: return {quant::Format::F32, 1};
-  }
+  int code = gguf::formatOfTensorType(ggmlType);
+  if (code < 0)
+    return {quant::Format::F32, 1};
+  return {quant::Format(code), unsigned(kiln_uk_format(code)->elements)};
 }
 
 Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
@@ -230,15 +192,15 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
   std::vector<Segment> segments;
   llvm::StringSet<> seen;
   module.walk([&](WeightOp op) {
-    auto attr = op->getAttrOfType<SegmentAttr>("segment");
-    auto panel = op->getAttrOfType<PanelAttr>("layout");
+    SegmentAttr attr = getSegmentAttr(op);
+    PanelAttr panel = getLayoutAttr(op);
     if (attr && seen.insert(op.getName()).second)
       segments.push_back({op.getName().str(), op.getType(), attr, panel ? panel.getRows() : 0});
   });
   std::sort(segments.begin(), segments.end(), [](const Segment &a, const Segment &b) {
     return a.attr.getOffset() < b.attr.getOffset();
   });
-  auto dataBytes = module->getAttrOfType<IntegerAttr>("kiln.pack_data_bytes");
+  IntegerAttr dataBytes = getPackDataBytesAttr(module);
   if (!dataBytes)
     return fail("the module has no pack layout (run kiln-pack-layout first)");
 

@@ -1,5 +1,9 @@
 #include "compiler/quant/GgmlBlocks.h"
 
+// The kernels' decoders: one decoder per format for the compiler and the
+// generated code. This file builds with -ffp-contract=off, as they need.
+#include "kernels/c99/kiln_uk_block_decode.h"
+
 #include <cmath>
 #include <cstring>
 
@@ -12,12 +16,7 @@
 
 namespace kiln::quant::ggml {
 
-const int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                 1,    13,   25,  38,  53,  69,  89,  113};
-
 namespace {
-
-float half(const uint8_t *p) { return f16ToF32(static_cast<uint16_t>(p[0] | (p[1] << 8))); }
 
 // Stores f16(v) and returns the value the decoder will read.
 float storeHalf(uint8_t *p, float v) {
@@ -43,16 +42,6 @@ int code(float v, int lo, int hi) {
 }
 
 // The q4_k / q5_k packing of eight 6-bit scales and eight 6-bit mins.
-void scaleMinK4(int j, const uint8_t *q, int &sc, int &m) {
-  if (j < 4) {
-    sc = q[j] & 63;
-    m = q[j + 4] & 63;
-  } else {
-    sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-
 void packScaleMinK4(const int *sc, const int *m, uint8_t *q) {
   for (int j = 0; j < 4; ++j) {
     q[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
@@ -64,15 +53,6 @@ void packScaleMinK4(const int *sc, const int *m, uint8_t *q) {
 // The q3_k packing of sixteen 6-bit values: value s = 4 * group + i sits in
 // a nibble of byte i (groups 0, 2) or 4 + i (groups 1, 3), low nibble for
 // groups 0 and 1, and its top two bits in bits 2 * group of byte 8 + i.
-void unpackQ3Scales(const uint8_t *p, int *v) {
-  for (int s = 0; s < 16; ++s) {
-    int group = s / 4, i = s % 4;
-    uint8_t byte = p[(group & 1) ? 4 + i : i];
-    int low = group < 2 ? byte & 15 : byte >> 4;
-    v[s] = low | (((p[8 + i] >> (2 * group)) & 3) << 4);
-  }
-}
-
 void packQ3Scales(const int *v, uint8_t *p) {
   std::memset(p, 0, 12);
   for (int s = 0; s < 16; ++s) {
@@ -80,105 +60,6 @@ void packQ3Scales(const int *v, uint8_t *p) {
     uint8_t &byte = p[(group & 1) ? 4 + i : i];
     byte = static_cast<uint8_t>(byte | ((v[s] & 15) << (group < 2 ? 0 : 4)));
     p[8 + i] = static_cast<uint8_t>(p[8 + i] | ((v[s] >> 4) << (2 * group)));
-  }
-}
-
-// --- decoders -------------------------------------------------------------
-
-void decodeQ4_1(const uint8_t *in, float *y) {
-  const float d = half(in), m = half(in + 2);
-  for (int j = 0; j < 16; ++j) {
-    y[j] = roundedProduct(static_cast<float>(in[4 + j] & 15), d) + m;
-    y[j + 16] = roundedProduct(static_cast<float>(in[4 + j] >> 4), d) + m;
-  }
-}
-
-uint32_t load32(const uint8_t *p) {
-  return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
-}
-
-// The five-bit codes of q5_0 / q5_1 from qh and qs.
-void q5Codes(const uint8_t *qh4, const uint8_t *qs, int *q) {
-  const uint32_t qh = load32(qh4);
-  for (int j = 0; j < 16; ++j) {
-    q[j] = (qs[j] & 15) | static_cast<int>(((qh >> j) << 4) & 0x10);
-    q[j + 16] = (qs[j] >> 4) | static_cast<int>((qh >> (j + 12)) & 0x10);
-  }
-}
-
-void decodeQ5_0(const uint8_t *in, float *y) {
-  const float d = half(in);
-  int q[32];
-  q5Codes(in + 2, in + 6, q);
-  for (int j = 0; j < 32; ++j)
-    y[j] = static_cast<float>(q[j] - 16) * d;
-}
-
-void decodeQ5_1(const uint8_t *in, float *y) {
-  const float d = half(in), m = half(in + 2);
-  int q[32];
-  q5Codes(in + 4, in + 8, q);
-  for (int j = 0; j < 32; ++j)
-    y[j] = roundedProduct(static_cast<float>(q[j]), d) + m;
-}
-
-void decodeIq4nl(const uint8_t *in, float *y) {
-  const float d = half(in);
-  for (int j = 0; j < 16; ++j) {
-    y[j] = d * static_cast<float>(kIq4nlValues[in[2 + j] & 15]);
-    y[j + 16] = d * static_cast<float>(kIq4nlValues[in[2 + j] >> 4]);
-  }
-}
-
-void decodeQ2_K(const uint8_t *in, float *y) {
-  const uint8_t *scales = in, *qs = in + 16;
-  const float d = half(in + 80), dmin = half(in + 82);
-  for (int e = 0; e < 256; ++e) {
-    const int h = e / 128, j = e % 128 / 32, l = e % 32, sc = scales[e / 16];
-    const float dl = d * static_cast<float>(sc & 15), ml = dmin * static_cast<float>(sc >> 4);
-    y[e] = roundedProduct(dl, static_cast<float>((qs[32 * h + l] >> (2 * j)) & 3)) - ml;
-  }
-}
-
-void decodeQ3_K(const uint8_t *in, float *y) {
-  const uint8_t *hmask = in, *qs = in + 32;
-  const float d = half(in + 108);
-  int sc[16];
-  unpackQ3Scales(in + 96, sc);
-  for (int e = 0; e < 256; ++e) {
-    const int h = e / 128, j = e % 128 / 32, l = e % 32;
-    const int q = ((qs[32 * h + l] >> (2 * j)) & 3) - ((hmask[l] >> (4 * h + j)) & 1 ? 0 : 4);
-    y[e] = (d * static_cast<float>(sc[e / 16] - 32)) * static_cast<float>(q);
-  }
-}
-
-// q4_k and q5_k: `qh` null for q4_k.
-void decodeQ45_K(const uint8_t *in, const uint8_t *qh, const uint8_t *qs, float *y) {
-  const float d = half(in), dmin = half(in + 2);
-  for (int c = 0; c < 4; ++c) {
-    for (int part = 0; part < 2; ++part) {
-      int sc, m;
-      scaleMinK4(2 * c + part, in + 4, sc, m);
-      const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
-      for (int l = 0; l < 32; ++l) {
-        int q = part ? qs[32 * c + l] >> 4 : qs[32 * c + l] & 15;
-        if (qh && ((qh[l] >> (2 * c + part)) & 1))
-          q += 16;
-        y[64 * c + 32 * part + l] = roundedProduct(d1, static_cast<float>(q)) - m1;
-      }
-    }
-  }
-}
-
-void decodeQ6_K(const uint8_t *in, float *y) {
-  const uint8_t *ql = in, *qh = in + 128;
-  const int8_t *sc = reinterpret_cast<const int8_t *>(in + 192);
-  const float d = half(in + 208);
-  for (int e = 0; e < 256; ++e) {
-    const int h = e / 128, i = e % 128 / 32, l = e % 32;
-    const uint8_t low = ql[64 * h + 32 * (i & 1) + l];
-    const int q = ((i < 2 ? low & 15 : low >> 4) | (((qh[32 * h + l] >> (2 * i)) & 3) << 4)) - 32;
-    y[e] = (d * static_cast<float>(sc[e / 16])) * static_cast<float>(q);
   }
 }
 
@@ -370,7 +251,7 @@ void encodeQ5_1(const float *x, uint8_t *out) {
 void encodeIq4nl(const float *x, uint8_t *out) {
   int lv[16];
   for (int i = 0; i < 16; ++i)
-    lv[i] = kIq4nlValues[i];
+    lv[i] = kiln_uk_iq4nl_values[i];
   const float d = storeHalf(out, fitLevels(x, 32, lv, 16));
   for (int j = 0; j < 16; ++j) {
     int q0 = d != 0 ? nearestLevel(x[j] / d, lv, 16) : 8;
@@ -513,20 +394,16 @@ void encodeBlock(Format format, const float *x, uint8_t *out) {
 
 void decodeBlock(Format format, const uint8_t *in, float *y) {
   switch (format) {
-  case Format::BF16: {
-    uint32_t u = uint32_t(in[0] | (in[1] << 8)) << 16;
-    std::memcpy(y, &u, sizeof u);
-    return;
-  }
-  case Format::Q4_1: return decodeQ4_1(in, y);
-  case Format::Q5_0: return decodeQ5_0(in, y);
-  case Format::Q5_1: return decodeQ5_1(in, y);
-  case Format::IQ4_NL: return decodeIq4nl(in, y);
-  case Format::Q2_K: return decodeQ2_K(in, y);
-  case Format::Q3_K: return decodeQ3_K(in, y);
-  case Format::Q4_K: return decodeQ45_K(in, nullptr, in + 16, y);
-  case Format::Q5_K: return decodeQ45_K(in, in + 16, in + 48, y);
-  case Format::Q6_K: return decodeQ6_K(in, y);
+  case Format::BF16: return row_bf16(in, y, 1);
+  case Format::Q4_1: return row_q4_1(in, y, 32);
+  case Format::Q5_0: return row_q5_0(in, y, 32);
+  case Format::Q5_1: return row_q5_1(in, y, 32);
+  case Format::IQ4_NL: return row_iq4_nl(in, y, 32);
+  case Format::Q2_K: return row_q2_k(in, y, 256);
+  case Format::Q3_K: return row_q3_k(in, y, 256);
+  case Format::Q4_K: return row_q4_k(in, y, 256);
+  case Format::Q5_K: return row_q5_k(in, y, 256);
+  case Format::Q6_K: return row_q6_k(in, y, 256);
   default: return;
   }
 }

@@ -13,7 +13,7 @@
 //   q5_0    32 / 22: f16 d, qh[4] (bit j: the fifth bit of q[j]), qs[16];
 //                                                   y = (q - 16) * d
 //   q5_1    32 / 24: f16 d, f16 m, qh[4], qs[16];   y = q * d + m
-//   iq4_nl  32 / 18: f16 d, qs[16] as q4_0;         y = d * kIq4nlValues[q]
+//   iq4_nl  32 / 18: f16 d, qs[16] as q4_0;         y = d * kiln_uk_iq4nl_values[q]
 //   q2_k    256 / 84: scales[16] (scale low nibble, min high nibble, per 16
 //           elements), qs[64], f16 d, f16 dmin. Element 128h + 32j + l is bits
 //           2j of qs[32h + l];         y = (d * sc) * q - (dmin * m)
@@ -46,13 +46,11 @@ namespace kiln::quant::ggml {
 /// multiply-add, whatever the compiler's contraction (Quantize.cpp).
 float roundedProduct(float a, float b);
 
-/// The sixteen int8 levels of iq4_nl.
-extern const int8_t kIq4nlValues[16];
-
 /// Encodes one block (blockElements(format) floats) of a format listed above.
 void encodeBlock(Format format, const float *x, uint8_t *out);
 
-/// Decodes one block.
+/// Decodes one block with the kernel library's decoder of the format
+/// (kernels/c99/kiln_uk_block_decode.h).
 void decodeBlock(Format format, const uint8_t *in, float *y);
 
 } // namespace kiln::quant::ggml

@@ -178,29 +178,11 @@ void dequantizeInt4(const uint8_t *in, unsigned g, float *y) {
   }
 }
 
-// The ggml block formats GgmlBlocks.cpp encodes: name, block elements, bytes.
-struct BlockFormat {
-  const char *name;
-  Format format;
-  unsigned elements;
-  size_t bytes;
-};
-constexpr BlockFormat kBlockFormats[] = {
-    {"bf16", Format::BF16, 1, 2},       {"q4_1", Format::Q4_1, 32, 20},
-    {"q5_0", Format::Q5_0, 32, 22},     {"q5_1", Format::Q5_1, 32, 24},
-    {"iq4_nl", Format::IQ4_NL, 32, 18}, {"q2_k", Format::Q2_K, 256, 84},
-    {"q3_k", Format::Q3_K, 256, 110},   {"q4_k", Format::Q4_K, 256, 144},
-    {"q5_k", Format::Q5_K, 256, 176},   {"q6_k", Format::Q6_K, 256, 210},
-};
-
-const BlockFormat *blockFormat(Format f) {
-  for (const BlockFormat &b : kBlockFormats)
-    if (b.format == f)
-      return &b;
-  return nullptr;
+bool isGroupSize(unsigned g) {
+#define KILN_IS_GROUP(size) g == size ||
+  return KILN_UK_GROUP_SIZES(KILN_IS_GROUP) false;
+#undef KILN_IS_GROUP
 }
-
-bool isGroupSize(unsigned g) { return g == 32 || g == 64 || g == 128 || g == 256; }
 
 char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -285,110 +267,50 @@ float f16ToF32(uint16_t bits) {
 }
 
 bool parseFormat(std::string_view text, FormatSpec &out) {
-  static const struct {
-    const char *name;
-    Format format;
-    unsigned group;
-  } fixed[] = {{"f32", Format::F32, 1},
-               {"f16", Format::F16, 1},
-               {"q8_0", Format::Q8_0, kGgmlBlock},
-               {"q4_0", Format::Q4_0, kGgmlBlock}};
-  for (const auto &f : fixed) {
-    if (equalsLower(text, f.name)) {
-      out = FormatSpec{f.format, f.group};
+  for (int code = 0; code < KILN_UK_FORMAT_END; ++code) {
+    const kiln_uk_format_info *f = kiln_uk_format(code);
+    std::string_view name = f->name;
+    if (text.size() < name.size() || !equalsLower(text.substr(0, name.size()), name))
+      continue;
+    std::string_view digits = text.substr(name.size());
+    if (f->elements) {
+      if (!digits.empty())
+        continue;
+      out = FormatSpec{Format(code), unsigned(f->elements)};
       return true;
     }
-  }
-  for (const BlockFormat &b : kBlockFormats) {
-    if (equalsLower(text, b.name)) {
-      out = FormatSpec{b.format, b.elements};
-      return true;
-    }
-  }
-  if (text.size() < 4 || lower(text[0]) != 'i' || lower(text[2]) != 'g')
-    return false;
-  Format format;
-  if (text[1] == '8')
-    format = Format::I8G;
-  else if (text[1] == '4')
-    format = Format::I4G;
-  else
-    return false;
-  std::string_view digits = text.substr(3);
-  if (digits.size() > 3 || digits[0] == '0')
-    return false;
-  unsigned g = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9')
+    if (digits.empty() || digits.size() > 3 || digits[0] == '0')
       return false;
-    g = g * 10 + static_cast<unsigned>(c - '0');
+    unsigned g = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9')
+        return false;
+      g = g * 10 + static_cast<unsigned>(c - '0');
+    }
+    if (!isGroupSize(g))
+      return false;
+    out = FormatSpec{Format(code), g};
+    return true;
   }
-  if (!isGroupSize(g))
-    return false;
-  out = FormatSpec{format, g};
-  return true;
+  return false;
 }
 
 std::string formatName(const FormatSpec &spec) {
-  if (const BlockFormat *b = blockFormat(spec.format))
-    return b->name;
-  switch (spec.format) {
-  case Format::F32:
-    return "f32";
-  case Format::F16:
-    return "f16";
-  case Format::Q8_0:
-    return "q8_0";
-  case Format::Q4_0:
-    return "q4_0";
-  case Format::I8G:
-    return "i8g" + std::to_string(spec.group);
-  case Format::I4G:
-    return "i4g" + std::to_string(spec.group);
-  default:
+  const kiln_uk_format_info *f = kiln_uk_format(int(spec.format));
+  if (!f)
     return "?";
-  }
+  return f->elements ? std::string(f->name) : f->name + std::to_string(spec.group);
 }
 
 size_t blockBytes(const FormatSpec &spec) {
-  if (const BlockFormat *b = blockFormat(spec.format))
-    return b->bytes;
-  switch (spec.format) {
-  case Format::F32:
-    return 4;
-  case Format::F16:
-    return 2;
-  case Format::Q8_0:
-    return 2 + kGgmlBlock;
-  case Format::Q4_0:
-    return 2 + kGgmlBlock / 2;
-  case Format::I8G:
-    return 2 + size_t(spec.group);
-  case Format::I4G:
-    return 2 + size_t(spec.group) / 2;
-  default:
-    return 0;
-  }
+  return size_t(kiln_uk_format_bytes(int(spec.format), int32_t(blockElements(spec))));
 }
 
-// The ggml formats have a fixed block whatever spec.group says, so a
+// The fixed formats have their block whatever spec.group says, so a
 // default-initialized group cannot change their layout.
 size_t blockElements(const FormatSpec &spec) {
-  if (const BlockFormat *b = blockFormat(spec.format))
-    return b->elements;
-  switch (spec.format) {
-  case Format::F32:
-  case Format::F16:
-    return 1;
-  case Format::Q8_0:
-  case Format::Q4_0:
-    return kGgmlBlock;
-  case Format::I8G:
-  case Format::I4G:
-    return spec.group;
-  default:
-    return 1;
-  }
+  const kiln_uk_format_info *f = kiln_uk_format(int(spec.format));
+  return !f ? 1 : f->elements ? size_t(f->elements) : size_t(spec.group);
 }
 
 size_t rowBytes(const FormatSpec &spec, size_t n) {

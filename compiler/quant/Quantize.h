@@ -44,6 +44,8 @@
 // NaN element as the code for 0. A group holding an infinity gets an infinite
 // scale in every format.
 
+#include "kernels/kiln_uk_abi.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -51,30 +53,30 @@
 
 namespace kiln::quant {
 
+/// The rows of the format table (KILN_UK_FORMATS), numbered by their code.
 enum class Format {
-  F32, F16, Q8_0, Q4_0, I8G, I4G,
-  BF16, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+#define KILN_QUANT_FORMAT(id, name, pack, gguf, elements, bytes, bits, family) id = pack,
+  KILN_UK_FORMATS(KILN_QUANT_FORMAT)
+#undef KILN_QUANT_FORMAT
 };
 
 struct FormatSpec {
   Format format;
-  // Elements per block: 32 for Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/IQ4_NL, 256 for the
-  // k-quants, G (32, 64, 128 or 256) for I8G/I4G, 1 for F32/F16/BF16.
+  // Elements per block: the table's (32 for Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/IQ4_NL,
+  // 256 for the k-quants, 1 for F32/F16/BF16), G (32, 64, 128 or 256) for
+  // I8G/I4G.
   unsigned group = 0;
 };
 
-/// Parses a format name: "f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0",
-/// "q5_1", "iq4_nl", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", or "i8g<G>" /
-/// "i4g<G>" with G one of 32, 64, 128, 256 (ASCII case-insensitive). Returns false and leaves `out`
-/// untouched on anything else.
+/// Parses a format name of the table ("f32", "q4_k", ...), or "i8g<G>" /
+/// "i4g<G>" with G one of 32, 64, 128, 256 (ASCII case-insensitive). Returns
+/// false and leaves `out` untouched on anything else.
 bool parseFormat(std::string_view text, FormatSpec &out);
 
 /// The lowercase name parseFormat accepts, e.g. "q8_0", "i4g128".
 std::string formatName(const FormatSpec &spec);
 
-/// Bytes per block: f32 4, f16 2, bf16 2, q8_0 34, q4_0 18, q4_1 20, q5_0 22,
-/// q5_1 24, iq4_nl 18, q2_k 84, q3_k 110, q4_k 144, q5_k 176, q6_k 210,
-/// i8g 2 + G, i4g 2 + G/2.
+/// Bytes per block, from the table: f32 4, q8_0 34, q4_k 144, i8g 2 + G, ...
 size_t blockBytes(const FormatSpec &spec);
 
 /// Elements per block (the row length must be a multiple of it).

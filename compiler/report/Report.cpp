@@ -26,10 +26,7 @@ namespace json = llvm::json;
 
 namespace {
 
-int64_t intAttr(Operation *op, llvm::StringRef name) {
-  auto a = op->getAttrOfType<IntegerAttr>(name);
-  return a ? a.getInt() : 0;
-}
+int64_t value(IntegerAttr a) { return a ? a.getInt() : 0; }
 
 /// One function's memory plan: a buffer per op result that plan-memory gave a
 /// slot (live from its op to its last use) and per scratch slot (live during
@@ -55,13 +52,13 @@ json::Object functionPlan(func::FuncOp fn) {
   for (Operation &op : block) {
     if (isa<KvCacheOp, KvWriteOp>(op))
       continue;
-    if (auto slot = op.getAttrOfType<SlotAttr>("slot")) {
+    if (SlotAttr slot = getSlotAttr(&op)) {
       int64_t last = step[&op];
       for (Operation *user : op.getResult(0).getUsers())
         last = std::max(last, isa<func::ReturnOp>(user) ? steps - 1 : step[user]);
       add(op, slot, step[&op], last, false);
     }
-    if (auto slot = op.getAttrOfType<SlotAttr>("scratch"))
+    if (SlotAttr slot = getScratchAttr(&op))
       add(op, slot, step[&op], step[&op], true);
   }
   int64_t peak = 0;
@@ -69,8 +66,8 @@ json::Object functionPlan(func::FuncOp fn) {
     if (top[size_t(s)] > top[size_t(peak)])
       peak = s;
   return json::Object{{"name", fn.getSymName()},
-                      {"activation_bytes", intAttr(fn, "kiln.activation_bytes")},
-                      {"activation_lower_bound", intAttr(fn, "kiln.activation_lower_bound")},
+                      {"activation_bytes", value(getActivationBytesAttr(fn))},
+                      {"activation_lower_bound", value(getActivationLowerBoundAttr(fn))},
                       {"steps", steps},
                       {"peak_step", peak},
                       {"buffers", std::move(buffers)}};
@@ -289,7 +286,7 @@ Workload workloadOf(ModuleOp module, const PackInfo &pack) {
       }
     });
   }
-  w.kvBytesPerPosition = double(intAttr(module, "kiln.kv_bytes")) / double(std::max<int64_t>(w.capacity, 1));
+  w.kvBytesPerPosition = double(value(getKvBytesAttr(module))) / double(std::max<int64_t>(w.capacity, 1));
   return w;
 }
 
@@ -564,7 +561,7 @@ json::Value kiln::reportJson(ModuleOp module, const PackInfo &pack, llvm::String
                                    {"bytes", int64_t(t.bytes)},
                                    {"rms_error", t.converted ? json::Value(t.rmsError) : nullptr}});
   }
-  const int64_t arena = intAttr(module, "kiln.arena_bytes"), kv = intAttr(module, "kiln.kv_bytes");
+  const int64_t arena = value(getArenaBytesAttr(module)), kv = value(getKvBytesAttr(module));
   json::Array functions;
   for (auto fn : module.getOps<func::FuncOp>())
     functions.push_back(functionPlan(fn));

@@ -24,6 +24,9 @@ import tokenizer_test  # noqa: E402  (its independent GPT-2 BPE encoder)
 
 MODEL_A = os.path.join(ROOT, "test", "data", "tiny-llama-A")
 STRICT = "-Wall -Wextra -Werror -pedantic"
+# Sanitized builds (and the plain builds they are compared with): -O1, as the
+# sanitizers' documentation advises, under a build type that adds no flags.
+SANITIZE_OPT = "-O1 -g"
 
 
 class Results:
@@ -43,23 +46,28 @@ class Results:
         return 0 if self.failed == 0 and self.passed > 0 else 1
 
 
-# CPU flags (as /proc/cpuinfo names them) each target's kernels need.
-# (arm-neon runs under qemu-aarch64, whatever the host.)
-TARGET_CPU_FLAGS = {"x86-avx2": ["avx2", "fma", "f16c"],
-                    "x86-avxvnni": ["avx_vnni", "avx2", "fma", "f16c"],
-                    "x86-avx512": ["avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx2",
-                                   "fma", "f16c"]}
+# The ISA table: each target's CPU features, and how to build for and run on
+# the other architectures.
+ISA_TABLE = json.load(open(os.path.join(ROOT, "codegen_targets", "isa_variants.json")))
+VARIANTS = {v["name"]: v for v in ISA_TABLE["variants"]}
+CROSS = {arch: (a["cc"], a["cmake"], a["run"].split())
+         for arch, a in ISA_TABLE["arches"].items() if a["run"]}
 
 
-def host_cpu_flags():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
+def cpu_lacks(target, work):
+    """The features of an x86 target that this CPU lacks, asked as the generated
+    open asks them (__builtin_cpu_supports, in a probe built with gcc); none
+    for a target of another architecture (those run under qemu)."""
+    v = VARIANTS.get(target)
+    if not v or v["arch"] != "x86_64":
+        return []
+    os.makedirs(work, exist_ok=True)
+    probe = os.path.join(work, "cpu-probe")
+    tests = "".join(f'  puts(__builtin_cpu_supports("{f}") ? "" : "{f}");\n' for f in v["cpu"])
+    with open(probe + ".c", "w") as f:
+        f.write(f"#include <stdio.h>\nint main(void) {{\n{tests}  return 0;\n}}\n")
+    run(["gcc", probe + ".c", "-o", probe])
+    return run([probe]).stdout.split()
 
 
 def run(cmd, **kw):
@@ -74,13 +82,30 @@ def compile_model(args, gguf, out, *flags):
     return name
 
 
+# Compiles go through ccache when it is there: sources that another build (of
+# this test, another test or an earlier run) already compiled, such as the
+# runtime every folder carries, are not compiled again. Paths under the e2e
+# tests' work root are hashed relative to the build directory, so the same
+# file in two folders is one entry.
+CCACHE = shutil.which("ccache")
+WORK_ROOT = None  # the parent of --work: every e2e test's folders are under it
+
+
+def cmake_build(source, b, cc, cflags, *defs):
+    """Configures and builds the CMake project at `source` in `b` with `cc` and
+    `cflags`. One job: ctest runs one test per core, so a build never competes
+    with another of its own test for a core."""
+    launcher = [f"-DCMAKE_C_COMPILER_LAUNCHER={CCACHE}"] if CCACHE else []
+    env = dict(os.environ, CCACHE_BASEDIR=WORK_ROOT, CCACHE_NOHASHDIR="1")
+    run(["cmake", "-S", source, "-B", b, f"-DCMAKE_C_COMPILER={cc}",
+         f"-DCMAKE_C_FLAGS={cflags}", *launcher, *defs], env=env)
+    run(["cmake", "--build", b, "-j1"], env=env)
+    return b
+
+
 def build(out, cc, defs=()):
     """Builds the generated folder with `cc`; returns the build directory."""
-    b = os.path.join(out, "build-" + os.path.basename(cc))
-    run(["cmake", "-S", out, "-B", b, f"-DCMAKE_C_COMPILER={cc}",
-         f"-DCMAKE_C_FLAGS={STRICT}", *defs])
-    run(["cmake", "--build", b, "-j2"])
-    return b
+    return cmake_build(out, os.path.join(out, "build-" + os.path.basename(cc)), cc, STRICT, *defs)
 
 
 def generate(build_dir, pack, tokens, n, dump, *extra):
@@ -524,9 +549,7 @@ def app(args):
     res.check(a == a2 and a != c, f"seeded sampling is reproducible: {a.strip()!r} / {c.strip()!r}")
     # A KILN_PROFILE build times every kernel call and gives the same text.
     bp = os.path.join(out, "build-profile")
-    run(["cmake", "-S", out, "-B", bp, f"-DCMAKE_C_COMPILER={args.cc[0]}", "-DKILN_PROFILE=ON",
-         f"-DCMAKE_C_FLAGS={STRICT}"])
-    run(["cmake", "--build", bp, "-j2"])
+    cmake_build(out, bp, args.cc[0], STRICT, "-DKILN_PROFILE=ON")
     p = refs["prompts"][0]
     r = run([os.path.join(bp, "kiln-generate"), "--pack", os.path.join(out, name + ".kpack"),
              "-p", p["text"], "-n", "32", "--ignore-eos"])
@@ -560,11 +583,13 @@ def app(args):
 
 def baremetal(args):
     """samples/baremetal: weights as const data, static arena, no OS services in
-    the model path; built for the host and for aarch64 (run under qemu-user)."""
+    the model path; built for the host and for aarch64 (run under qemu-user).
+    Model A at q8_0 (a 5 MB pack; its greedy continuation of the prompt is the
+    f32 reference's), since each build compiles the pack as C source."""
     res = Results()
     out = os.path.join(args.work, "out")
     name = compile_model(args, os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"), out,
-                         "--weights=embed")
+                         "--weights=embed", "--quant=q8_0")
     refs = json.load(open(os.path.join(MODEL_A, "tiny-llama-A-refs.json")))
     prompt = refs["prompts"][0]
     hosted_build = build(out, args.cc[0])
@@ -573,20 +598,17 @@ def baremetal(args):
                   "--ignore-eos"]).stdout
     res.check(hosted == prompt["full_text"] + "\n", "hosted kiln-generate gives the reference text")
     targets = [("host", "gcc", [], [])]
-    if shutil.which("aarch64-linux-gnu-gcc") and shutil.which("qemu-aarch64"):
-        targets.append(("aarch64", "aarch64-linux-gnu-gcc",
-                        ["-DCMAKE_SYSTEM_NAME=Linux", "-DCMAKE_SYSTEM_PROCESSOR=aarch64"],
-                        ["qemu-aarch64"]))
+    cc, defs, qemu = CROSS["aarch64"]
+    if shutil.which(cc) and shutil.which(qemu[0]):
+        targets.append(("aarch64", cc, ["-DCMAKE_SYSTEM_NAME=Linux", *defs], qemu))
     else:
         res.check(False, "aarch64 cross gcc and qemu-aarch64 are installed (scripts/setup.sh)")
     for target, cc, defs, runner in targets:
         b = os.path.join(args.work, "bm-" + target)
         shutil.rmtree(b, ignore_errors=True)
-        run(["cmake", "-S", os.path.join(ROOT, "samples", "baremetal"), "-B", b,
-             f"-DCMAKE_C_COMPILER={cc}", f"-DCMAKE_C_FLAGS={STRICT}", *defs,
-             f"-DKILN_MODEL_DIR={out}", f"-DKILN_MODEL_NAME={name}",
-             "-DKILN_PROMPT=" + prompt["text"]])
-        run(["cmake", "--build", b, "-j2"])
+        cmake_build(os.path.join(ROOT, "samples", "baremetal"), b, cc, STRICT, *defs,
+                    f"-DKILN_MODEL_DIR={out}", f"-DKILN_MODEL_NAME={name}",
+                    "-DKILN_PROMPT=" + prompt["text"])
         exe = os.path.join(b, "kiln-baremetal")
         text = run(runner + [exe]).stdout
         res.check(text == hosted, f"{target}: bare-metal output equals the hosted run: {text!r}")
@@ -648,9 +670,6 @@ def quant(args):
     r = run([os.path.join(b, "kiln-generate"), "--pack", os.path.join(base_dir, name + ".kpack"),
              *ppl_args, "--dump-logits", base_logits])
     base_ppl = perplexity_in(r.stdout)
-    base_gen = [os.path.join(b, "kiln-generate"), "--pack", os.path.join(base_dir, name + ".kpack")]
-    base_tps = float(run(base_gen + ["-p", "It was", "-n", "64", "--ignore-eos"]).stderr
-                     .split("decode:")[1].split()[0])
     base_arena = int(open(os.path.join(base_dir, name + ".h")).read()
                      .split("_ARENA_BYTES ")[1].split("u")[0])
     rows = []
@@ -662,12 +681,10 @@ def quant(args):
         r = run(gen + ppl_args + ["--kl-base", base_logits])
         ppl = perplexity_in(r.stdout)
         kld = float(r.stdout.split("KL divergence from")[1].split(":")[1].split()[0])
-        speed = run(gen + ["-p", "It was", "-n", "64", "--ignore-eos"]).stderr
-        tps = float(speed.split("decode:")[1].split()[0])
         header = open(os.path.join(out, name + ".h")).read()
         arena = int(header.split("_ARENA_BYTES ")[1].split("u")[0])
         pack = os.path.getsize(os.path.join(out, name + ".kpack"))
-        rows.append((label, pack, arena, ppl, kld, tps))
+        rows.append((label, pack, arena, ppl, kld))
         res.check(ppl <= base_ppl * max_ratio,
                   f"{label}: perplexity {ppl:.4f} <= {max_ratio} x f32 {base_ppl:.4f}")
         res.check(kld <= max_kld, f"{label}: mean KLD {kld:.3g} <= {max_kld}")
@@ -679,11 +696,11 @@ def quant(args):
                        text=True, capture_output=True)
     res.check(r.returncode == 1 and "nothing fits in the memory budget of 3000000 bytes: the "
               "smallest reachable total is" in r.stderr, f"too small a budget: {r.stderr.strip()}")
-    print(f"{'format':24} {'pack bytes':>11} {'arena+KV':>10} {'ppl':>9} {'KLD':>9} {'tok/s':>7}")
+    print(f"{'format':24} {'pack bytes':>11} {'arena+KV':>10} {'ppl':>9} {'KLD':>9}")
     print(f"{'f32':24} {os.path.getsize(os.path.join(base_dir, name + '.kpack')):>11} "
-          f"{base_arena:>10} {base_ppl:>9.4f} {0:>9.3g} {base_tps:>7.0f}")
-    for label, pack, arena, ppl, kld, tps in rows:
-        print(f"{label:24} {pack:>11} {arena:>10} {ppl:>9.4f} {kld:>9.3g} {tps:>7.0f}")
+          f"{base_arena:>10} {base_ppl:>9.4f} {0:>9.3g}")
+    for label, pack, arena, ppl, kld in rows:
+        print(f"{label:24} {pack:>11} {arena:>10} {ppl:>9.4f} {kld:>9.3g}")
 
     # A GGUF already in Q8_0/Q4_0 (written by the test helper with ggml's block
     # rules) compiles to the same pack as the f32 model quantized by Kiln.
@@ -711,6 +728,31 @@ BLOCK_WRITERS = [("bf16", 0.0005), ("q6_k", 0.001), ("q5_k", 0.003), ("q5_0", 0.
                  ("q3_k", 0.04), ("q2_k", 0.25)]
 
 
+# llama-quantize's default mixes of model A as gguf_tool writes them, and the
+# bound on their perplexity change against f32.
+MIXES = [("q4_k_m", 0.01), ("q5_k_m", 0.003)]
+
+
+def mixed_model(folder, mix):
+    """Model A in `mix`, written into `folder` unless an earlier run (the
+    e2e-mixes fixture) wrote it there: gguf_tool's encoders are slow Python."""
+    gguf = os.path.join(folder, f"model-a-{mix}.gguf")
+    if not os.path.exists(gguf):
+        os.makedirs(folder, exist_ok=True)
+        run([sys.executable, os.path.join(ROOT, "test", "tools", "gguf_tool.py"), "convert",
+             os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"), gguf + ".tmp", "--mix", mix])
+        os.replace(gguf + ".tmp", gguf)
+    return gguf
+
+
+def mixes(args):
+    """Writes the mixed models that block-formats reads (a ctest fixture)."""
+    res = Results()
+    for mix, _ in MIXES:
+        res.check(os.path.getsize(mixed_model(args.work, mix)) > 0, f"model A in {mix} written")
+    return res.finish()
+
+
 def perplexity(gen, val, chunks):
     r = run(gen + ["--perplexity", val, "--ctx", "256", "--chunks", str(chunks)])
     return perplexity_in(r.stdout)
@@ -730,13 +772,10 @@ def block_formats(args):
         name = compile_model(args, gguf, out, *flags)
         b = build(out, args.cc[0])
         gen = [os.path.join(b, "kiln-generate"), "--pack", os.path.join(out, name + ".kpack")]
-        ppl = perplexity(gen, val, args.chunks)
-        tps = float(run(gen + ["-p", "It was", "-n", "64", "--ignore-eos"]).stderr
-                    .split("decode:")[1].split()[0])
-        return ppl, tps, os.path.getsize(os.path.join(out, name + ".kpack"))
+        return perplexity(gen, val, args.chunks), os.path.getsize(os.path.join(out, name + ".kpack"))
 
-    base, base_tps, base_pack = measure("f32", f32)
-    rows = [("f32", base, base_tps, base_pack)]
+    base, base_pack = measure("f32", f32)
+    rows = [("f32", base, base_pack)]
     # llama.cpp's files, against llama.cpp's change on them plus a margin for
     # the protocols' differences (chunking, BOS) and int8 activations.
     refs = {}
@@ -747,9 +786,9 @@ def block_formats(args):
     for f in sorted(os.listdir(LLAMACPP_A)):
         if not f.endswith(".gguf"):
             continue
-        ppl, tps, size = measure(f[:-5], os.path.join(LLAMACPP_A, f))
+        ppl, size = measure(f[:-5], os.path.join(LLAMACPP_A, f))
         delta = ppl / base - 1
-        rows.append((f, ppl, tps, size))
+        rows.append((f, ppl, size))
         res.check(delta <= refs[f] + 0.002,
                   f"{f}: perplexity {ppl:.4f}, {100 * delta:+.3f}% vs f32 (llama.cpp "
                   f"{100 * refs[f]:+.3f}%) within +0.2%")
@@ -757,32 +796,29 @@ def block_formats(args):
     # weights, both measured here: within 0.05% of perplexity (Kiln's q6_k
     # writer is not llama.cpp's search, so the output heads differ slightly).
     for quant, theirs in (("q4_0", "A-Q4_0.gguf"), ("q4_k_m", "A-Q4_K_M.gguf")):
-        ppl, tps, size = measure(f"kiln-{quant}-default", f32, f"--quant={quant}")
-        rows.append((f"--quant={quant} (default policy)", ppl, tps, size))
+        ppl, size = measure(f"kiln-{quant}-default", f32, f"--quant={quant}")
+        rows.append((f"--quant={quant} (default policy)", ppl, size))
         their = next(r[1] for r in rows if r[0] == theirs)
         res.check(ppl <= their * 1.0005,
                   f"--quant={quant}: perplexity {ppl:.4f}, {100 * (ppl / base - 1):+.3f}% vs f32; "
                   f"llama.cpp's {theirs} {100 * (their / base - 1):+.3f}% (+0.05% allowed)")
     for fmt, bound in BLOCK_WRITERS if args.writers else []:
-        ppl, tps, size = measure(f"kiln-{fmt}", f32, f"--quant={fmt}")
+        ppl, size = measure(f"kiln-{fmt}", f32, f"--quant={fmt}")
         delta = ppl / base - 1
-        rows.append((f"--quant={fmt}", ppl, tps, size))
+        rows.append((f"--quant={fmt}", ppl, size))
         res.check(delta <= bound, f"--quant={fmt}: perplexity {ppl:.4f}, {100 * delta:+.3f}% "
                   f"vs f32 <= +{100 * bound:.2f}%")
     # Mixed files as llama-quantize's default rules write them (gguf_tool's
     # encoders, not Kiln's): they compile and keep their types.
-    for mix, bound in (("q4_k_m", 0.01), ("q5_k_m", 0.003)):
-        gguf = os.path.join(args.work, f"model-a-{mix}.gguf")
-        run([sys.executable, os.path.join(ROOT, "test", "tools", "gguf_tool.py"), "convert",
-             f32, gguf, "--mix", mix])
-        ppl, tps, size = measure(f"mix-{mix}", gguf)
+    for mix, bound in MIXES:
+        ppl, size = measure(f"mix-{mix}", mixed_model(args.mixes or args.work, mix))
         delta = ppl / base - 1
-        rows.append((f"gguf_tool --mix {mix}", ppl, tps, size))
+        rows.append((f"gguf_tool --mix {mix}", ppl, size))
         res.check(delta <= bound, f"{mix} mix: perplexity {ppl:.4f}, {100 * delta:+.3f}% vs "
                   f"f32 <= +{100 * bound:.2f}%")
-    print(f"{'model A':28} {'pack bytes':>11} {'ppl':>9} {'vs f32':>8} {'decode t/s':>10}")
-    for label, ppl, tps, size in rows:
-        print(f"{label:28} {size:>11} {ppl:>9.4f} {100 * (ppl / base - 1):>+7.3f}% {tps:>10.0f}")
+    print(f"{'model A':28} {'pack bytes':>11} {'ppl':>9} {'vs f32':>8}")
+    for label, ppl, size in rows:
+        print(f"{label:28} {size:>11} {ppl:>9.4f} {100 * (ppl / base - 1):>+7.3f}%")
     return res.finish()
 
 
@@ -920,13 +956,6 @@ def chat_model(args, res, gguf, md, vocab, decode):
 # How to build for and run on each cross architecture: compiler, CMake
 # definitions, emulator command. RISC-V goes through clang (gcc 12 has no RVV
 # intrinsics) with the cross gcc's sysroot, and needs qemu's vector unit enabled.
-CROSS = {
-    "aarch64": ("aarch64-linux-gnu-gcc", ["-DCMAKE_SYSTEM_PROCESSOR=aarch64"],
-                ["qemu-aarch64", "-cpu", "max"]),
-    "riscv64": ("clang-19", ["-DCMAKE_SYSTEM_PROCESSOR=riscv64",
-                             "-DCMAKE_C_COMPILER_TARGET=riscv64-linux-gnu"],
-                ["qemu-riscv64", "-cpu", "rv64,v=true,vlen=256,vext_spec=v1.0"]),
-}
 
 
 def cross(args):
@@ -1000,10 +1029,8 @@ def sanitize(args):
         texts = []
         for build_dir, cflags in (("build-plain", STRICT), ("build-sanitized", STRICT + " " + flags)):
             b = os.path.join(out, build_dir)
-            run(["cmake", "-S", out, "-B", b, "-DCMAKE_C_COMPILER=clang-19",
-                 f"-DCMAKE_C_FLAGS={cflags}", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
-                 f"-DCMAKE_EXE_LINKER_FLAGS={flags if 'sanitized' in build_dir else ''}"])
-            run(["cmake", "--build", b, "-j2"])
+            cmake_build(out, b, "clang-19", f"{cflags} {SANITIZE_OPT}", "-DCMAKE_BUILD_TYPE=Test",
+                        f"-DCMAKE_EXE_LINKER_FLAGS={flags if 'sanitized' in build_dir else ''}")
             r = subprocess.run([os.path.join(b, "kiln-generate"), "--pack",
                                 os.path.join(out, name + ".kpack"), "-p", prompt["text"], "-n",
                                 "40", "--ignore-eos", *run_flags], text=True, capture_output=True)
@@ -1084,10 +1111,8 @@ def sanitized_runs(res, args, out, name, tokens):
                                                "-fno-sanitize-recover=all")):
         flags += " -fno-omit-frame-pointer"
         b = os.path.join(out, "build-" + label.replace(",", "-"))
-        run(["cmake", "-S", out, "-B", b, "-DCMAKE_C_COMPILER=clang-19",
-             f"-DCMAKE_C_FLAGS={STRICT} {flags}", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
-             f"-DCMAKE_EXE_LINKER_FLAGS={flags}"])
-        run(["cmake", "--build", b, "-j2"])
+        cmake_build(out, b, "clang-19", f"{STRICT} {flags} {SANITIZE_OPT}",
+                    "-DCMAKE_BUILD_TYPE=Test", f"-DCMAKE_EXE_LINKER_FLAGS={flags}")
         runs = []
         for pool in (1, n):
             dump = os.path.join(b, f"logits-t{pool}.f32")
@@ -1127,6 +1152,8 @@ def main():
     bf.add_argument("--chunks", type=int, default=16)
     bf.add_argument("--no-writers", dest="writers", action="store_false",
                     help="leave out Kiln's own writers (their packs are the same on every target)")
+    bf.add_argument("--mixes", help="folder of the e2e-mixes fixture's models")
+    sub.add_parser("mixes")
     sub.add_parser("sanitize")
     sub.add_parser("threads")
     c = sub.add_parser("cross")
@@ -1138,12 +1165,18 @@ def main():
     sub.add_parser("shift")
     args = ap.parse_args()
     args.cc = args.cc or ["gcc"]
-    missing = [f for f in TARGET_CPU_FLAGS.get(args.target, []) if f not in host_cpu_flags()]
+    global WORK_ROOT
+    WORK_ROOT = os.path.dirname(os.path.abspath(args.work))
+    arch = VARIANTS.get(args.target, {}).get("arch")
+    if arch and arch != os.uname().machine and args.cmd != "cross":
+        print(f"skipped: --target={args.target} runs on {arch}, not on this {os.uname().machine}")
+        return 77
+    missing = cpu_lacks(args.target, args.work)
     if missing:
         print(f"skipped: this CPU lacks {', '.join(missing)} for --target={args.target}")
         return 77  # ctest's SKIP_RETURN_CODE: reported as skipped, not passed
     return {"model-a": model_a, "random": random_model, "bad-packs": bad_packs, "app": app,
-            "baremetal": baremetal, "quant": quant, "block-formats": block_formats, "gpt2-vocab": gpt2_vocab,
+            "baremetal": baremetal, "quant": quant, "block-formats": block_formats, "mixes": mixes, "gpt2-vocab": gpt2_vocab,
             "cross": cross, "sanitize": sanitize, "threads": threads, "shift": shift}[args.cmd](args)
 
 

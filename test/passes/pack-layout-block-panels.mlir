@@ -6,16 +6,16 @@
 // q6_k one 32 x 210. A format it leaves out (q3_k here) keeps the file's rows;
 // without it every block format does.
 func.func @f(%x: tensor<1x256xf32>) -> tensor<1x256xf32> {
-  // CHECK: kiln.weight "blk.0.attn_q.weight" {layout = #kiln.panel<rows = 16>, segment = #kiln.segment<offset = 0, bytes = 6912, layer = 0>} : tensor<40x256x!kiln.q4_k>
-  // ROWS: kiln.weight "blk.0.attn_q.weight" {segment = #kiln.segment<offset = 0, bytes = 5760, layer = 0>} : tensor<40x256x!kiln.q4_k>
+  // CHECK: kiln.weight "blk.0.attn_q.weight" {kiln.layout = #kiln.panel<rows = 16>, kiln.segment = #kiln.segment<offset = 0, bytes = 6912, layer = 0>} : tensor<40x256x!kiln.q4_k>
+  // ROWS: kiln.weight "blk.0.attn_q.weight" {kiln.segment = #kiln.segment<offset = 0, bytes = 5760, layer = 0>} : tensor<40x256x!kiln.q4_k>
   %q = kiln.weight "blk.0.attn_q.weight" : tensor<40x256x!kiln.q4_k>
   %a = kiln.matmul %x, %q : (tensor<1x256xf32>, tensor<40x256x!kiln.q4_k>) -> tensor<1x40xf32>
-  // CHECK: kiln.weight "blk.0.attn_v.weight" {layout = #kiln.panel<rows = 16>, segment = #kiln.segment<offset = 6912, bytes = 6720, layer = 0>} : tensor<24x256x!kiln.q6_k>
-  // ROWS: kiln.weight "blk.0.attn_v.weight" {segment = #kiln.segment<offset = 5760, bytes = 5040, layer = 0>} : tensor<24x256x!kiln.q6_k>
+  // CHECK: kiln.weight "blk.0.attn_v.weight" {kiln.layout = #kiln.panel<rows = 16>, kiln.segment = #kiln.segment<offset = 6912, bytes = 6720, layer = 0>} : tensor<24x256x!kiln.q6_k>
+  // ROWS: kiln.weight "blk.0.attn_v.weight" {kiln.segment = #kiln.segment<offset = 5760, bytes = 5040, layer = 0>} : tensor<24x256x!kiln.q6_k>
   %v = kiln.weight "blk.0.attn_v.weight" : tensor<24x256x!kiln.q6_k>
   %b = kiln.matmul %x, %v : (tensor<1x256xf32>, tensor<24x256x!kiln.q6_k>) -> tensor<1x24xf32>
-  // CHECK: kiln.weight "blk.0.ffn_down.weight" {segment = #kiln.segment<offset = 13632, bytes = 3520, layer = 0>} : tensor<32x256x!kiln.q3_k>
-  // ROWS: kiln.weight "blk.0.ffn_down.weight" {segment = #kiln.segment<offset = 10816, bytes = 3520, layer = 0>} : tensor<32x256x!kiln.q3_k>
+  // CHECK: kiln.weight "blk.0.ffn_down.weight" {kiln.segment = #kiln.segment<offset = 13632, bytes = 3520, layer = 0>} : tensor<32x256x!kiln.q3_k>
+  // ROWS: kiln.weight "blk.0.ffn_down.weight" {kiln.segment = #kiln.segment<offset = 10816, bytes = 3520, layer = 0>} : tensor<32x256x!kiln.q3_k>
   %d = kiln.weight "blk.0.ffn_down.weight" : tensor<32x256x!kiln.q3_k>
   %c = kiln.matmul %x, %d : (tensor<1x256xf32>, tensor<32x256x!kiln.q3_k>) -> tensor<1x32xf32>
   return %x : tensor<1x256xf32>

@@ -14,10 +14,10 @@
 func.func @f(%x: tensor<8x2048xf32>, %t: tensor<8xi32>, %one: tensor<1x2048xf32>, %pos: i32)
     -> (tensor<8x5632xf32>, tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x2048xf32>,
         tensor<1x2048xf32>, tensor<8x512xf32>, tensor<8x2048xf32>) {
-  %w = kiln.weight "blk.0.ffn_up.weight" {layout = #kiln.panel<rows = 16>} : tensor<5632x2048x!kiln.q4_0>
+  %w = kiln.weight "blk.0.ffn_up.weight" {kiln.layout = #kiln.panel<rows = 16>} : tensor<5632x2048x!kiln.q4_0>
   // CHECK: kiln.matmul {{.*}}split = #kiln.split<axis = "columns", shares = 3, grain = 64, threshold = 4096>
   %y = kiln.matmul %x, %w : (tensor<8x2048xf32>, tensor<5632x2048x!kiln.q4_0>) -> tensor<8x5632xf32>
-  %v = kiln.weight "blk.0.attn_k.weight" {layout = #kiln.panel<rows = 16>} : tensor<64x2048x!kiln.q8_0>
+  %v = kiln.weight "blk.0.attn_k.weight" {kiln.layout = #kiln.panel<rows = 16>} : tensor<64x2048x!kiln.q8_0>
   // CHECK: kiln.matmul {{.*}}split = #kiln.split<axis = "columns", shares = 3, grain = 16, threshold = 4096>
   %k = kiln.matmul %x, %v : (tensor<8x2048xf32>, tensor<64x2048x!kiln.q8_0>) -> tensor<8x64xf32>
   %r = kiln.weight "blk.0.attn_v.weight" : tensor<64x2048xf32>

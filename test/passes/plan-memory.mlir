@@ -5,7 +5,7 @@
 // CHECK: func.func @chain{{.*}}attributes {kiln.activation_bytes = 256 : i64, kiln.activation_lower_bound = 256 : i64}
 func.func @chain(%tokens: tensor<2xi32>, %pos: i32) -> tensor<2x32xf32> {
   %kc = kiln.kv_cache key layer 0 : tensor<16x16xf32>
-  // CHECK: kiln.kv_cache value layer 0 {slot = #kiln.slot<offset = 1024, bytes = 1024>}
+  // CHECK: kiln.kv_cache value layer 0 {kiln.slot = #kiln.slot<offset = 1024, bytes = 1024>}
   %vc = kiln.kv_cache value layer 0 : tensor<16x16xf32>
   %t = kiln.weight "t" : tensor<8x32xf32>
   // CHECK: kiln.embed {{.*}}slot = #kiln.slot<offset = 2048, bytes = 256>
@@ -44,10 +44,10 @@ func.func @residual(%tokens: tensor<1xi32>, %pos: i32) -> tensor<1x32xf32> {
 // Two functions share the cache slots; the arena covers the larger function.
 // CHECK-LABEL: module attributes {kiln.arena_bytes = 1280 : i64, kiln.kv_bytes = 1024 : i64}
 // CHECK: func.func @big{{.*}}kiln.activation_bytes = 256
-// CHECK: kiln.kv_cache key layer 3 {slot = #kiln.slot<offset = 0, bytes = 1024>}
+// CHECK: kiln.kv_cache key layer 3 {kiln.slot = #kiln.slot<offset = 0, bytes = 1024>}
 // CHECK: kiln.kv_write {{.*}}slot = #kiln.slot<offset = 0, bytes = 1024>
 // CHECK: func.func @small{{.*}}kiln.activation_bytes = 64
-// CHECK: kiln.kv_cache key layer 3 {slot = #kiln.slot<offset = 0, bytes = 1024>}
+// CHECK: kiln.kv_cache key layer 3 {kiln.slot = #kiln.slot<offset = 0, bytes = 1024>}
 func.func @big(%x: tensor<4x16xf32>, %pos: i32) -> tensor<16x16xf32> {
   %kc = kiln.kv_cache key layer 3 : tensor<16x16xf32>
   %s = kiln.silu %x : tensor<4x16xf32>

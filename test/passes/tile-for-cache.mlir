@@ -16,20 +16,20 @@
 // at 256 KiB, and a pinned kc of 100 rises to one super-block. A weight in the
 // row layout gets no tile.
 func.func @f(%x: tensor<64x2048xf32>, %h: tensor<64x64xf32>) -> (tensor<64x5632xf32>, tensor<64x5632xf32>, tensor<64x64xf32>) {
-  %q = kiln.weight "blk.0.ffn_up.weight" {layout = #kiln.panel<rows = 16>} : tensor<5632x2048x!kiln.q4_0>
-  // BIG: kiln.matmul {{.*}} {tile = #kiln.tile<mr = 8, nr = 16, kc = 2048>}
-  // SMALL: kiln.matmul {{.*}} {tile = #kiln.tile<mr = 6, nr = 16, kc = 1760>}
-  // PINNED: kiln.matmul {{.*}} {tile = #kiln.tile<mr = 3, nr = 16, kc = 96>}
+  %q = kiln.weight "blk.0.ffn_up.weight" {kiln.layout = #kiln.panel<rows = 16>} : tensor<5632x2048x!kiln.q4_0>
+  // BIG: kiln.matmul {{.*}} {kiln.tile = #kiln.tile<mr = 8, nr = 16, kc = 2048>}
+  // SMALL: kiln.matmul {{.*}} {kiln.tile = #kiln.tile<mr = 6, nr = 16, kc = 1760>}
+  // PINNED: kiln.matmul {{.*}} {kiln.tile = #kiln.tile<mr = 3, nr = 16, kc = 96>}
   %y = kiln.matmul %x, %q : (tensor<64x2048xf32>, tensor<5632x2048x!kiln.q4_0>) -> tensor<64x5632xf32>
-  %f = kiln.weight "blk.0.ffn_gate.weight" {layout = #kiln.panel<rows = 16>} : tensor<5632x2048xf16>
-  // BIG: kiln.matmul {{.*}} {tile = #kiln.tile<mr = 8, nr = 16, kc = 1814>}
-  // SMALL: kiln.matmul {{.*}} {tile = #kiln.tile<mr = 8, nr = 16, kc = 453>}
-  // PINNED: kiln.matmul {{.*}} {tile = #kiln.tile<mr = 3, nr = 16, kc = 100>}
+  %f = kiln.weight "blk.0.ffn_gate.weight" {kiln.layout = #kiln.panel<rows = 16>} : tensor<5632x2048xf16>
+  // BIG: kiln.matmul {{.*}} {kiln.tile = #kiln.tile<mr = 8, nr = 16, kc = 1814>}
+  // SMALL: kiln.matmul {{.*}} {kiln.tile = #kiln.tile<mr = 8, nr = 16, kc = 453>}
+  // PINNED: kiln.matmul {{.*}} {kiln.tile = #kiln.tile<mr = 3, nr = 16, kc = 100>}
   %z = kiln.matmul %x, %f : (tensor<64x2048xf32>, tensor<5632x2048xf16>) -> tensor<64x5632xf32>
-  %k = kiln.weight "blk.0.ffn_down.weight" {layout = #kiln.panel<rows = 16>} : tensor<2048x2048x!kiln.q4_k>
-  // BIG: kiln.matmul {{.*}} {tile = #kiln.tile<mr = 8, nr = 16, kc = 2048>}
-  // SMALL: kiln.matmul {{.*}} {tile = #kiln.tile<mr = 4, nr = 16, kc = 1536>}
-  // PINNED: kiln.matmul {{.*}} {tile = #kiln.tile<mr = 3, nr = 16, kc = 256>}
+  %k = kiln.weight "blk.0.ffn_down.weight" {kiln.layout = #kiln.panel<rows = 16>} : tensor<2048x2048x!kiln.q4_k>
+  // BIG: kiln.matmul {{.*}} {kiln.tile = #kiln.tile<mr = 8, nr = 16, kc = 2048>}
+  // SMALL: kiln.matmul {{.*}} {kiln.tile = #kiln.tile<mr = 4, nr = 16, kc = 1536>}
+  // PINNED: kiln.matmul {{.*}} {kiln.tile = #kiln.tile<mr = 3, nr = 16, kc = 256>}
   %kq = kiln.matmul %x, %k : (tensor<64x2048xf32>, tensor<2048x2048x!kiln.q4_k>) -> tensor<64x2048xf32>
   %r = kiln.weight "blk.0.attn_q.weight" : tensor<64x64xf32>
   // BIG: kiln.matmul

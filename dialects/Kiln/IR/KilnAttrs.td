@@ -12,8 +12,82 @@ def Kiln_CacheKind : I32EnumAttr<"CacheKind", "which half of the KV cache", [
 }
 def Kiln_CacheKindAttr : EnumAttr<Kiln_Dialect, Kiln_CacheKind, "cache_kind">;
 
+def Kiln_KvOrder : I32EnumAttr<"KvOrder", "where a KV cache keeps (position, head)", [
+  I32EnumAttrCase<"pos_major", 0>, I32EnumAttrCase<"head_major", 1>]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+
 class Kiln_Attr<string name, string attrMnemonic> : AttrDef<Kiln_Dialect, name> {
   let mnemonic = attrMnemonic;
+}
+
+def Kiln_ModelAttr : Kiln_Attr<"Model", "model"> {
+  let summary = "the model a module was imported from and how it is compiled";
+  let description = [{
+    Set by the importer as `kiln.model` on the module: the source file and
+    architecture, the shapes, the KV cache's capacity (`max_context`), the
+    prefill chunk, the `--kv-window` and `--kv-layout` settings, and what the
+    generated API and tokenizer need. Every parameter has a default, so a
+    hand-written module names only the ones its passes read:
+    ```mlir
+    module attributes {kiln.model = #kiln.model<max_context = 20, kv_layout = head_major>}
+    ```
+  }];
+  let parameters = (ins
+    StringRefParameter<"the model file", "\"\"">:$source,
+    StringRefParameter<"general.architecture", "\"\"">:$architecture,
+    DefaultValuedParameter<"int64_t", "0">:$n_embd,
+    DefaultValuedParameter<"int64_t", "0">:$n_layer,
+    DefaultValuedParameter<"int64_t", "0">:$n_ff,
+    DefaultValuedParameter<"int64_t", "0">:$n_head,
+    DefaultValuedParameter<"int64_t", "0">:$n_kv_head,
+    DefaultValuedParameter<"int64_t", "0">:$head_dim,
+    DefaultValuedParameter<"int64_t", "0">:$n_vocab,
+    DefaultValuedParameter<"int64_t", "0">:$max_context,
+    DefaultValuedParameter<"int64_t", "0">:$prefill_chunk,
+    DefaultValuedParameter<"int64_t", "0">:$kv_window,
+    DefaultValuedParameter<"::kiln::KvOrder", "::kiln::KvOrder::pos_major">:$kv_layout,
+    DefaultValuedParameter<"bool", "false">:$tied_output,
+    StringRefParameter<"llama or gpt2", "\"\"">:$tokenizer,
+    DefaultValuedParameter<"int64_t", "-1">:$bos,
+    DefaultValuedParameter<"int64_t", "-1">:$eos,
+    DefaultValuedParameter<"bool", "false">:$add_bos,
+    DefaultValuedParameter<"bool", "false">:$add_space_prefix
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Kiln_PackAttr : Kiln_Attr<"Pack", "pack"> {
+  let summary = "the pack written for a module";
+  let description = [{
+    Set as `kiln.pack` on the module when its pack is written: what the
+    generated code checks a pack against (the model hash, the data section and
+    the file's bytes) and where the tokenizer finds its vocabulary. A module
+    without it gets zeros, so its code opens no pack.
+  }];
+  let parameters = (ins "uint64_t":$hash, "uint64_t":$data_offset, "uint64_t":$data_bytes,
+                        "uint64_t":$file_bytes, "uint64_t":$vocab_offset,
+                        "uint64_t":$vocab_bytes);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Kiln_KvCacheLayoutAttr : Kiln_Attr<"KvCacheLayout", "kv"> {
+  let summary = "how a KV cache keeps its positions and heads";
+  let description = [{
+    The encoding of a KV cache's tensor type: `order` head_major keeps each of
+    the `heads` heads' positions contiguous ([head][position][dim]), pos_major
+    every head of a position together ([position][head][dim]). A head-major
+    int4 cache over the whole context keeps a head's positions in tiles of
+    `tile` (16, kiln-quantize sets it; 0: rows). The importer sets the order
+    from --kv-layout.
+    ```mlir
+    %k = kiln.kv_cache key layer 0 : tensor<256x128xf32, #kiln.kv<head_major, heads = 4>>
+    ```
+  }];
+  let parameters = (ins EnumParameter<Kiln_KvOrder>:$order, "int64_t":$heads,
+                        DefaultValuedParameter<"int64_t", "0">:$tile);
+  let assemblyFormat = "`<` $order `,` `heads` `=` $heads (`,` `tile` `=` $tile^)? `>`";
 }
 
 def Kiln_SlotAttr : Kiln_Attr<"Slot", "slot"> {
@@ -42,7 +116,7 @@ def Kiln_PanelAttr : Kiln_Attr<"Panel", "panel"> {
     Set by pack-layout as `layout` on a `kiln.weight` that only matmuls read,
     when the target's kernels read panels: `rows` consecutive output rows
     interleaved so one vector register holds one value of each
-    (codegen_targets/c99/kiln_uk_pack.h gives the byte layout per format).
+    (kernels/c99/kiln_uk_pack.h gives the byte layout per format).
     The last panel is padded with zero rows.
   }];
   let parameters = (ins "int64_t":$rows);

@@ -14,6 +14,33 @@ def Kiln_Dialect : Dialect {
   }];
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
+  // What the importer and the passes record on modules, functions and ops, as
+  // `kiln.<name>` attributes (KilnDialect::get<Name>AttrHelper).
+  let discardableAttrs = (ins
+    // The module: its model and settings (the importer); the pack's data
+    // section (pack-layout), the shares of split kernels (partition-work),
+    // the KV cache and arena bytes (plan-memory), the pack written for it.
+    "::kiln::ModelAttr":$model,
+    "::mlir::IntegerAttr":$pack_data_bytes,
+    "::mlir::IntegerAttr":$threads,
+    "::mlir::IntegerAttr":$kv_bytes,
+    "::mlir::IntegerAttr":$arena_bytes,
+    "::kiln::PackAttr":$pack,
+    // A function: its activations' bytes and their lower bound (plan-memory);
+    // the names of its arguments (the importer).
+    "::mlir::IntegerAttr":$activation_bytes,
+    "::mlir::IntegerAttr":$activation_lower_bound,
+    "::mlir::StringAttr":$name,
+    // A weight: its segment of the pack and its panels (pack-layout).
+    "::kiln::SegmentAttr":$segment,
+    "::kiln::PanelAttr":$layout,
+    // A kernel op: its tile (tile-for-cache), split (partition-work), result
+    // and scratch buffers in the arena (plan-memory).
+    "::kiln::TileAttr":$tile,
+    "::kiln::SplitAttr":$split,
+    "::kiln::SlotAttr":$slot,
+    "::kiln::SlotAttr":$scratch
+  );
 }
 
 class Kiln_Op<string mnemonic, list<Trait> traits = []>

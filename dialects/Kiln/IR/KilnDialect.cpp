@@ -51,40 +51,129 @@ LogicalResult I4GroupType::verify(function_ref<InFlightDiagnostic()> emitError,
   return verifyGroupSize(emitError, groupSize);
 }
 
-#define KILN_GGML_BLOCK_TYPES                                                            \
-  Q4_1Type, Q5_0Type, Q5_1Type, IQ4_NLType, Q2_KType, Q3_KType, Q4_KType, Q5_KType, Q6_KType
-
-bool kiln::isGgmlBlockType(Type elementType) { return isa<KILN_GGML_BLOCK_TYPES>(elementType); }
-
-llvm::StringRef kiln::getGgmlBlockName(Type elementType) {
-  return llvm::TypeSwitch<Type, llvm::StringRef>(elementType)
-      .Case<KILN_GGML_BLOCK_TYPES>([](auto t) { return decltype(t)::getMnemonic(); })
-      .Default([](Type) { return llvm::StringRef(); });
+ModelAttr kiln::getModelConfig(Operation *op) {
+  auto module = isa<ModuleOp>(op) ? cast<ModuleOp>(op) : op->getParentOfType<ModuleOp>();
+  return module ? getModelAttr(module) : nullptr;
 }
 
-bool kiln::isQuantizedType(Type elementType) {
-  return isa<Q8_0Type, Q4_0Type, I8GroupType, I4GroupType>(elementType) ||
-         isGgmlBlockType(elementType);
+KvCacheLayoutAttr kiln::getKvCacheLayout(Type cache) {
+  auto type = dyn_cast<RankedTensorType>(cache);
+  return type ? dyn_cast_or_null<KvCacheLayoutAttr>(type.getEncoding()) : nullptr;
 }
 
-int64_t kiln::getBlockElements(Type elementType) {
-  return llvm::TypeSwitch<Type, int64_t>(elementType)
-      .Case<Q8_0Type, Q4_0Type>([](auto) { return 32; })
-      .Case<KILN_GGML_BLOCK_TYPES>([](auto t) { return decltype(t)::kBlockElements; })
-      .Case<I8GroupType, I4GroupType>([](auto t) { return t.getGroupSize(); })
-      .Default([](Type) { return 1; });
+WeightFormat kiln::getWeightFormat(Type element) {
+  auto fixed = [](int code) {
+    return WeightFormat{code, unsigned(kiln_uk_format(code)->elements)};
+  };
+  return llvm::TypeSwitch<Type, WeightFormat>(element)
+      .Case([&](Float32Type) { return fixed(KILN_UK_FORMAT_F32); })
+      .Case([&](Float16Type) { return fixed(KILN_UK_FORMAT_F16); })
+      .Case([&](BFloat16Type) { return fixed(KILN_UK_FORMAT_BF16); })
+      .Case([&](Q8_0Type) { return fixed(KILN_UK_FORMAT_Q8_0); })
+      .Case([&](Q4_0Type) { return fixed(KILN_UK_FORMAT_Q4_0); })
+      .Case([](I8GroupType t) { return WeightFormat{KILN_UK_FORMAT_I8G, t.getGroupSize()}; })
+      .Case([](I4GroupType t) { return WeightFormat{KILN_UK_FORMAT_I4G, t.getGroupSize()}; })
+      .Case([&](Q4_1Type) { return fixed(KILN_UK_FORMAT_Q4_1); })
+      .Case([&](Q5_0Type) { return fixed(KILN_UK_FORMAT_Q5_0); })
+      .Case([&](Q5_1Type) { return fixed(KILN_UK_FORMAT_Q5_1); })
+      .Case([&](IQ4_NLType) { return fixed(KILN_UK_FORMAT_IQ4_NL); })
+      .Case([&](Q2_KType) { return fixed(KILN_UK_FORMAT_Q2_K); })
+      .Case([&](Q3_KType) { return fixed(KILN_UK_FORMAT_Q3_K); })
+      .Case([&](Q4_KType) { return fixed(KILN_UK_FORMAT_Q4_K); })
+      .Case([&](Q5_KType) { return fixed(KILN_UK_FORMAT_Q5_K); })
+      .Case([&](Q6_KType) { return fixed(KILN_UK_FORMAT_Q6_K); })
+      .Default([](Type) { return WeightFormat{}; });
 }
 
-int64_t kiln::getBlockBytes(Type elementType) {
-  // Group-wise formats store an f16 scale followed by the packed values.
-  return llvm::TypeSwitch<Type, int64_t>(elementType)
-      .Case<Q8_0Type>([](auto) { return 34; })
-      .Case<Q4_0Type>([](auto) { return 18; })
-      .Case<KILN_GGML_BLOCK_TYPES>([](auto t) { return decltype(t)::kBlockBytes; })
-      .Case<I8GroupType>([](auto t) { return 2 + t.getGroupSize(); })
-      .Case<I4GroupType>([](auto t) { return 2 + t.getGroupSize() / 2; })
-      .Case<Float16Type, BFloat16Type>([](auto) { return 2; })
-      .Default([](Type t) { return (t.getIntOrFloatBitWidth() + 7) / 8; });
+Type kiln::getWeightFormatType(MLIRContext *ctx, int code, unsigned group) {
+  switch (code) {
+  case KILN_UK_FORMAT_F32: return Float32Type::get(ctx);
+  case KILN_UK_FORMAT_F16: return Float16Type::get(ctx);
+  case KILN_UK_FORMAT_BF16: return BFloat16Type::get(ctx);
+  case KILN_UK_FORMAT_Q8_0: return Q8_0Type::get(ctx);
+  case KILN_UK_FORMAT_Q4_0: return Q4_0Type::get(ctx);
+  case KILN_UK_FORMAT_I8G: return I8GroupType::get(ctx, group);
+  case KILN_UK_FORMAT_I4G: return I4GroupType::get(ctx, group);
+  case KILN_UK_FORMAT_Q4_1: return Q4_1Type::get(ctx);
+  case KILN_UK_FORMAT_Q5_0: return Q5_0Type::get(ctx);
+  case KILN_UK_FORMAT_Q5_1: return Q5_1Type::get(ctx);
+  case KILN_UK_FORMAT_IQ4_NL: return IQ4_NLType::get(ctx);
+  case KILN_UK_FORMAT_Q2_K: return Q2_KType::get(ctx);
+  case KILN_UK_FORMAT_Q3_K: return Q3_KType::get(ctx);
+  case KILN_UK_FORMAT_Q4_K: return Q4_KType::get(ctx);
+  case KILN_UK_FORMAT_Q5_K: return Q5_KType::get(ctx);
+  case KILN_UK_FORMAT_Q6_K: return Q6_KType::get(ctx);
+  default: return nullptr;
+  }
+}
+
+Type kiln::parseWeightFormat(MLIRContext *ctx, llvm::StringRef name) {
+  for (int code = 0; code < KILN_UK_FORMAT_END; ++code) {
+    const kiln_uk_format_info *f = kiln_uk_format(code);
+    llvm::StringRef rest = name;
+    if (!rest.consume_front(f->name))
+      continue;
+    if (f->elements)
+      return rest.empty() ? getWeightFormatType(ctx, code) : nullptr;
+    unsigned group;
+    if (!rest.getAsInteger(10, group) && isGroupSize(group))
+      return getWeightFormatType(ctx, code, group);
+  }
+  return nullptr;
+}
+
+std::string kiln::getWeightFormatName(Type element) {
+  WeightFormat w = getWeightFormat(element);
+  if (w.code < 0)
+    return "";
+  const kiln_uk_format_info *f = kiln_uk_format(w.code);
+  return f->elements ? std::string(f->name) : f->name + std::to_string(w.group);
+}
+
+std::string kiln::weightFormatNames() {
+  std::string names;
+  for (bool grouped : {false, true})
+    for (int code = 0; code < KILN_UK_FORMAT_END; ++code) {
+      const kiln_uk_format_info *f = kiln_uk_format(code);
+      if (!f->elements == grouped)
+        names += (names.empty() ? "" : ", ") + std::string(f->name) + (grouped ? "<G>" : "");
+    }
+#define KILN_GROUP_NAME(g) " " #g ","
+  std::string groups = KILN_UK_GROUP_SIZES(KILN_GROUP_NAME);
+#undef KILN_GROUP_NAME
+  return names + " with G in" + groups.substr(0, groups.size() - 1);
+}
+
+bool kiln::isGroupSize(unsigned group) {
+#define KILN_IS_GROUP(g) group == g ||
+  return KILN_UK_GROUP_SIZES(KILN_IS_GROUP) false;
+#undef KILN_IS_GROUP
+}
+
+int kiln::getKernelFamily(Type element) {
+  WeightFormat w = getWeightFormat(element);
+  return w.code < 0 ? -1 : kiln_uk_format(w.code)->family;
+}
+
+bool kiln::isGgmlBlockType(Type element) {
+  return kiln_uk_is_block_family(getKernelFamily(element));
+}
+
+bool kiln::isQuantizedType(Type element) {
+  int family = getKernelFamily(element);
+  return family == KILN_UK_I8 || family == KILN_UK_I4 || kiln_uk_is_block_family(family);
+}
+
+int64_t kiln::getBlockElements(Type element) {
+  WeightFormat w = getWeightFormat(element);
+  return w.code < 0 ? 1 : w.group;
+}
+
+int64_t kiln::getBlockBytes(Type element) {
+  WeightFormat w = getWeightFormat(element);
+  if (w.code < 0)
+    return (element.getIntOrFloatBitWidth() + 7) / 8;
+  return kiln_uk_format_bytes(w.code, int32_t(w.group));
 }
 
 int64_t kiln::getStorageBytes(RankedTensorType type) {

@@ -4,6 +4,7 @@
 include "dialects/Kiln/IR/KilnBase.td"
 include "dialects/Kiln/IR/KilnTypes.td"
 include "dialects/Kiln/IR/KilnAttrs.td"
+include "dialects/Kiln/IR/KilnInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -39,7 +40,8 @@ def Kiln_KvCacheOp : Kiln_Op<"kv_cache", [Pure]> {
   let assemblyFormat = "`` $kind `layer` $layer attr-dict `:` type($result)";
 }
 
-def Kiln_KvWriteOp : Kiln_Op<"kv_write", [Pure, AllTypesMatch<["cache", "result"]>]> {
+def Kiln_KvWriteOp : Kiln_Op<"kv_write", [Pure, AllTypesMatch<["cache", "result"]>,
+                                          DeclareOpInterfaceMethods<Kiln_KernelOpInterface, ["getKernelWork"]>]> {
   let summary = "stores C rows into the cache at positions pos..pos+C-1";
   let arguments = (ins Kiln_CacheTensor:$cache, Kiln_F32Tensor:$rows, I32:$pos);
   let results = (outs Kiln_CacheTensor:$result);
@@ -53,7 +55,7 @@ def Kiln_KvWriteOp : Kiln_Op<"kv_write", [Pure, AllTypesMatch<["cache", "result"
 // Compute
 //===----------------------------------------------------------------------===//
 
-def Kiln_EmbedOp : Kiln_Op<"embed", [Pure]> {
+def Kiln_EmbedOp : Kiln_Op<"embed", [Pure, DeclareOpInterfaceMethods<Kiln_KernelOpInterface, ["getKernelWork"]>]> {
   let summary = "gathers one table row per token, times `scale` when set (gemma3)";
   let arguments = (ins Kiln_WeightTensor:$table, Kiln_TokenTensor:$tokens,
                        OptionalAttr<F32Attr>:$scale);
@@ -62,7 +64,8 @@ def Kiln_EmbedOp : Kiln_Op<"embed", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Kiln_RmsNormOp : Kiln_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Kiln_RmsNormOp : Kiln_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>,
+                                          DeclareOpInterfaceMethods<Kiln_KernelOpInterface, ["getKernelWork"]>]> {
   let summary = "x / sqrt(mean(x^2) + epsilon) * weight, per row or per head";
   let description = [{
     A weight narrower than the row normalizes each group of its width on its
@@ -76,7 +79,8 @@ def Kiln_RmsNormOp : Kiln_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"
   let hasVerifier = 1;
 }
 
-def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [Pure, AllTypesMatch<["input", "result"]>,
+                                              DeclareOpInterfaceMethods<Kiln_KernelOpInterface, ["getKernelWork"]>]> {
   let summary = "(x - mean) / sqrt(var + epsilon) * weight + bias, per row";
   let arguments = (ins Kiln_F32Tensor:$input, Kiln_F32Tensor:$weight,
                        Kiln_F32Tensor:$bias, F32Attr:$epsilon);
@@ -87,7 +91,7 @@ def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [Pure, AllTypesMatch<["input", "res
   let hasVerifier = 1;
 }
 
-def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure]> {
+def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure, DeclareOpInterfaceMethods<Kiln_KernelOpInterface, ["getMatmulWeights", "getScratchBytes", "getKernelWork"]>]> {
   let summary = "x (C x K) times the transpose of a weight (N x K)";
   let description = [{
     The weight keeps the model's [out, in] layout, so each output is a dot product
@@ -99,7 +103,8 @@ def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Kiln_RopeOp : Kiln_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Kiln_RopeOp : Kiln_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>,
+                                  DeclareOpInterfaceMethods<Kiln_KernelOpInterface, ["getKernelWork"]>]> {
   let summary = "rotary position embedding on adjacent pairs, row i at position pos+i";
   let description = [{
     Pair i of each head turns by (pos + row) * freq_base^(-2i/rope_dim), divided
@@ -117,7 +122,7 @@ def Kiln_RopeOp : Kiln_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
   let hasVerifier = 1;
 }
 
-def Kiln_AttentionOp : Kiln_Op<"attention", [Pure]> {
+def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, DeclareOpInterfaceMethods<Kiln_KernelOpInterface, ["getKernelWork"]>]> {
   let summary = "causal grouped-query attention of C query rows over the cache";
   let description = [{
     Query row i (position pos+i) attends to positions 0..pos+i, or to the last
@@ -139,7 +144,7 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure]> {
 }
 
 class Kiln_UnaryOp<string mnemonic, string what>
-    : Kiln_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : Kiln_Op<mnemonic, [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Kiln_KernelOpInterface, ["getKernelWork"]>]> {
   let summary = what;
   let arguments = (ins Kiln_F32Tensor:$input);
   let results = (outs Kiln_F32Tensor:$result);
@@ -151,7 +156,7 @@ def Kiln_GeluOp : Kiln_UnaryOp<"gelu", "tanh-approximated GELU">;
 def Kiln_SoftmaxOp : Kiln_UnaryOp<"softmax", "softmax over the innermost dimension">;
 
 class Kiln_BinaryOp<string mnemonic, string what>
-    : Kiln_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : Kiln_Op<mnemonic, [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Kiln_KernelOpInterface, ["getKernelWork"]>]> {
   let summary = what;
   let arguments = (ins Kiln_F32Tensor:$lhs, Kiln_F32Tensor:$rhs);
   let results = (outs Kiln_F32Tensor:$result);
@@ -160,7 +165,8 @@ class Kiln_BinaryOp<string mnemonic, string what>
 
 def Kiln_AddOp : Kiln_BinaryOp<"add", "elementwise sum">;
 
-def Kiln_BiasAddOp : Kiln_Op<"bias_add", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Kiln_BiasAddOp : Kiln_Op<"bias_add", [Pure, AllTypesMatch<["input", "result"]>,
+                                          DeclareOpInterfaceMethods<Kiln_KernelOpInterface, ["getKernelWork"]>]> {
   let summary = "a bias vector added to every row (qwen2's q, k and v projections)";
   let arguments = (ins Kiln_F32Tensor:$input, Kiln_F32Tensor:$bias);
   let results = (outs Kiln_F32Tensor:$result);
@@ -173,7 +179,7 @@ def Kiln_MulOp : Kiln_BinaryOp<"mul", "elementwise product">;
 // Fused kernels (kiln-fuse)
 //===----------------------------------------------------------------------===//
 
-def Kiln_ResidualMatmulOp : Kiln_Op<"residual_matmul", [Pure]> {
+def Kiln_ResidualMatmulOp : Kiln_Op<"residual_matmul", [Pure, DeclareOpInterfaceMethods<Kiln_KernelOpInterface, ["getMatmulWeights", "getScratchBytes", "getKernelWork"]>]> {
   let summary = "x times the transpose of a weight, plus a residual";
   let description = [{
     A matmul whose only use was an add: each output gets the residual added
@@ -192,7 +198,7 @@ def Kiln_ResidualMatmulOp : Kiln_Op<"residual_matmul", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Kiln_SwigluMatmulOp : Kiln_Op<"swiglu_matmul", [Pure]> {
+def Kiln_SwigluMatmulOp : Kiln_Op<"swiglu_matmul", [Pure, DeclareOpInterfaceMethods<Kiln_KernelOpInterface, ["getMatmulWeights", "getScratchBytes", "getKernelWork"]>]> {
   let summary = "silu(x times gate) * (x times up): the gated feed-forward input";
   let description = [{
     The gate and up matmuls of a feed-forward block and the SiLU and product
@@ -214,7 +220,7 @@ def Kiln_SwigluMatmulOp : Kiln_Op<"swiglu_matmul", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Kiln_QkvMatmulOp : Kiln_Op<"qkv_matmul", [Pure]> {
+def Kiln_QkvMatmulOp : Kiln_Op<"qkv_matmul", [Pure, DeclareOpInterfaceMethods<Kiln_KernelOpInterface, ["getMatmulWeights", "getScratchBytes", "getKernelWork"]>]> {
   let summary = "the query, key and value projections with rope and the cache write";
   let description = [{
     One kernel over the three weights (one format, one quantization of x):

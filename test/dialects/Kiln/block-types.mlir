@@ -5,7 +5,7 @@
 // CHECK-LABEL: func.func @block_weights
 func.func @block_weights() {
   // CHECK: tensor<8x256x!kiln.q4_k>
-  // LAYOUT: kiln.weight "a" {segment = #kiln.segment<offset = {{[0-9]+}}, bytes = 1152, layer = -1>} : tensor<8x256x!kiln.q4_k>
+  // LAYOUT: kiln.weight "a" {kiln.segment = #kiln.segment<offset = {{[0-9]+}}, bytes = 1152, layer = -1>} : tensor<8x256x!kiln.q4_k>
   %a = kiln.weight "a" : tensor<8x256x!kiln.q4_k>
   // CHECK: tensor<8x256x!kiln.q6_k>
   // LAYOUT: bytes = 1680

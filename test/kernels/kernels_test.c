@@ -1,0 +1,918 @@
+/* The shared micro-kernel test: one ISA variant (its header chosen by
+ * KILN_TEST_ISA_HEADER, built with its flags) against the c99 kernels
+ * (kernels_ref.c, built without ISA flags), and the c99 kernels against a naive
+ * double-precision matmul of the dequantized operands. Every format, shapes with
+ * ragged tails (n not a multiple of the panel, k not a multiple of the vector),
+ * and every row count 1..C that the tiles split differently.
+ *
+ * Exit status 77 (ctest's skip) when the CPU lacks the variant's instructions. */
+#include KILN_TEST_ISA_HEADER
+#include "kernels/c99/kiln_uk_c99.h"
+
+#include "kernels_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define MAX_N 160
+#define MAX_K 512
+#define MAX_ROWS 17
+
+static int passed, failed;
+
+static void check(int ok, const char *what) {
+  if (ok) {
+    ++passed;
+  } else {
+    ++failed;
+    printf("FAIL %s\n", what);
+  }
+}
+
+static uint32_t rng = 12345u;
+static float uniform(void) { /* in [-1, 1) */
+  rng = rng * 1664525u + 1013904223u;
+  return (float)(rng >> 8) / 8388608.0f - 1.0f;
+}
+static uint8_t byte(void) {
+  rng = rng * 1664525u + 1013904223u;
+  return (uint8_t)(rng >> 24);
+}
+
+static void put_f16(uint8_t *p, float v) {
+  uint16_t h = kiln_f32_to_f16(v);
+  memcpy(p, &h, 2);
+}
+
+/* Random weights of n rows in the row layout. */
+static void random_weights(int family, uint8_t *w, int32_t n, int32_t k, int32_t g) {
+  size_t rb = kiln_uk_row_bytes(family, k, g), i;
+  int32_t r, j, b;
+  for (r = 0; r < n; ++r) {
+    uint8_t *row = w + (size_t)r * rb;
+    if (family == KILN_UK_F32) {
+      for (j = 0; j < k; ++j) {
+        float v = uniform();
+        memcpy(row + 4 * j, &v, 4);
+      }
+    } else if (family == KILN_UK_F16) {
+      for (j = 0; j < k; ++j)
+        put_f16(row + 2 * j, uniform());
+    } else {
+      size_t gb = family == KILN_UK_I8 ? (size_t)(2 + g) : (size_t)(2 + g / 2);
+      for (b = 0; b < k / g; ++b) {
+        put_f16(row + b * gb, 0.001f + 0.05f * (uniform() + 1.0f));
+        for (i = 2; i < gb; ++i) {
+          row[b * gb + i] = byte();
+          if (family == KILN_UK_I8 && row[b * gb + i] == 0x80)
+            row[b * gb + i] = 0x81; /* int8 weights are in [-127, 127], as ggml writes them */
+        }
+      }
+      /* Extreme values: an all -127 (i8) / all -8 (i4) group, then a zero scale. */
+      if (r == 0)
+        memset(row + 2, family == KILN_UK_I8 ? 0x81 : 0x00, gb - 2);
+      if (r == 1)
+        memset(row, 0, 2);
+    }
+  }
+}
+
+static double weight_value(int family, const uint8_t *w, int32_t k, int32_t g, int32_t row,
+                           int32_t j) {
+  const uint8_t *r = w + (size_t)row * kiln_uk_row_bytes(family, k, g);
+  float f;
+  if (family == KILN_UK_F32) {
+    memcpy(&f, r + 4 * j, 4);
+    return f;
+  }
+  if (family == KILN_UK_F16)
+    return load_f16(r + 2 * j);
+  if (family == KILN_UK_I8) {
+    const uint8_t *blk = r + (size_t)(j / g) * (size_t)(2 + g);
+    return (double)load_f16(blk) * (double)(int8_t)blk[2 + j % g];
+  }
+  {
+    const uint8_t *blk = r + (size_t)(j / g) * (size_t)(2 + g / 2);
+    int32_t i = j % g, h = g / 2;
+    int v = i < h ? (blk[2 + i] & 15) : (blk[2 + i - h] >> 4);
+    return (double)load_f16(blk) * (double)(v - 8);
+  }
+}
+
+static uint8_t w_rows[MAX_N * MAX_K * 4];
+#ifdef KILN_UK_NR
+static uint8_t w_panels[(MAX_N + KILN_UK_NR) * MAX_K * 4];
+#endif
+static float x[MAX_ROWS * MAX_K], y[MAX_ROWS * MAX_N], y_ref[MAX_ROWS * MAX_N],
+    y_tile[MAX_ROWS * MAX_N];
+static uint8_t scratch[MAX_ROWS * (MAX_K * 8 + MAX_K) + 64];
+static float xd[MAX_K];
+static int8_t xq[MAX_K];
+
+/* The variant's matmul: panel kernels (register tile mr, K block kc) when the
+ * ISA has them, over the panels in `pieces` ranges (as threads split them),
+ * else the row-layout loop with the ISA's helpers. */
+static void isa_matmul(int family, int32_t rows, int32_t n, int32_t k, int32_t g, int32_t mr,
+                       int32_t kc, int32_t pieces, float *out) {
+#ifdef KILN_UK_NR
+  const int32_t panels = (n + KILN_UK_NR - 1) / KILN_UK_NR;
+  int32_t i;
+  kiln_uk_pack_panels(family, w_rows, w_panels, n, k, g, KILN_UK_NR);
+  if (family >= KILN_UK_I8)
+    panel_quantize_rows(x, scratch, rows, k, g);
+  for (i = 0; i < pieces; ++i) {
+    int32_t p0 = panels * i / pieces, p1 = panels * (i + 1) / pieces;
+    if (family >= KILN_UK_I8)
+      matmul_panel_int(family, w_panels, out, scratch, rows, n, k, g, mr, kc, p0, p1);
+    else
+      matmul_panel_float(family, x, w_panels, out, rows, n, k, mr, kc, p0, p1);
+  }
+#else
+  (void)mr;
+  (void)kc;
+  (void)pieces;
+  KERNELS_TEST_ROW_MATMUL(family, x, w_rows, out, scratch, rows, n, k, g);
+#endif
+}
+
+static const char *family_name(int f) {
+  return f == KILN_UK_F32   ? "f32"
+         : f == KILN_UK_F16 ? "f16"
+         : f == KILN_UK_I8  ? "i8"
+         : f == KILN_UK_Q4  ? "q4"
+                            : "i4";
+}
+
+static void test_matmul(int family, int32_t rows, int32_t n, int32_t k, int32_t g) {
+  char what[160];
+  double worst_isa = 0, worst_ref = 0;
+  int32_t r, i, j;
+  random_weights(family, w_rows, n, k, g);
+  for (i = 0; i < rows * k; ++i)
+    x[i] = uniform() * (i % 7 == 0 ? 4.0f : 1.0f);
+  ref_matmul(family, x, w_rows, y_ref, scratch, rows, n, k, g);
+  isa_matmul(family, rows, n, k, g, 8, k, 1, y);
+  for (r = 0; r < rows; ++r) {
+    /* The naive product of the operands the kernels see: int families use the
+     * c99 quantization of the activations. */
+    const float *xr = x + (size_t)r * k;
+    if (family >= KILN_UK_I8)
+      ref_quantize_act(xr, xd, xq, k, g);
+    for (i = 0; i < n; ++i) {
+      double sum = 0, mag = 0;
+      for (j = 0; j < k; ++j) {
+        double a = family >= KILN_UK_I8 ? (double)xd[j / g] * xq[j] : xr[j];
+        double t = a * weight_value(family, w_rows, k, g, i, j);
+        sum += t;
+        mag += fabs(t);
+      }
+      /* Float sums in another order: a few ulps of the magnitude. */
+      mag = mag * 2e-6 + 1e-30;
+      if (fabs(y_ref[r * n + i] - sum) / mag > worst_ref)
+        worst_ref = fabs(y_ref[r * n + i] - sum) / mag;
+      if (fabs(y[r * n + i] - y_ref[r * n + i]) / mag > worst_isa)
+        worst_isa = fabs(y[r * n + i] - y_ref[r * n + i]) / mag;
+    }
+  }
+  snprintf(what, sizeof what, "%s matmul %s rows %d n %d k %d g %d: c99 vs naive %.3g, vs c99 %.3g",
+           KILN_TEST_ISA_NAME, family_name(family), (int)rows, (int)n, (int)k, (int)g, worst_ref,
+           worst_isa);
+  check(worst_ref <= 1.0 && worst_isa <= 1.0, what);
+  /* Other register tiles and K blocks: the same sums in the same order. */
+  if (k >= 2 * g) {
+    int32_t tiles[3][2], t;
+    tiles[0][0] = 1, tiles[0][1] = g;
+    tiles[1][0] = 3, tiles[1][1] = (k / g / 2) * g;
+    tiles[2][0] = 5, tiles[2][1] = 2 * g;
+    for (t = 0; t < 3; ++t) {
+      isa_matmul(family, rows, n, k, g, tiles[t][0], tiles[t][1], 1, y_tile);
+      snprintf(what, sizeof what, "%s matmul %s rows %d n %d k %d g %d tile mr %d kc %d: same bits",
+               KILN_TEST_ISA_NAME, family_name(family), (int)rows, (int)n, (int)k, (int)g,
+               (int)tiles[t][0], (int)tiles[t][1]);
+      check(memcmp(y, y_tile, sizeof(float) * (size_t)(rows * n)) == 0, what);
+    }
+  }
+#ifdef KILN_UK_NR
+  /* The panels in ranges of any size (as shares of threads): the same bits. */
+  {
+    int32_t pieces;
+    for (pieces = 2; pieces <= 7; pieces += 5) {
+      memset(y_tile, 0, sizeof(float) * (size_t)(rows * n));
+      isa_matmul(family, rows, n, k, g, 8, k, pieces, y_tile);
+      snprintf(what, sizeof what, "%s matmul %s rows %d n %d k %d g %d in %d panel ranges: same bits",
+               KILN_TEST_ISA_NAME, family_name(family), (int)rows, (int)n, (int)k, (int)g,
+               (int)pieces);
+      check(memcmp(y, y_tile, sizeof(float) * (size_t)(rows * n)) == 0, what);
+    }
+  }
+#endif
+}
+
+static void test_kv(int family, int32_t hd) {
+  uint8_t row[2 + 4 * 256];
+  float q[256], acc[256], acc_ref[256];
+  double mag = 0;
+  int32_t i, ok = 1;
+  char what[120];
+  for (i = 0; i < hd; ++i) {
+    q[i] = uniform();
+    acc[i] = acc_ref[i] = uniform();
+  }
+  for (i = 0; i < 2 + 4 * hd; ++i)
+    row[i] = byte();
+  if (family == KILN_UK_F16)
+    for (i = 0; i < hd; ++i)
+      put_f16(row + 2 * i, uniform());
+  if (family == KILN_UK_F32)
+    for (i = 0; i < hd; ++i) {
+      float v = uniform();
+      memcpy(row + 4 * i, &v, 4);
+    }
+  if (family == KILN_UK_I8)
+    put_f16(row, 0.01f);
+  if (family == KILN_UK_Q4)
+    for (i = 0; i < hd / 32; ++i) {
+      put_f16(row + 20 * i, 0.01f + 0.005f * (float)i);
+      put_f16(row + 20 * i + 2, -0.1f * uniform());
+    }
+  for (i = 0; i < hd; ++i)
+    mag += fabs(q[i]) * (family == KILN_UK_I8 ? 1.28 : 1.0);
+  if (family == KILN_UK_F32 || family == KILN_UK_F16) {
+    float a = family == KILN_UK_F32 ? kv_dot_f32(q, row, hd) : kv_dot_f16(q, row, hd);
+    ok &= fabs(a - ref_kv_dot(family, q, row, hd)) <= 2e-6 * mag + 1e-30;
+  } else {
+    /* The quantized query against the dequantized row: in double with the
+     * query's int8 values and scales, and with the float query within the
+     * rounding of the query (half a step of its group's scale per value). */
+    kv_query kq;
+    float back[256];
+    double naive = 0.0, naive_f = 0.0, bound = 0.0;
+    const int32_t g = kv_query_group(hd);
+    float a;
+    kv_query_set(&kq, q, hd);
+    a = family == KILN_UK_Q4 ? kv_qdot_q4(&kq, row, hd) : kv_qdot_i8(&kq, row, hd);
+    kv_load_row(family, row, back, hd);
+    for (i = 0; i < hd; ++i) {
+      naive += (double)kq.d[i / g] * (double)kq.q[i] * (double)back[i];
+      naive_f += (double)q[i] * (double)back[i];
+      bound += 0.5 * (double)kq.d[i / g] * fabs((double)back[i]);
+    }
+    ok &= fabs(a - naive) <= 2e-6 * mag + 1e-30;
+    ok &= fabs(a - naive_f) <= bound + 2e-6 * mag;
+  }
+  if (family == KILN_UK_F32)
+    kv_axpy_f32(acc, 0.37f, row, hd);
+  else if (family == KILN_UK_F16)
+    kv_axpy_f16(acc, 0.37f, row, hd);
+  else if (family == KILN_UK_Q4)
+    kv_axpy_q4(acc, 0.37f, row, hd);
+  else
+    kv_axpy_i8(acc, 0.37f, row, hd);
+  ref_kv_axpy(family, acc_ref, 0.37f, row, hd);
+  for (i = 0; i < hd; ++i)
+    ok &= fabsf(acc[i] - acc_ref[i]) <= 1e-6f * (1.0f + fabsf(acc_ref[i]));
+  snprintf(what, sizeof what, "%s kv %s hd %d", KILN_TEST_ISA_NAME, family_name(family), (int)hd);
+  check(ok, what);
+}
+
+/* The int4 store: each value back within half a quantization step of the
+ * block (its d / 2, plus the f16 rounding of d and m), and a block's minimum
+ * and maximum represented. */
+static void test_kv_store_q4(int32_t hd) {
+  uint8_t row[8 * 20];
+  float xs[256], back[256];
+  int32_t i, ok = 1;
+  char what[80];
+  for (i = 0; i < hd; ++i)
+    xs[i] = uniform() * (i % 32 == 5 ? 8.0f : 1.0f);
+  xs[31] = xs[30]; /* ties */
+  kv_store_q4(xs, row, hd);
+  kv_load_row(KILN_UK_Q4, row, back, hd);
+  for (i = 0; i < hd; ++i) {
+    const float d = load_f16(row + 20 * (i / 32));
+    ok &= fabsf(back[i] - xs[i]) <= 0.5f * d + 1e-2f * (fabsf(xs[i]) + d);
+  }
+  snprintf(what, sizeof what, "%s kv_store_q4 hd %d: within half a step", KILN_TEST_ISA_NAME,
+           (int)hd);
+  check(ok, what);
+  /* Both quantized stores give c99's bytes, so a cache reads the same on every
+   * target: random rows, and rows of exact half steps (i8: scale 0.5 from a
+   * largest value of 63.5; q4: d 0.5 and m 0 from 0 and 7.5), which round away
+   * from zero. */
+  {
+    uint8_t row_ref[8 * 20], i8[2 + 256], i8_ref[2 + 256];
+    int32_t pass;
+    ok = 1;
+    for (pass = 0; pass < 2; ++pass) {
+      if (pass == 1)
+        for (i = 0; i < hd; ++i)
+          xs[i] = i % 32 == 0 ? 0.0f : i % 32 == 1 ? 7.5f : (float)(i % 15) * 0.5f + 0.25f;
+      kv_store_q4(xs, row, hd);
+      ref_kv_store(KILN_UK_Q4, xs, row_ref, hd);
+      ok &= memcmp(row, row_ref, (size_t)hd / 32u * 20u) == 0;
+      if (pass == 1)
+        for (i = 0; i < hd; ++i)
+          xs[i] = i == 0 ? 63.5f : (float)(i % 9 - 4) * 0.5f + (i % 2 ? 0.25f : -0.25f);
+      kv_store_i8(xs, i8, hd);
+      ref_kv_store(KILN_UK_I8, xs, i8_ref, hd);
+      ok &= memcmp(i8, i8_ref, 2u + (size_t)hd) == 0;
+    }
+    snprintf(what, sizeof what, "%s kv_store_q4 and kv_store_i8 hd %d: c99's bytes, ties too",
+             KILN_TEST_ISA_NAME, (int)hd);
+    check(ok, what);
+  }
+}
+
+/* Attention of a group of query heads over cache rows t0..t1 of one KV head, in
+ * a cache whose rows hold 3 such heads (so rows are strided). */
+/* Cache rows the attend test holds: spans longer than attend's chunks. */
+#define ATTEND_ROWS 320
+
+/* A naive softmax in double: w[t] = e^(s_t - max s) for the scores s_t =
+ * 0.125 x qh . row t (keys + t stride, as kv_load_row reads it), t0..t1;
+ * returns their sum. */
+static double naive_weights(int family, const double *qh, const uint8_t *keys, size_t stride,
+                            int32_t t0, int32_t t1, int32_t hd, double *w) {
+  double mx = -1e300, sum = 0.0;
+  float row[256];
+  int32_t t, i;
+  for (t = t0; t <= t1; ++t) {
+    double s = 0.0;
+    kv_load_row(family, keys + (size_t)t * stride, row, hd);
+    for (i = 0; i < hd; ++i)
+      s += qh[i] * (double)row[i];
+    w[t] = s * 0.125;
+    mx = w[t] > mx ? w[t] : mx;
+  }
+  for (t = t0; t <= t1; ++t)
+    sum += (w[t] = exp(w[t] - mx));
+  return sum;
+}
+
+/* attend of nq query heads over positions t0..t1 of one cache head among nkv
+ * (nkv = 1: the rows are contiguous, as in a head-major cache). */
+static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t t1, int32_t nkv) {
+  static uint8_t keys[ATTEND_ROWS * 3 * (2 + 4 * 128)], values[ATTEND_ROWS * 3 * (2 + 4 * 128)];
+  static float q[9 * 128], out[9 * 128], out_ref[9 * 128];
+  const size_t head_bytes = family == KILN_UK_F32   ? 4u * hd
+                            : family == KILN_UK_F16 ? 2u * hd
+                            : family == KILN_UK_Q4  ? (size_t)hd / 32u * 20u
+                                                    : 2u + hd;
+  const size_t stride = (size_t)nkv * head_bytes, at = (size_t)(nkv - 1) * head_bytes;
+  int32_t t, i, ok = 1;
+  char what[120];
+  for (i = 0; i < nq * hd; ++i)
+    q[i] = uniform() * 2.0f;
+  for (t = 0; t <= t1; ++t) {
+    uint8_t *k = keys + (size_t)t * stride + at, *v = values + (size_t)t * stride + at;
+    for (i = 0; i < hd; ++i) {
+      float kv = uniform(), vv = uniform();
+      if (family == KILN_UK_F32) {
+        memcpy(k + 4 * i, &kv, 4);
+        memcpy(v + 4 * i, &vv, 4);
+      } else if (family == KILN_UK_F16) {
+        put_f16(k + 2 * i, kv);
+        put_f16(v + 2 * i, vv);
+      } else {
+        k[2 + i] = (uint8_t)(int8_t)(kv * 127.0f);
+        v[2 + i] = (uint8_t)(int8_t)(vv * 127.0f);
+      }
+    }
+    if (family == KILN_UK_I8) {
+      put_f16(k, 0.015f + 0.005f * (float)(t % 3)); /* scores of rows with other scales */
+      put_f16(v, 0.01f);
+    }
+    if (family == KILN_UK_Q4) { /* whole rows of floats through the int4 store */
+      static float kf[128], vf[128];
+      for (i = 0; i < hd; ++i)
+        kf[i] = uniform(), vf[i] = uniform();
+      kv_store_q4(kf, k, hd);
+      kv_store_q4(vf, v, hd);
+    }
+  }
+  attend(family, q, nq, keys + at, values + at, stride, ATTEND_ROWS, t0, t1, hd, 0.125f,
+         out);
+  ref_attend(family, q, nq, keys + at, values + at, stride, ATTEND_ROWS, t0, t1, hd, 0.125f,
+             out_ref);
+  /* The outputs are convex combinations of values in [-1, 1]. */
+  for (i = 0; i < nq * hd; ++i)
+    ok &= fabsf(out[i] - out_ref[i]) <= 2e-6f;
+  snprintf(what, sizeof what, "%s attend %s heads %d hd %d rows %d..%d of %d", KILN_TEST_ISA_NAME,
+           family_name(family), (int)nq, (int)hd, (int)t0, (int)t1, (int)nkv);
+  check(ok, what);
+  /* Each head of the group alone: the same bits (the group only shares loads). */
+  {
+    static float out_one[128];
+    int32_t h;
+    ok = 1;
+    for (h = 0; h < nq; ++h) {
+      attend(family, q + h * hd, 1, keys + at, values + at, stride, ATTEND_ROWS, t0, t1,
+             hd, 0.125f, out_one);
+      ok &= memcmp(out_one, out + h * hd, sizeof(float) * (size_t)hd) == 0;
+    }
+    snprintf(what, sizeof what, "%s attend %s heads %d hd %d rows %d..%d: each head alone, same bits",
+             KILN_TEST_ISA_NAME, family_name(family), (int)nq, (int)hd, (int)t0, (int)t1);
+    check(ok, what);
+  }
+  /* The same positions from a ring of `ring` rows (position t in row t % ring,
+   * later positions written over earlier ones): the same bits. */
+  {
+    static uint8_t rk[ATTEND_ROWS * 3 * (2 + 4 * 128)], rv[ATTEND_ROWS * 3 * (2 + 4 * 128)];
+    static float out_ring[9 * 128];
+    const int32_t ring = t1 - t0 + 1 + (t0 % 3);
+    for (t = 0; t <= t1; ++t) {
+      memcpy(rk + (size_t)(t % ring) * stride, keys + (size_t)t * stride, stride);
+      memcpy(rv + (size_t)(t % ring) * stride, values + (size_t)t * stride, stride);
+    }
+    attend(family, q, nq, rk + at, rv + at, stride, ring, t0, t1, hd, 0.125f,
+           out_ring);
+    snprintf(what, sizeof what, "%s attend %s heads %d hd %d rows %d..%d from a ring of %d: same bits",
+             KILN_TEST_ISA_NAME, family_name(family), (int)nq, (int)hd, (int)t0, (int)t1,
+             (int)ring);
+    check(memcmp(out_ring, out, sizeof(float) * (size_t)(nq * hd)) == 0, what);
+  }
+  /* Against a naive softmax in double over the dequantized rows, with the
+   * query as the kernels score it: as it is, or for int8 and int4 rows its
+   * int8 values times their scales (kv_query). */
+  {
+    int32_t h;
+    ok = 1;
+    for (h = 0; h < nq; ++h) {
+      double w[ATTEND_ROWS], sum, qh[128];
+      float row[128];
+      if (family == KILN_UK_I8 || family == KILN_UK_Q4) {
+        kv_query kq;
+        kv_query_set(&kq, q + h * hd, hd);
+        for (i = 0; i < hd; ++i)
+          qh[i] = (double)kq.d[i / kv_query_group(hd)] * (double)kq.q[i];
+      } else {
+        for (i = 0; i < hd; ++i)
+          qh[i] = q[h * hd + i];
+      }
+      sum = naive_weights(family, qh, keys + at, stride, t0, t1, hd, w);
+      for (i = 0; i < hd; ++i) {
+        double a = 0.0;
+        for (t = t0; t <= t1; ++t) {
+          kv_load_row(family, values + (size_t)t * stride + at, row, hd);
+          a += w[t] / sum * (double)row[i];
+        }
+        ok &= fabs(out[h * hd + i] - a) <= 1e-5;
+      }
+    }
+    snprintf(what, sizeof what, "%s attend %s heads %d hd %d rows %d..%d vs naive softmax",
+             KILN_TEST_ISA_NAME, family_name(family), (int)nq, (int)hd, (int)t0, (int)t1);
+    check(ok, what);
+  }
+}
+
+/* attend over a tiled int4 cache (KILN_UK_Q4T) of nq query heads, positions
+ * t0..t1: the tiles hold the rows kv_store_q4 writes (kv_tile_put_q4, and
+ * kv_store_q4t and kv_load_q4t agree with it), against a naive softmax in
+ * double over the dequantized rows, within 1e-5 plus what weighting the
+ * values in bytes may cost: per chunk of attend's tiles (128 positions from
+ * t0's tile on) each weight e d within half a step of 1/255 of the chunk's
+ * largest, so at most n x 7.5 x that largest / 255 over the sum of e (codes
+ * are at most 15). Each head alone gives the same bits. */
+static void test_attend_q4t(int32_t nq, int32_t hd, int32_t t0, int32_t t1) {
+  enum { CAP = 320 };
+  static uint8_t rows_k[CAP * 160], rows_v[CAP * 160], tk[CAP * 160], tv[CAP * 160];
+  static float q[9 * 256], out[9 * 256], out_one[256];
+  const size_t hb = (size_t)hd / 32u * 20u;
+  float x[256], xr[256], xt[256];
+  int32_t t, i, h, ok = 1, same = 1;
+  char what[120];
+  for (i = 0; i < nq * hd; ++i)
+    q[i] = uniform() * 2.0f;
+  for (t = 0; t <= t1; ++t) {
+    uint8_t *tile = tk + (size_t)(t / 16) * 16u * hb;
+    for (i = 0; i < hd; ++i)
+      x[i] = uniform();
+    kv_store_q4(x, rows_k + (size_t)t * hb, hd);
+    kv_store_q4t(x, tile, t % 16, hd);
+    kv_load_row(KILN_UK_Q4, rows_k + (size_t)t * hb, xr, hd);
+    kv_load_q4t(tile, t % 16, xt, hd);
+    same &= memcmp(xr, xt, sizeof(float) * (size_t)hd) == 0;
+    for (i = 0; i < hd; ++i)
+      x[i] = uniform();
+    kv_store_q4(x, rows_v + (size_t)t * hb, hd);
+    kv_tile_put_q4(rows_v + (size_t)t * hb, tv + (size_t)(t / 16) * 16u * hb, t % 16, hd);
+  }
+  snprintf(what, sizeof what, "%s kv_store_q4t and kv_load_q4t hd %d: kv_store_q4's rows",
+           KILN_TEST_ISA_NAME, (int)hd);
+  check(same, what);
+  attend(KILN_UK_Q4T, q, nq, tk, tv, hb, CAP, t0, t1, hd, 0.125f, out);
+  for (h = 0; h < nq; ++h) {
+    kv_query kq;
+    double w[CAP], qh[256], sum, slack = 0.0;
+    float row[256];
+    int32_t c;
+    kv_query_set(&kq, q + h * hd, hd);
+    for (i = 0; i < hd; ++i)
+      qh[i] = (double)kq.d[i / 32] * (double)kq.q[i];
+    sum = naive_weights(KILN_UK_Q4, qh, rows_k, hb, t0, t1, hd, w);
+    for (c = t0 & ~15; c <= t1; c += 128) { /* attend's chunks */
+      double top = 0.0;
+      int32_t n = 0;
+      for (t = c > t0 ? c : t0; t <= t1 && t < c + 128; ++t, ++n)
+        for (i = 0; i < hd / 32; ++i) {
+          const double ed = w[t] * (double)load_f16(rows_v + (size_t)t * hb + 20 * i);
+          top = ed > top ? ed : top;
+        }
+      slack += n * 7.5 * top / 255.0;
+    }
+    for (i = 0; i < hd; ++i) {
+      double a = 0.0;
+      for (t = t0; t <= t1; ++t) {
+        kv_load_row(KILN_UK_Q4, rows_v + (size_t)t * hb, row, hd);
+        a += w[t] / sum * (double)row[i];
+      }
+      ok &= fabs(out[h * hd + i] - a) <= 1e-5 + slack / sum;
+    }
+    attend(KILN_UK_Q4T, q + h * hd, 1, tk, tv, hb, CAP, t0, t1, hd, 0.125f, out_one);
+    same &= memcmp(out_one, out + h * hd, sizeof(float) * (size_t)hd) == 0;
+  }
+  snprintf(what, sizeof what, "%s attend q4t heads %d hd %d rows %d..%d vs naive softmax",
+           KILN_TEST_ISA_NAME, (int)nq, (int)hd, (int)t0, (int)t1);
+  check(ok, what);
+  snprintf(what, sizeof what, "%s attend q4t heads %d hd %d rows %d..%d: each head alone, same bits",
+           KILN_TEST_ISA_NAME, (int)nq, (int)hd, (int)t0, (int)t1);
+  check(same, what);
+}
+
+/* rope_head: the same bits as c99 in place and out of place, for both pair
+ * layouts and partial rotary (rd < hd), and the rotation in double within a
+ * few roundings. */
+static void test_rope(int32_t rd, int32_t hd, int neox) {
+  static float x[256], y[256], y_ref[256], inplace[256], cc[256], ss[256];
+  int32_t i, ok = 1;
+  char what[100];
+  for (i = 0; i < hd; ++i)
+    inplace[i] = x[i] = uniform() * 4.0f;
+  for (i = 0; i < rd / 2; ++i) {
+    const double angle = 3.0 * (double)uniform();
+    const int32_t a = neox ? i : 2 * i, b = neox ? i + rd / 2 : 2 * i + 1;
+    cc[a] = cc[b] = (float)cos(angle);
+    ss[a] = -(ss[b] = (float)sin(angle));
+  }
+  rope_head(x, y, cc, ss, rd, hd, neox);
+  ref_rope_head(x, y_ref, cc, ss, rd, hd, neox);
+  rope_head(inplace, inplace, cc, ss, rd, hd, neox);
+  ok &= memcmp(y, y_ref, sizeof(float) * (size_t)hd) == 0;
+  ok &= memcmp(y, inplace, sizeof(float) * (size_t)hd) == 0;
+  for (i = 0; i < hd; ++i) {
+    const int32_t partner = i >= rd ? i : neox ? (i < rd / 2 ? i + rd / 2 : i - rd / 2) : i ^ 1;
+    const double want = i >= rd ? (double)x[i]
+                                : (double)x[i] * cc[i] + (double)x[partner] * ss[i];
+    ok &= fabs(y[i] - want) <= 1e-6 * (fabs(x[i]) + fabs(x[partner]));
+  }
+  snprintf(what, sizeof what, "%s rope_head rd %d hd %d %s: c99's bits, and in place",
+           KILN_TEST_ISA_NAME, (int)rd, (int)hd, neox ? "neox" : "pairs");
+  check(ok, what);
+}
+
+/* Embedding rows (f16, i8, i4) and the elementwise add and mul: exact, so
+ * c99's bits. */
+static void test_rows_exact(int32_t k, int32_t g) {
+  static uint8_t w[2 * MAX_K + 64];
+  static float y[MAX_K], y_ref[MAX_K], a[MAX_K], b[MAX_K];
+  static const int families[] = {KILN_UK_F16, KILN_UK_I8, KILN_UK_I4};
+  int32_t i, ok = 1;
+  size_t f;
+  char what[80];
+  for (f = 0; f < sizeof families / sizeof families[0]; ++f) {
+    random_weights(families[f], w, 1, k, g);
+    if (families[f] == KILN_UK_F16)
+      row_f16(w, y, k);
+    else if (families[f] == KILN_UK_I8)
+      row_i8(w, y, k, g);
+    else
+      row_i4(w, y, k, g);
+    ref_row(families[f], w, y_ref, k, g);
+    ok &= memcmp(y, y_ref, sizeof(float) * (size_t)k) == 0;
+  }
+  for (i = 0; i < k; ++i)
+    a[i] = uniform() * 3.0f, b[i] = uniform();
+  vec_add(a, b, y, k);
+  ref_vec(1, a, b, y_ref, k);
+  ok &= memcmp(y, y_ref, sizeof(float) * (size_t)k) == 0;
+  vec_mul(a, b, y, k);
+  ref_vec(0, a, b, y_ref, k);
+  ok &= memcmp(y, y_ref, sizeof(float) * (size_t)k) == 0;
+  snprintf(what, sizeof what, "%s embedding rows and vec_add/mul k %d g %d: c99's bits",
+           KILN_TEST_ISA_NAME, (int)k, (int)g);
+  check(ok, what);
+}
+
+/* The row-wise ops: relative error of a few float roundings. */
+static void test_rows(int32_t d) {
+  static float g[MAX_K], out[MAX_K], out_ref[MAX_K];
+  int32_t i, ok = 1;
+  char what[80];
+  for (i = 0; i < d; ++i) {
+    x[i] = uniform() * (i % 5 ? 3.0f : 40.0f);
+    g[i] = 1.0f + 0.1f * uniform();
+  }
+  rms_norm_row(x, g, out, d, 1e-5f);
+  ref_rms_norm_row(x, g, out_ref, d, 1e-5f);
+  for (i = 0; i < d; ++i)
+    ok &= fabsf(out[i] - out_ref[i]) <= 1e-6f * (fabsf(out_ref[i]) + 1e-6f);
+  silu(x, out, d);
+  ref_silu(x, out_ref, d);
+  for (i = 0; i < d; ++i)
+    ok &= fabsf(out[i] - out_ref[i]) <= 1e-6f * (fabsf(out_ref[i]) + 1e-6f);
+  snprintf(what, sizeof what, "%s rms_norm_row and silu d %d", KILN_TEST_ISA_NAME, (int)d);
+  check(ok, what);
+  /* silu over a range that starts anywhere (a thread's rows): the same bits. */
+  for (i = 1; i < d && i < 9; ++i) {
+    silu(x + i, out_ref + i, d - i);
+    ok &= memcmp(out + i, out_ref + i, sizeof(float) * (size_t)(d - i)) == 0;
+  }
+  snprintf(what, sizeof what, "%s silu from offsets 1..8 of d %d: same bits", KILN_TEST_ISA_NAME,
+           (int)d);
+  check(ok, what);
+}
+
+#ifdef KILN_UK_NR
+/* The panel kernels quantize activations themselves: the same int8 values and
+ * scales as c99, and exact group sums. */
+static void test_quantize_sums(int32_t k, int32_t g) {
+  float d[MAX_K], d_ref[MAX_K];
+  int32_t s[MAX_K], i, b, ok = 1;
+  int8_t q[MAX_K], q_ref[MAX_K];
+  char what[80];
+  for (i = 0; i < k; ++i)
+    x[i] = uniform() * 3.0f;
+  x[0] = 0.5f * 127.0f / 3.0f; /* ties of the rounding once the scale is set */
+  x[1] = 3.0f;
+  x[2] = -1.5f * 127.0f / 3.0f / 127.0f * 3.0f;
+  quantize_act_sums(x, d, s, q, k, g);
+  ref_quantize_act(x, d_ref, q_ref, k, g);
+  for (b = 0; b < k / g; ++b) {
+    int32_t sum = 0;
+    for (i = 0; i < g; ++i)
+      sum += q_ref[b * g + i];
+    ok &= d[b] == d_ref[b] && s[b] == sum;
+  }
+  ok &= memcmp(q, q_ref, (size_t)k) == 0;
+  snprintf(what, sizeof what, "%s quantize_act_sums k %d g %d", KILN_TEST_ISA_NAME, (int)k, (int)g);
+  check(ok, what);
+}
+#endif
+
+/* The GGUF block formats: matmul_blocks against a naive double sum of the
+ * decoded weights (row_<fmt>) times the dequantized activations, within float
+ * rounding; and each output the same bits whatever the rows and columns of
+ * the call (decode vs prefill, thread shares). */
+static void block_row(int fmt, const uint8_t *w, float *out, int32_t k) {
+  switch (fmt) {
+  case KILN_UK_Q4_1: row_q4_1(w, out, k); break;
+  case KILN_UK_Q5_0: row_q5_0(w, out, k); break;
+  case KILN_UK_Q5_1: row_q5_1(w, out, k); break;
+  case KILN_UK_IQ4_NL: row_iq4_nl(w, out, k); break;
+  case KILN_UK_Q2_K: row_q2_k(w, out, k); break;
+  case KILN_UK_Q3_K: row_q3_k(w, out, k); break;
+  case KILN_UK_Q4_K: row_q4_k(w, out, k); break;
+  case KILN_UK_Q5_K: row_q5_k(w, out, k); break;
+  default: row_q6_k(w, out, k); break;
+  }
+}
+
+#ifdef KILN_UK_HAS_PANEL_KQUANTS
+/* q4_k, q5_k or q6_k repacked into panels (the weights and activations test_blocks
+ * made): each output against the naive sum of the decoded row, and the same
+ * bits for every register tile, K block, panel range and row count (decode's
+ * path). */
+static void test_kquant_panels(int fmt, int32_t rows, int32_t n, int32_t k, size_t stride,
+                               size_t rb) {
+  const int family = fmt;
+  const char *name = kiln_uk_family_name(fmt);
+  static float wrow[MAX_K], y_panel[MAX_ROWS * MAX_N], y_other[MAX_ROWS * MAX_N];
+  static const int32_t tiles[][3] = {{1, 256, 1}, {3, 256, 2}, {5, MAX_K, 3}, {8, 256, 5}};
+  const int32_t panels = (n + KILN_UK_NR - 1) / KILN_UK_NR;
+  double worst = 0.0;
+  int32_t i, r, j, b, same = 1;
+  char what[112];
+  kiln_uk_pack_panels(family, w_rows, w_panels, n, k, 256, KILN_UK_NR);
+  matmul_panel_int(family, w_panels, y_panel, scratch, rows, n, k, 256, 8, k, 0, panels);
+  for (j = 0; j < n; ++j) {
+    block_row(fmt, w_rows + (size_t)j * rb, wrow, k);
+    for (r = 0; r < rows; ++r) {
+      const float *d = (const float *)(const void *)(scratch + (size_t)r * stride);
+      const int8_t *q = (const int8_t *)(const void *)(d + k / 256 + k / 16);
+      double sum = 0.0, mag = 0.0;
+      for (b = 0; b < k; ++b) {
+        double t = (double)q[b] * (double)d[b / 256] * (double)wrow[b];
+        sum += t;
+        mag += t < 0 ? -t : t;
+      }
+      sum = ((double)y_panel[(size_t)r * (size_t)n + j] - sum) / (mag * 1e-5 + 1e-6);
+      worst = sum > worst ? sum : -sum > worst ? -sum : worst;
+    }
+  }
+  snprintf(what, sizeof what, "%s %s panels rows %d n %d k %d: error %.2f of bound",
+           KILN_TEST_ISA_NAME, name, (int)rows, (int)n, (int)k, worst);
+  check(worst <= 1.0, what);
+  for (i = 0; i < (int32_t)(sizeof tiles / sizeof tiles[0]); ++i) {
+    const int32_t pieces = tiles[i][2];
+    for (j = 0; j < pieces; ++j)
+      matmul_panel_int(family, w_panels, y_other, scratch, rows, n, k, 256, tiles[i][0],
+                       tiles[i][1], panels * j / pieces, panels * (j + 1) / pieces);
+    same &= memcmp(y_other, y_panel, sizeof(float) * (size_t)(rows * n)) == 0;
+  }
+  for (r = 0; r < rows; ++r) {
+    matmul_panel_int(family, w_panels, y_other, scratch + (size_t)r * stride, 1, n, k, 256,
+                     8, k, 0, panels);
+    same &= memcmp(y_other, y_panel + (size_t)r * (size_t)n, sizeof(float) * (size_t)n) == 0;
+  }
+  snprintf(what, sizeof what, "%s %s panels rows %d n %d k %d: tiles, ranges and rows agree",
+           KILN_TEST_ISA_NAME, name, (int)rows, (int)n, (int)k);
+  check(same, what);
+}
+#endif
+
+/* The GGUF block formats the kernels read, and the offsets of each one's f16
+ * scale (and min, or -1) within a block. */
+static const int block_formats[] = {KILN_UK_Q4_1, KILN_UK_Q5_0, KILN_UK_Q5_1, KILN_UK_IQ4_NL,
+                                    KILN_UK_Q2_K, KILN_UK_Q3_K, KILN_UK_Q4_K, KILN_UK_Q5_K,
+                                    KILN_UK_Q6_K};
+
+static const int32_t *block_scale_at(int fmt) {
+  static const int32_t at[][2] = {{0, 2}, {0, -1}, {0, 2}, {0, -1}, {80, 82},
+                                  {108, -1}, {0, 2}, {0, 2}, {208, -1}};
+  size_t i;
+  for (i = 0; i < sizeof block_formats / sizeof block_formats[0]; ++i)
+    if (block_formats[i] == fmt)
+      return at[i];
+  return at[0];
+}
+
+static int is_kquant_panel(int fmt) {
+  return fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K || fmt == KILN_UK_Q6_K;
+}
+
+static void test_blocks(int fmt, int32_t rows, int32_t n, int32_t k) {
+  /* Offsets of each format's f16 scale (and min) within a block. */
+  const int32_t *scale_at = block_scale_at(fmt);
+  const int32_t e = kiln_uk_block_elements(fmt), bb = kiln_uk_block_bytes(fmt);
+  const size_t rb = (size_t)(k / e) * (size_t)bb, stride = kiln_uk_act_stride(KILN_UK_ACT_BLOCKS, k, e);
+  static float wrow[MAX_K], y_part[MAX_ROWS * MAX_N];
+  double worst = 0.0;
+  int32_t i, r, j, b, same = 1;
+  char what[96];
+  for (i = 0; i < (int32_t)rb * n; ++i)
+    w_rows[i] = byte();
+  for (i = 0; i < n * (k / e); ++i) {
+    uint8_t *blk = w_rows + (size_t)i * (size_t)bb;
+    put_f16(blk + scale_at[0], uniform() * 0.05f);
+    if (scale_at[1] >= 0)
+      put_f16(blk + scale_at[1], uniform() * 0.05f);
+  }
+  for (i = 0; i < rows * k; ++i)
+    x[i] = uniform() * 2.0f;
+  for (r = 0; r < rows; ++r)
+    blocks_quantize_row(x + (size_t)r * (size_t)k, scratch + (size_t)r * stride, k, e);
+  matmul_blocks(fmt, w_rows, y, scratch, rows, n, k, 0, n);
+  for (j = 0; j < n; ++j) {
+    block_row(fmt, w_rows + (size_t)j * rb, wrow, k);
+    for (r = 0; r < rows; ++r) {
+      const float *d = (const float *)(const void *)(scratch + (size_t)r * stride);
+      const int8_t *q = (const int8_t *)(const void *)(d + k / e + k / 16);
+      double sum = 0.0, mag = 0.0;
+      for (b = 0; b < k; ++b) {
+        double t = (double)q[b] * (double)d[b / e] * (double)wrow[b];
+        sum += t;
+        mag += t < 0 ? -t : t;
+      }
+      sum = ((double)y[(size_t)r * (size_t)n + j] - sum) / (mag * 1e-5 + 1e-6);
+      worst = sum > worst ? sum : -sum > worst ? -sum : worst;
+    }
+  }
+  /* Each row alone, and the columns in two ranges, give the same bits. */
+  for (r = 0; r < rows; ++r) {
+    matmul_blocks(fmt, w_rows, y_part, scratch + (size_t)r * stride, 1, n, k, 0, n / 2);
+    matmul_blocks(fmt, w_rows, y_part, scratch + (size_t)r * stride, 1, n, k, n / 2, n);
+    same &= memcmp(y_part, y + (size_t)r * (size_t)n, sizeof(float) * (size_t)n) == 0;
+  }
+  snprintf(what, sizeof what, "%s matmul_blocks %s rows %d n %d k %d: error %.2f of bound",
+           KILN_TEST_ISA_NAME, kiln_uk_family_name(fmt), (int)rows, (int)n, (int)k, worst);
+#ifdef KILN_UK_HAS_PANEL_KQUANTS
+  if (is_kquant_panel(fmt))
+    test_kquant_panels(fmt, rows, n, k, stride, rb);
+#endif
+  check(worst <= 1.0, what);
+  snprintf(what, sizeof what, "%s matmul_blocks %s rows %d n %d k %d: rows and ranges agree",
+           KILN_TEST_ISA_NAME, kiln_uk_family_name(fmt), (int)rows, (int)n, (int)k);
+  check(same, what);
+}
+
+int main(void) {
+  static const int32_t ns[] = {1, 15, 16, 17, 40, 80, 160};
+  static const int32_t float_ks[] = {1, 7, 16, 33, 64, 200};
+  static const int32_t groups[][2] = {{KILN_UK_I8, 32}, {KILN_UK_I8, 64}, {KILN_UK_I8, 256},
+                                      {KILN_UK_I4, 32}, {KILN_UK_I4, 64}, {KILN_UK_I4, 128}};
+  size_t a, b;
+  int32_t rows, hd;
+  if (!(KILN_TEST_CPU_CHECK)) {
+    printf("SKIP %s: this CPU lacks its instructions\n", KILN_TEST_ISA_NAME);
+    return 77;
+  }
+#ifdef KILN_UK_NR
+  check(KILN_UK_NR == KILN_TEST_PANEL_ROWS, KILN_TEST_ISA_NAME ": the ISA table's panel rows");
+#else
+  check(KILN_TEST_PANEL_ROWS == 0, KILN_TEST_ISA_NAME ": the ISA table's panel rows (none)");
+#endif
+  for (rows = 1; rows <= MAX_ROWS; ++rows)
+    for (a = 0; a < sizeof ns / sizeof ns[0]; ++a) {
+      int32_t n = ns[a];
+      if ((rows > 9 && rows != MAX_ROWS && n != 17) || (n == 160 && rows > 2))
+        continue;
+      for (b = 0; b < sizeof float_ks / sizeof float_ks[0]; ++b) {
+        test_matmul(KILN_UK_F32, rows, n, float_ks[b], 1);
+        test_matmul(KILN_UK_F16, rows, n, float_ks[b], 1);
+      }
+      for (b = 0; b < sizeof groups / sizeof groups[0]; ++b) {
+        int32_t g = groups[b][1];
+        test_matmul(groups[b][0], rows, n, g, g);
+        test_matmul(groups[b][0], rows, n, 2 * g, g);
+        if (g == 32)
+          test_matmul(groups[b][0], rows, n, 7 * g, g);
+      }
+    }
+  for (a = 0; a < 4; ++a) {
+    static const int32_t spans[][2] = {{0, 0}, {0, 15}, {0, 16}, {3, 40}, {0, 63}, {20, 33}};
+    static const int32_t hds[] = {8, 24, 64, 96, 128};
+    int family = a == 0 ? KILN_UK_F32 : a == 1 ? KILN_UK_F16 : a == 2 ? KILN_UK_I8 : KILN_UK_Q4;
+    for (b = 0; b < sizeof spans / sizeof spans[0]; ++b) {
+      size_t h;
+      for (h = 0; h < sizeof hds / sizeof hds[0]; ++h)
+        if (family != KILN_UK_Q4 || hds[h] % 32 == 0) /* q4: whole blocks of 32 */
+          test_attend(family, 1 + (int32_t)(b % 4), hds[h], spans[b][0], spans[b][1], 3);
+    /* A group larger than the heads attend keeps at once (it runs in parts). */
+    test_attend(family, 9, 64, 3, 40, 3);
+    }
+    /* Spans over several of attend's chunks, from contiguous rows and not;
+     * the ring test wraps inside a chunk. */
+    test_attend(family, 1, 64, 0, 299, 1);
+    test_attend(family, 2, 64, 5, 290, 1);
+    test_attend(family, 3, 32, 130, 319, 3);
+    test_attend(family, 2, 96, 17, 17, 1);
+    test_attend(family, 1, 32, 0, 150, 1);
+    test_attend(family, 2, 128, 3, 200, 1);
+    test_attend(family, 1, 96, 0, 100, 1);
+  }
+  { /* the tiled int4 cache: tiles whole and not, chunks of tiles and more */
+    static const int32_t spans[][2] = {{0, 0}, {0, 15}, {0, 16}, {3, 40}, {20, 33},
+                                       {0, 127}, {5, 290}, {17, 319}};
+    static const int32_t hds[] = {32, 64, 96, 128, 256};
+    for (b = 0; b < sizeof spans / sizeof spans[0]; ++b)
+      for (a = 0; a < sizeof hds / sizeof hds[0]; ++a)
+        test_attend_q4t(1 + (int32_t)(b % 3) * 4, hds[a], spans[b][0], spans[b][1]);
+  }
+  for (hd = 1; hd <= MAX_K; hd = hd * 2 + 1)
+    test_rows(hd);
+  test_rows_exact(32, 32);
+  test_rows_exact(96, 32);
+  test_rows_exact(512, 64);
+  test_rows_exact(256, 256);
+  for (hd = 2; hd <= 256; hd += hd < 40 ? 2 : 24) {
+    test_rope(hd, hd, 0);
+    test_rope(hd, hd, 1);
+    if (hd % 4 == 0) { /* partial rotary: the rest passes through */
+      test_rope(hd / 2, hd, 0);
+      test_rope(hd / 2, hd, 1);
+    }
+  }
+  for (hd = 8; hd <= 256; hd += 8) {
+    test_kv(KILN_UK_F32, hd);
+    test_kv(KILN_UK_F16, hd);
+    test_kv(KILN_UK_I8, hd);
+    if (hd % 32 == 0)
+      test_kv(KILN_UK_Q4, hd);
+  }
+  for (hd = 32; hd <= 256; hd += 32)
+    test_kv_store_q4(hd);
+#ifdef KILN_UK_NR
+  test_quantize_sums(64, 32);
+  test_quantize_sums(512, 64);
+  test_quantize_sums(256, 256);
+#endif
+  {
+    for (a = 0; a < sizeof block_formats / sizeof block_formats[0]; ++a) {
+      const int fmt = block_formats[a];
+      const int32_t e = kiln_uk_block_elements(fmt);
+      test_blocks(fmt, 1, 17, e);
+      test_blocks(fmt, 3, 16, 2 * e);
+      test_blocks(fmt, MAX_ROWS, 5, e == 32 ? 7 * e : e);
+      /* Several whole panels and a ragged one (decode's path), more tiles. */
+      if (is_kquant_panel(fmt)) {
+        test_blocks(fmt, 1, 80, 2 * e);
+        test_blocks(fmt, 9, 70, e);
+      }
+      /* Blocks of 32 eight at a time, then one more (the ISA dots' two loops). */
+      if (e == 32)
+        test_blocks(fmt, 2, 9, 9 * e);
+    }
+  }
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
