@@ -10,7 +10,7 @@
     defined(__AVX512VNNI__)
 #define KILN_BENCH_HEADER "kernels/x86/avx512/kiln_uk_avx512.h"
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#define KILN_BENCH_HEADER "kernels/x86/avx2/kiln_uk_avx2_panels.h"
+#define KILN_BENCH_HEADER "kernels/x86/avx2/kiln_uk_avx2.h"
 #endif
 #endif
 

@@ -25,7 +25,7 @@
 #error "bench/gemv.c needs a panel kernel library: build with -march=native on x86, or set KILN_BENCH_HEADER"
 #endif
 #include KILN_BENCH_HEADER
-#include "kernels/c99/kiln_uk_panels.h"
+#include "kernels/c99/kiln_uk_matmul_panels.h"
 
 #define GROUP 32
 #define MAX_THREADS 8

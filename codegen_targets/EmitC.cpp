@@ -344,11 +344,11 @@ extern const uint8_t {0}_pack_bytes[{1}_PACK_BYTES];
 }
 
 /// `shift_cache(m, keep, drop)` and `shift_fits(m, keep, drop)`: the context
-/// shift of every layer's cache, read off the decode function. A full cache
-/// moves positions keep+drop.. down by drop; a ring that has wrapped turns by
-/// drop rows instead (position p stays in row p mod rows), which is right
-/// while no window reaches back to the kept tokens. Then the moved keys turn
-/// by -drop with their layer's rope.
+/// shift of every layer's cache, read off the decode function: a kernel per
+/// cache shape moves each block (a head's rows when head-major) with the
+/// library's kv_shift_block and turns the moved keys back; a wrapped ring with
+/// a window refuses a shift after which the window would reach back to kept
+/// tokens (their rows were overwritten).
 FailureOr<std::string> shiftText(func::FuncOp decode, const TargetDescription &target,
                                  const ModelInfo &info,
                                  std::map<std::string, KernelCall> &kernels) {
@@ -375,94 +375,37 @@ FailureOr<std::string> shiftText(func::FuncOp decode, const TargetDescription &t
     if (failed(rerope))
       return failure();
     kernels.try_emplace(rerope->name, *rerope);
-    for (const KernelCall &helper : rerope->helpers)
-      kernels.try_emplace(helper.name, helper);
     auto type = cast<RankedTensorType>(cache.getType());
     int64_t rows = type.getDimSize(0);
-    int64_t rowBytes = getStorageBytes(type) / rows;
     bool ring = rows < info.config.getMaxContext();
     // Head-major caches move each head's block of rows on its own.
     KvCacheLayoutAttr layout = getKvCacheLayout(type);
     int64_t heads =
         layout && layout.getOrder() == KvOrder::head_major ? layout.getHeads() : 1;
-    int64_t headDim = layout ? type.getDimSize(1) / layout.getHeads() : 0;
-    int64_t blockBytes = rows * (rowBytes / heads);
-    rowBytes /= heads;
-    // Positions keep + drop.. of a block moved down by drop, at an indent.
-    auto moveText = [&](llvm::StringRef pad) {
-      return formatv("memmove(k + (size_t)keep * {0}u, k + (size_t)(keep + drop) * {0}u,\n"
-                     "{1}        (size_t)(m->pos - keep - drop) * {0}u);\n"
-                     "{1}memmove(v + (size_t)keep * {0}u, v + (size_t)(keep + drop) * {0}u,\n"
-                     "{1}        (size_t)(m->pos - keep - drop) * {0}u);",
-                     rowBytes, pad)
-          .str();
-    };
-    std::string move = moveText("      ");
-    if (isTiledKvCache(type)) {
-      // Positions move one by one between tiles.
-      KernelCall tiles;
-      tiles.name = formatv("{0}_kv_move_q4t_d{1}", info.name, headDim);
-      tiles.params = "uint8_t *head, int32_t to, int32_t from, int32_t n";
-      tiles.body = formatv("  kv_move_q4t(head, to, from, n, {0});\n", headDim);
-      kernels.try_emplace(tiles.name, tiles);
-      move = formatv("{0}(k, keep, keep + drop, m->pos - keep - drop);\n"
-                     "      {0}(v, keep, keep + drop, m->pos - keep - drop);",
-                     tiles.name)
-                 .str();
-    }
-    std::string turn = formatv("{0}(m->arena + {1}u, keep, m->pos - drop, -drop);",
-                               rerope->name, slotOffset(cache))
-                           .str();
-    if (ring) {
-      // A wrapped ring turns whole; one that has not wrapped moves as a full cache.
-      move = formatv(R"c(if (m->pos > {0}) {{
-        rotate_rows(k, {1}u, {0}, drop % {0});
-        rotate_rows(v, {1}u, {0}, drop % {0});
-      } else {{
-        {2}
-      })c",
-                     rows, rowBytes, moveText("        "))
-                 .str();
-      turn = formatv(R"c(if (m->pos > {0})
-      {1}(m->arena + {2}u, 0, {0}, -drop);
-    else
-      {3})c",
-                     rows, rerope->name, slotOffset(cache), turn)
-                 .str();
-    }
-    moves += formatv(R"c(  {{ /* layer {0}: {3} block(s) of {4} rows */
-    int32_t h;
-    for (h = 0; h < {3}; ++h) {{
-      uint8_t *k = m->arena + {1}u + (size_t)h * {5}u, *v = m->arena + {2}u + (size_t)h * {5}u;
-      {6}
-    }
-    {7}
-  }
+    int64_t tiledHd = isTiledKvCache(type) ? type.getDimSize(1) / layout.getHeads() : 0;
+    int64_t blockBytes = getStorageBytes(type) / heads, rowBytes = blockBytes / rows;
+    // One kernel per cache shape: each block moved, then the moved keys
+    // turned back by drop positions.
+    KernelCall shift;
+    shift.name = info.name + "_kv_shift_" + rerope->name.substr(info.name.size() + 11);
+    shift.params = "uint8_t *k, uint8_t *v, int32_t pos, int32_t keep, int32_t drop";
+    shift.body = formatv(R"c(  int32_t h, r0, r1;
+  for (h = 0; h < {0}; ++h)
+    kv_shift_block(k + (size_t)h * {1}u, v + (size_t)h * {1}u, {2}u, {3}, {4}, {5}, pos, keep,
+                   drop);
+  kv_shift_turned({4}, {3}, pos, keep, drop, &r0, &r1);
+  {6}(k, r0, r1, -drop);
 )c",
-                     cache.getLayer(), slotOffset(cache), slotOffset(values), heads, rows,
-                     blockBytes, move, turn);
+                         heads, blockBytes, rowBytes, rows, ring ? 1 : 0, tiledHd, rerope->name)
+                     .str();
+    kernels.try_emplace(shift.name, shift);
+    moves += formatv("  {0}(m->arena + {1}u, m->arena + {2}u, m->pos, keep, drop); /* layer {3} */\n",
+                     shift.name, slotOffset(cache), slotOffset(values), cache.getLayer());
     if (ring)
       fits += formatv("  if (m->pos > {0} && m->pos - drop - {1} + 1 < keep)\n    return 0;\n",
                       rows, window);
   }
-  const char *rotate = R"c(/* Rows n of `row` bytes at c turned by s rows (row i gets row i + s mod n),
- * in place: three reversals. */
-static void reverse_rows(uint8_t *c, size_t row, int32_t i, int32_t j) {
-  for (--j; i < j; ++i, --j) {
-    uint8_t *a = c + (size_t)i * row, *b = c + (size_t)j * row, t;
-    size_t n;
-    for (n = 0; n < row; ++n)
-      t = a[n], a[n] = b[n], b[n] = t;
-  }
-}
-static void rotate_rows(uint8_t *c, size_t row, int32_t n, int32_t s) {
-  reverse_rows(c, row, 0, s);
-  reverse_rows(c, row, s, n);
-  reverse_rows(c, row, 0, n);
-}
-
-)c";
-  return formatv(R"c({3}/* Whether every windowed ring can shift: after it, no window may reach back
+  return formatv(R"c(/* Whether every windowed ring can shift: after it, no window may reach back
  * to the kept tokens (their rows were overwritten). */
 static int shift_fits(const {0}_model *m, int32_t keep, int32_t drop) {{
 {1}  (void)m, (void)keep, (void)drop;
@@ -473,7 +416,7 @@ static void shift_cache({0}_model *m, int32_t keep, int32_t drop) {{
 {2}}
 
 )c",
-                 info.name, fits, moves, fits.empty() ? "" : rotate)
+                 info.name, fits, moves)
       .str();
 }
 

@@ -144,4 +144,31 @@ static inline void kv_query_set(kv_query *kq, const float *q, int32_t hd) {
   }
 }
 
+/* A fused matmul's scratch: its input rows quantized (`rows` of `stride`
+ * bytes, none for float weights), then, KILN_UK_ALIGN-aligned, the rows of
+ * floats it keeps (swiglu_matmul's up projection, qkv_matmul's keys and
+ * values), then the row it normalizes its input into. */
+static inline float *fused_scratch_floats(void *scratch, int32_t rows, size_t stride) {
+  return (float *)(void *)((uint8_t *)scratch +
+                           (((size_t)rows * stride + (KILN_UK_ALIGN - 1u)) &
+                            ~(size_t)(KILN_UK_ALIGN - 1u)));
+}
+
+static inline float *norm_scratch_row(void *scratch, int32_t rows, size_t stride, int32_t floats) {
+  return fused_scratch_floats(scratch, rows, stride) + (size_t)rows * (size_t)floats;
+}
+
+/* The first unit of share s of `shares` equal shares of `units` (rows, or
+ * (KV head, row) pairs): a split kernel's shares s0..s1-1 take units
+ * kiln_uk_share(units, s0, shares) up to kiln_uk_share(units, s1, shares). */
+static inline int32_t kiln_uk_share(int64_t units, int32_t s, int32_t shares) {
+  return (int32_t)(units * s / shares);
+}
+
+/* Where column v of fused projections side by side falls in the one of
+ * `width` columns from `start`: v - start clamped to [0, width]. */
+static inline int32_t kiln_uk_part(int32_t v, int32_t start, int32_t width) {
+  return v - start < 0 ? 0 : v - start > width ? width : v - start;
+}
+
 #endif /* KILN_UK_BASE_H */

@@ -63,3 +63,21 @@ void ref_kv_store(int family, const float *x, uint8_t *row, int32_t hd) {
   else
     kv_store_i8(x, row, hd);
 }
+
+void ref_rope_rows(const float *x, float *y, int32_t ld, int32_t rows, int32_t pos, int32_t h0,
+                   int32_t h1, const double *freq, int32_t rd, int32_t hd, int neox,
+                   float mscale) {
+  rope_rows(x, y, ld, rows, pos, h0, h1, freq, rd, hd, neox, mscale);
+}
+
+void ref_attention_rows(int family, int layout, const float *q, const uint8_t *keys,
+                        const uint8_t *values, float *y, int32_t u0, int32_t u1, int32_t rows,
+                        int32_t pos, int32_t nh, int32_t nkv, int32_t hd, int32_t window,
+                        int32_t cap, float scale) {
+  attention_rows(family, layout, q, keys, values, y, u0, u1, rows, pos, nh, nkv, hd, window, cap,
+                 scale);
+}
+
+void ref_kv_load_row(int family, const uint8_t *row, float *x, int32_t hd) {
+  kv_load_row(family, row, x, hd);
+}

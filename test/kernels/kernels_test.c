@@ -805,6 +805,327 @@ static void test_blocks(int fmt, int32_t rows, int32_t n, int32_t k) {
   check(same, what);
 }
 
+/* --- the kernels the generated code calls once per op -------------------- */
+
+/* embed_rows of tokens from a table of each family: each row as the family's
+ * decoder (c99's, ref_row) gives it, bit for bit; vec_scale after it. */
+static void test_embed(int family, int32_t d, int32_t g) {
+  static uint8_t table[8 * 512 * 4];
+  static float y[5 * 512], want[512];
+  const int32_t tokens[5] = {3, 0, 7, 3, 5};
+  int32_t r, i, ok = 1;
+  char what[100];
+  random_weights(family, table, 8, d, g);
+  embed_rows(family, table, tokens, y, 1, 5, d, g);
+  for (r = 1; r < 5; ++r) {
+    if (family == KILN_UK_F32)
+      memcpy(want, table + (size_t)tokens[r] * kiln_uk_row_bytes(family, d, g), 4u * (size_t)d);
+    else
+      ref_row(family, table + (size_t)tokens[r] * kiln_uk_row_bytes(family, d, g), want, d, g);
+    ok &= memcmp(y + (size_t)r * (size_t)d, want, sizeof(float) * (size_t)d) == 0;
+  }
+  vec_scale(y + d, d, 2.0f);
+  for (i = 0; i < d; ++i)
+    ok &= y[d + i] == 2.0f * want[0 * 0 + i] || tokens[1] != tokens[4];
+  snprintf(what, sizeof what, "%s embed_rows %s d %d g %d: the rows' decoder's bits",
+           KILN_TEST_ISA_NAME, family_name(family), (int)d, (int)g);
+  check(ok, what);
+}
+
+/* rms_norm_rows (per group of g, as per-head norms), layer_norm_rows and
+ * softmax_rows against naive doubles; bias_add_rows, add_residual_cols,
+ * swiglu_cols exact or against naive silu. */
+static void test_row_ops(int32_t d, int32_t g) {
+  static float x[4 * 512], y[4 * 512], w[512], b[512], up[4 * 512], res[4 * 512];
+  const float eps = 1e-5f;
+  double worst_rms = 0, worst_ln = 0, worst_sm = 0, worst_sw = 0;
+  int32_t r, i, j, exact = 1;
+  char what[160];
+  for (i = 0; i < 4 * d; ++i)
+    x[i] = uniform() * 3.0f, up[i] = uniform(), res[i] = uniform();
+  for (i = 0; i < d; ++i)
+    w[i] = 0.5f + uniform(), b[i] = uniform();
+  rms_norm_rows(x, w, y, 1, 3, d, g, eps);
+  for (r = 1; r < 3; ++r)
+    for (i = 0; i < d; i += g) {
+      double ss = 0;
+      for (j = 0; j < g; ++j)
+        ss += (double)x[r * d + i + j] * x[r * d + i + j];
+      for (j = 0; j < g; ++j) {
+        double want = x[r * d + i + j] / sqrt(ss / g + eps) * w[j];
+        double e = fabs(y[r * d + i + j] - want) / (fabs(want) + 1e-3);
+        worst_rms = e > worst_rms ? e : worst_rms;
+      }
+    }
+  layer_norm_rows(x, w, b, y, 0, 4, d, eps);
+  for (r = 0; r < 4; ++r) {
+    double mean = 0, var = 0;
+    for (i = 0; i < d; ++i)
+      mean += x[r * d + i];
+    mean /= d;
+    for (i = 0; i < d; ++i)
+      var += (x[r * d + i] - mean) * (x[r * d + i] - mean);
+    var /= d;
+    for (i = 0; i < d; ++i) {
+      double norm = (x[r * d + i] - mean) / sqrt(var + eps);
+      double want = norm * w[i] + b[i];
+      /* float rounding of the normalized value and its two operations */
+      double e = fabs(y[r * d + i] - want) / (fabs(norm * w[i]) + fabs(b[i]) + 1e-3);
+      worst_ln = e > worst_ln ? e : worst_ln;
+    }
+  }
+  softmax_rows(x, y, 0, 4, d);
+  for (r = 0; r < 4; ++r) {
+    double mx = -1e300, sum = 0;
+    for (i = 0; i < d; ++i)
+      mx = x[r * d + i] > mx ? x[r * d + i] : mx;
+    for (i = 0; i < d; ++i)
+      sum += exp(x[r * d + i] - mx);
+    for (i = 0; i < d; ++i) {
+      double e = fabs(y[r * d + i] - exp(x[r * d + i] - mx) / sum);
+      worst_sm = e > worst_sm ? e : worst_sm;
+    }
+  }
+  bias_add_rows(x, b, y, 1, 4, d);
+  for (r = 1; r < 4; ++r)
+    for (i = 0; i < d; ++i)
+      exact &= y[r * d + i] == x[r * d + i] + b[i];
+  memcpy(y, x, sizeof(float) * (size_t)(4 * d));
+  add_residual_cols(y, res, 4, d, d / 3, d);
+  for (r = 0; r < 4; ++r)
+    for (i = 0; i < d; ++i)
+      exact &= y[r * d + i] == (i < d / 3 ? x[r * d + i] : x[r * d + i] + res[r * d + i]);
+  memcpy(y, x, sizeof(float) * (size_t)(4 * d));
+  swiglu_cols(y, up, 4, d, 0, d / 2);
+  for (r = 0; r < 4; ++r)
+    for (i = 0; i < d; ++i) {
+      double v = x[r * d + i], want = i < d / 2 ? v / (1.0 + exp(-v)) * up[r * d + i] : v;
+      double e = fabs(y[r * d + i] - want);
+      worst_sw = e > worst_sw ? e : worst_sw;
+    }
+  snprintf(what, sizeof what,
+           "%s row ops d %d g %d vs naive: rms_norm %.2g, layer_norm %.2g, softmax %.2g, "
+           "swiglu %.2g; bias and residual exact",
+           KILN_TEST_ISA_NAME, (int)d, (int)g, worst_rms, worst_ln, worst_sm, worst_sw);
+  check(worst_rms <= 1e-5 && worst_ln <= 1e-5 && worst_sm <= 1e-6 && worst_sw <= 1e-5 && exact,
+        what);
+}
+
+/* rope_rows: heads h0..h1-1 of rows at positions pos.. against the naive
+ * rotation in double with the same frequencies, and c99's bits. */
+static void test_rope_rows(int32_t rd, int32_t hd, int neox, float mscale) {
+  enum { HEADS = 3, ROWS = 3 };
+  static float x[ROWS * HEADS * 256], y[ROWS * HEADS * 256], y_ref[ROWS * HEADS * 256];
+  double freq[128], worst = 0;
+  const int32_t ld = HEADS * hd, pos = 1000;
+  int32_t r, h, i, same;
+  char what[120];
+  for (i = 0; i < rd / 2; ++i)
+    freq[i] = pow(10000.0, -2.0 * i / rd);
+  for (i = 0; i < ROWS * ld; ++i)
+    x[i] = y[i] = y_ref[i] = uniform();
+  rope_rows(x, y, ld, ROWS, pos, 1, HEADS, freq, rd, hd, neox, mscale);
+  ref_rope_rows(x, y_ref, ld, ROWS, pos, 1, HEADS, freq, rd, hd, neox, mscale);
+  same = memcmp(y, y_ref, sizeof(float) * (size_t)(ROWS * ld)) == 0;
+  for (r = 0; r < ROWS; ++r)
+    for (h = 0; h < HEADS; ++h)
+      for (i = 0; i < hd; ++i) {
+        const float *xh = x + r * ld + h * hd;
+        double want = xh[i];
+        if (h >= 1 && i < rd) {
+          const int32_t pair = neox ? i % (rd / 2) : i / 2;
+          const int first = neox ? i < rd / 2 : i % 2 == 0;
+          const int32_t partner = neox ? (first ? i + rd / 2 : i - rd / 2) : i ^ 1;
+          const double a = (pos + r) * freq[pair], c = cos(a) * mscale, s = sin(a) * mscale;
+          want = xh[i] * c + (first ? -s : s) * xh[partner];
+        }
+        worst = fabs(y[r * ld + h * hd + i] - want) > worst ? fabs(y[r * ld + h * hd + i] - want)
+                                                            : worst;
+      }
+  snprintf(what, sizeof what, "%s rope_rows rd %d hd %d %s mscale %g: c99's bits, naive %.2g",
+           KILN_TEST_ISA_NAME, (int)rd, (int)hd, neox ? "neox" : "pairs", (double)mscale, worst);
+  check(same && worst <= 2e-6 * (1 + mscale), what);
+}
+
+/* The bytes of (slot, head) of a cache, as the layouts are specified
+ * (kiln_uk_attention.h): written out here apart from kv_at. */
+static size_t naive_at(int layout, int32_t slot, int32_t head, int32_t cap, int32_t heads,
+                       size_t hb) {
+  if (layout == KILN_UK_KV_POS_MAJOR)
+    return ((size_t)slot * (size_t)heads + (size_t)head) * hb;
+  return (size_t)head * (size_t)cap * hb + (size_t)(layout == KILN_UK_KV_TILED ? slot / 16 * 16 : slot) * hb;
+}
+
+static const char *layout_name(int layout) {
+  return layout == KILN_UK_KV_POS_MAJOR ? "pos-major" : layout == KILN_UK_KV_HEAD_MAJOR ? "head-major" : "tiled";
+}
+
+/* kv_store_rows into a ring of `cap` rows (pos wraps) in each layout: every
+ * (position, head) where the layout says, with the bytes of kv_store_<family>
+ * (or row i of its tile); nothing else written; kv_load_at reads it back;
+ * kv_rerope_rows turns rows r0..r1-1 as loading, roping and storing each
+ * does. */
+static void test_kv_rows(int family, int layout, int32_t hd) {
+  enum { HEADS = 3, ROWS = 5, CAP = 19 };
+  static uint8_t cache[CAP * HEADS * 600 + 32 * 16 * 600], expect[CAP * HEADS * 600 + 32 * 16 * 600];
+  static float x[ROWS * HEADS * 128], back[128], want[128];
+  const size_t hb = kiln_uk_kv_head_bytes(family, hd);
+  const size_t bytes = (size_t)(layout == KILN_UK_KV_TILED ? 32 : CAP) * HEADS * hb;
+  const int32_t cap = layout == KILN_UK_KV_TILED ? 32 : CAP, pos = layout == KILN_UK_KV_TILED ? 9 : 16;
+  double freq[64];
+  int32_t r, h, i, ok = 1, loads = 1;
+  char what[140];
+  for (i = 0; i < ROWS * HEADS * hd; ++i)
+    x[i] = uniform();
+  memset(cache, 0xa5, bytes);
+  memset(expect, 0xa5, bytes);
+  kv_store_rows(family, layout, x, HEADS * hd, cache, 1, ROWS, 0, HEADS, pos, hd, HEADS, cap, 1);
+  for (r = 1; r < ROWS; ++r)
+    for (h = 0; h < HEADS; ++h) {
+      const int32_t slot = (pos + r) % cap;
+      uint8_t row[600];
+      const float *xr = x + (size_t)(r * HEADS + h) * (size_t)hd;
+      if (family == KILN_UK_F32 || family == KILN_UK_F16)
+        family == KILN_UK_F32 ? kv_store_f32(xr, row, hd) : kv_store_f16(xr, row, hd);
+      else
+        ref_kv_store(family, xr, row, hd);
+      if (layout == KILN_UK_KV_TILED)
+        kv_tile_put_q4(row, expect + naive_at(layout, slot, h, cap, HEADS, hb), slot % 16, hd);
+      else
+        memcpy(expect + naive_at(layout, slot, h, cap, HEADS, hb), row, hb);
+      kv_load_at(family, layout, cache, slot, h, cap, HEADS, back, hd);
+      ref_kv_load_row(family, row, want, hd);
+      loads &= memcmp(back, want, sizeof(float) * (size_t)hd) == 0;
+    }
+  ok = memcmp(cache, expect, bytes) == 0;
+  /* kv_rerope_rows: each row loaded, turned by rope_rows, stored again. */
+  for (i = 0; i < hd / 2; ++i)
+    freq[i] = pow(10000.0, -2.0 * i / hd);
+  memcpy(expect, cache, bytes);
+  kv_rerope_rows(family, layout, cache, pos + 1, pos + 3, -7, hd, HEADS, cap, freq, hd, 1);
+  for (r = pos + 1; r < pos + 3; ++r)
+    for (h = 0; h < HEADS; ++h) {
+      kv_load_at(family, layout, expect, r, h, cap, HEADS, back, hd);
+      ref_rope_rows(back, back, hd, 1, -7, 0, 1, freq, hd, hd, 1, 1.0f);
+      kv_store_at(family, layout, back, expect, r, h, cap, HEADS, hd);
+    }
+  ok &= memcmp(cache, expect, bytes) == 0;
+  snprintf(what, sizeof what, "%s kv_store_rows, kv_load_at, kv_rerope_rows %s %s hd %d: the layout's bytes",
+           KILN_TEST_ISA_NAME, family_name(family), layout_name(layout), (int)hd);
+  check(ok && loads, what);
+}
+
+/* attention_rows over a cache kv_store_rows filled, every (KV head, row)
+ * unit against attend (c99's, ref_attend) called with the unit's query heads
+ * and its head's rows where the layout puts them: within 2e-6 (attend's own
+ * tolerance against c99), or for the tiled int4 cache 2e-3 (a variant may
+ * weight its values in bytes, test_attend_q4t); with a window and without. */
+static volatile int32_t attention_hd = 32; /* not a constant: GCC's loop
+                                              warnings on inlined tails */
+static void test_attention_rows(int family, int layout, int32_t window) {
+  enum { NH = 4, NKV = 2, ROWS = 3, CAP = 32 };
+  const int32_t HD = attention_hd;
+  const float tol = layout == KILN_UK_KV_TILED ? 2e-3f : 2e-6f;
+  double worst = 0;
+  static uint8_t keys[CAP * NKV * 128], values[CAP * NKV * 128];
+  static float q[ROWS * NH * 32], kv[NKV * 32], y[ROWS * NH * 32], want[NH * 32];
+  const size_t hb = kiln_uk_kv_head_bytes(family, HD);
+  const int32_t pos = 20;
+  int32_t t, i, u, ok = 1;
+  char what[140];
+  for (i = 0; i < ROWS * NH * HD; ++i)
+    q[i] = uniform();
+  for (t = 0; t < pos + ROWS; ++t) {
+    for (i = 0; i < NKV * HD; ++i)
+      kv[i] = uniform();
+    kv_store_rows(family, layout, kv, 0, keys, 0, 1, 0, NKV, t, HD, NKV, CAP, 0);
+    for (i = 0; i < NKV * HD; ++i)
+      kv[i] = uniform();
+    kv_store_rows(family, layout, kv, 0, values, 0, 1, 0, NKV, t, HD, NKV, CAP, 0);
+  }
+  attention_rows(family, layout, q, keys, values, y, 0, ROWS * NKV, ROWS, pos, NH, NKV, HD,
+                 window, CAP, 0.125f);
+  for (u = 0; u < ROWS * NKV; ++u) {
+    const int32_t g = u / ROWS, r = u % ROWS, p = pos + r;
+    const int32_t t0 = window && p - window + 1 > 0 ? p - window + 1 : 0;
+    const size_t at = (size_t)(r * NH * HD + g * (NH / NKV) * HD);
+    const size_t head = naive_at(layout, 0, g, CAP, NKV, hb);
+    const size_t stride = layout == KILN_UK_KV_POS_MAJOR ? NKV * hb : hb;
+    ref_attend(layout == KILN_UK_KV_TILED ? KILN_UK_Q4T : family, q + at, NH / NKV, keys + head,
+               values + head, stride, CAP, t0, p, HD, 0.125f, want);
+    for (i = 0; i < (NH / NKV) * HD; ++i) {
+      ok &= fabsf(y[at + i] - want[i]) <= tol;
+      worst = fabs(y[at + i] - want[i]) > worst ? fabs(y[at + i] - want[i]) : worst;
+    }
+  }
+  snprintf(what, sizeof what, "%s attention_rows %s %s window %d: attend per unit, %.2g",
+           KILN_TEST_ISA_NAME, family_name(family), layout_name(layout), (int)window, worst);
+  check(ok, what);
+}
+
+/* kv_shift_block: rows keep + drop.. moved down by drop (rows, or a tiled
+ * head's positions), or a wrapped ring turned by drop rows; kv_shift_turned's
+ * range. */
+static void test_kv_shift(void) {
+  enum { ROWS = 24, RB = 20 };
+  static uint8_t k[ROWS * RB], v[ROWS * RB], k0[ROWS * RB], v0[ROWS * RB];
+  static uint8_t tk[32 * 40], tk0[32 * 40], tv[32 * 40];
+  int32_t i, r0, r1, ok = 1;
+  for (i = 0; i < ROWS * RB; ++i)
+    k0[i] = byte(), v0[i] = byte();
+  memcpy(k, k0, sizeof k), memcpy(v, v0, sizeof v);
+  kv_shift_block(k, v, RB, ROWS, 0, 0, 20, 3, 5); /* 20 positions: keep 3, drop 5 */
+  for (i = 0; i < 12; ++i)
+    ok &= memcmp(k + (3 + i) * RB, k0 + (8 + i) * RB, RB) == 0 &&
+          memcmp(v + (3 + i) * RB, v0 + (8 + i) * RB, RB) == 0;
+  ok &= memcmp(k, k0, 3 * RB) == 0;
+  kv_shift_turned(0, ROWS, 20, 3, 5, &r0, &r1);
+  ok &= r0 == 3 && r1 == 15;
+  memcpy(k, k0, sizeof k), memcpy(v, v0, sizeof v);
+  kv_shift_block(k, v, RB, ROWS, 1, 0, 40, 2, 7); /* a ring that wrapped: turned by 7 */
+  for (i = 0; i < ROWS; ++i)
+    ok &= memcmp(k + i * RB, k0 + ((i + 7) % ROWS) * RB, RB) == 0;
+  kv_shift_turned(1, ROWS, 40, 2, 7, &r0, &r1);
+  ok &= r0 == 0 && r1 == ROWS;
+  /* a tiled int4 head of hd 64 (40 bytes a position): position by position */
+  for (i = 0; i < (int32_t)sizeof tk0; ++i)
+    tk0[i] = byte();
+  memcpy(tk, tk0, sizeof tk), memcpy(tv, tk0, sizeof tv);
+  kv_shift_block(tk, tv, 40, 32, 0, 64, 30, 4, 9);
+  for (i = 0; i < 17; ++i) {
+    uint8_t a[40], b[40];
+    kv_tile_get_q4(tk + (size_t)((4 + i) / 16) * 16 * 40, (4 + i) % 16, a, 64);
+    kv_tile_get_q4(tk0 + (size_t)((13 + i) / 16) * 16 * 40, (13 + i) % 16, b, 64);
+    ok &= memcmp(a, b, 40) == 0;
+  }
+  check(ok, KILN_TEST_ISA_NAME " kv_shift_block: rows moved, a wrapped ring turned, tiles by position");
+}
+
+/* The norm-then-quantize setups: each row as rms_norm_row, then the layout's
+ * quantizer, would give it (the same bytes). */
+static void test_norm_quantize(int32_t k, int32_t g) {
+  static float x[3 * 512], gamma[512], t[512];
+  static uint8_t s[3 * 4096 + 3 * 512 * 4 + 64 + 2048], want[4096];
+  const size_t stride = kiln_uk_act_stride(KILN_UK_ACT_ROWS, k, g);
+  int32_t r, i, ok = 1;
+  char what[100];
+  for (i = 0; i < 3 * k; ++i)
+    x[i] = uniform() * 2.0f;
+  for (i = 0; i < k; ++i)
+    gamma[i] = 0.5f + uniform();
+  norm_quantize_act_rows(x, gamma, s, 3, k, g, 5, 1e-5f);
+  ok &= norm_scratch_row(s, 3, stride, 5) ==
+        (float *)(void *)(s + ((3 * stride + 63) & ~(size_t)63) + 3 * 5 * 4);
+  for (r = 0; r < 3; ++r) {
+    ref_rms_norm_row(x + r * k, gamma, t, k, 1e-5f);
+    ref_quantize_act(t, (float *)(void *)want, (int8_t *)(void *)(want + (k / g) * 4), k, g);
+    ok &= memcmp(s + r * stride, want, stride) == 0;
+  }
+  snprintf(what, sizeof what, "%s norm_quantize_act_rows k %d g %d: norm, then quantize_act",
+           KILN_TEST_ISA_NAME, (int)k, (int)g);
+  check(ok, what);
+}
+
 int main(void) {
   static const int32_t ns[] = {1, 15, 16, 17, 40, 80, 160};
   static const int32_t float_ks[] = {1, 7, 16, 33, 64, 200};
@@ -913,6 +1234,31 @@ int main(void) {
         test_blocks(fmt, 2, 9, 9 * e);
     }
   }
+  {
+    static const int32_t layouts[] = {KILN_UK_KV_POS_MAJOR, KILN_UK_KV_HEAD_MAJOR};
+    static const int kv_families[] = {KILN_UK_F32, KILN_UK_F16, KILN_UK_I8, KILN_UK_Q4};
+    for (a = 0; a < 4; ++a)
+      for (b = 0; b < 2; ++b) {
+        test_kv_rows(kv_families[a], layouts[b], 64);
+        test_attention_rows(kv_families[a], layouts[b], 0);
+        test_attention_rows(kv_families[a], layouts[b], 7);
+      }
+    test_kv_rows(KILN_UK_Q4, KILN_UK_KV_TILED, 64);
+    test_attention_rows(KILN_UK_Q4, KILN_UK_KV_TILED, 0);
+    test_kv_shift();
+  }
+  test_embed(KILN_UK_F32, 64, 1);
+  test_embed(KILN_UK_F16, 96, 1);
+  test_embed(KILN_UK_I8, 128, 32);
+  test_embed(KILN_UK_I4, 128, 64);
+  test_row_ops(64, 64);
+  test_row_ops(96, 32);
+  test_row_ops(200, 200);
+  test_rope_rows(32, 32, 0, 1.0f);
+  test_rope_rows(64, 64, 1, 1.0f);
+  test_rope_rows(32, 64, 1, 1.1875f);
+  test_norm_quantize(64, 32);
+  test_norm_quantize(512, 64);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

@@ -7,6 +7,6 @@
 #error "this model was generated for x86-avxvnni: build with -mavxvnni -mavx2 -mfma -mf16c"
 #endif
 
-#include "kernels/x86/avx2/kiln_uk_avx2_panels.h"
+#include "kernels/x86/avx2/kiln_uk_avx2.h"
 
 #endif /* KILN_UK_AVXVNNI_H */

@@ -5,14 +5,16 @@
  * vpmaddwd (a super-block summed in integers, the activations' scale being
  * per 256), and the offsets and mins through the activations' scaled sums per
  * 16. One vector accumulator per row, summed once at the end. */
-#ifndef KILN_UK_AVX2_BLOCKS_H
-#define KILN_UK_AVX2_BLOCKS_H
+#ifndef KILN_UK_AVX2_MATMUL_BLOCKS_H
+#define KILN_UK_AVX2_MATMUL_BLOCKS_H
+
+#include "kernels/x86/avx2/kiln_uk_avx2_base.h"
 
 /* matmul_blocks (in the portable header) calls the qdot_isa_* below, q4_k,
  * q5_k and q6_k's with up to four activation rows per weight row. */
 #define KILN_UK_HAS_QDOT_BLOCKS 1
 #define KILN_UK_QDOT_ROWS 4
-#include "kernels/c99/kiln_uk_blocks.h"
+#include "kernels/c99/kiln_uk_matmul_blocks.h"
 
 /* Prefetches the weight stream KILN_UK_PREFETCH_BYTES past the `bytes` at p:
  * the rows of one matrix follow each other, so this runs ahead of the next ones
@@ -351,4 +353,4 @@ static inline float qdot_isa_b32(int fmt, const int8_t *xq, const float *xd, con
   return hsum_ps(_mm256_add_ps(acc, acc1)) + (hsum_ps(extra) + tail);
 }
 
-#endif /* KILN_UK_AVX2_BLOCKS_H */
+#endif /* KILN_UK_AVX2_MATMUL_BLOCKS_H */

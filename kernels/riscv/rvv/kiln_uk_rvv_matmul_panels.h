@@ -8,10 +8,10 @@
  * exactly, for every row of the tile. So no dot product ends in a sum across
  * lanes, and each column costs its unpacking once per tile, not once per
  * activation row. */
-#ifndef KILN_UK_RVV_PANELS_H
-#define KILN_UK_RVV_PANELS_H
+#ifndef KILN_UK_RVV_MATMUL_PANELS_H
+#define KILN_UK_RVV_MATMUL_PANELS_H
 
-#include "kernels/riscv/rvv/kiln_uk_rvv.h"
+#include "kernels/riscv/rvv/kiln_uk_rvv_base.h"
 
 #define KILN_UK_NR 4
 
@@ -140,6 +140,6 @@ KILN_UK_INLINE void panel_row4_float(int family, const uint8_t *panel, size_t pa
     panel_tile_float(family, panel + (size_t)i * panel_bytes, x, 1, k, 0, k, y + 4 * i, 0, 4);
 }
 
-#include "kernels/c99/kiln_uk_panels.h"
+#include "kernels/c99/kiln_uk_matmul_panels.h"
 
-#endif /* KILN_UK_RVV_PANELS_H */
+#endif /* KILN_UK_RVV_MATMUL_PANELS_H */

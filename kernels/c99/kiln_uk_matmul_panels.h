@@ -14,10 +14,11 @@
  * against one whole int8/int4 panel (decode), with KILN_UK_HAS_PANEL_ROW_INT;
  * where a tile adds to the `valid` first outputs of y unless it starts the K
  * range, so the K block never changes the order of the additions. */
-#ifndef KILN_UK_PANELS_H
-#define KILN_UK_PANELS_H
+#ifndef KILN_UK_MATMUL_PANELS_H
+#define KILN_UK_MATMUL_PANELS_H
 
 #include "kernels/c99/kiln_uk_base.h"
+#include "kernels/c99/kiln_uk_elementwise.h"
 
 /* Bytes apart of the activation rows that the panels of a family read
  * (kiln_uk_abi.h): the k-quant panels take the block formats' rows
@@ -65,6 +66,22 @@ KILN_UK_INLINE void panel_quantize_rows(const float *x, void *scratch, int32_t r
     float *d = (float *)(void *)((uint8_t *)scratch + (size_t)r * stride);
     int32_t *sum = (int32_t *)(void *)(d + k / g);
     quantize_act_sums(x + (size_t)r * (size_t)k, d, sum, (int8_t *)(void *)(sum + k / g), k, g);
+  }
+}
+
+/* As panel_quantize_rows, each row first through rms_norm_row with gamma and
+ * eps (norm_scratch_row has where). */
+KILN_UK_INLINE void panel_norm_quantize_rows(const float *x, const float *gamma, void *scratch,
+                                             int32_t rows, int32_t k, int32_t g, int32_t floats,
+                                             float eps) {
+  const size_t stride = kiln_uk_act_stride(KILN_UK_ACT_PANELS, k, g);
+  float *t = norm_scratch_row(scratch, rows, stride, floats);
+  int32_t r;
+  for (r = 0; r < rows; ++r) {
+    float *d = (float *)(void *)((uint8_t *)scratch + (size_t)r * stride);
+    int32_t *sum = (int32_t *)(void *)(d + k / g);
+    rms_norm_row(x + (size_t)r * (size_t)k, gamma, t, k, eps);
+    quantize_act_sums(t, d, sum, (int8_t *)(void *)(sum + k / g), k, g);
   }
 }
 
@@ -135,4 +152,4 @@ KILN_UK_INLINE void matmul_panel_float(int family, const float *x, const uint8_t
   }
 }
 
-#endif /* KILN_UK_PANELS_H */
+#endif /* KILN_UK_MATMUL_PANELS_H */

@@ -6,12 +6,14 @@
  * super-block summed in int32 before its one float scale (the activations'
  * is per 256 for the k-quants), the mins through the activations' scaled sums
  * per 16. */
-#ifndef KILN_UK_NEON_BLOCKS_H
-#define KILN_UK_NEON_BLOCKS_H
+#ifndef KILN_UK_NEON_MATMUL_BLOCKS_H
+#define KILN_UK_NEON_MATMUL_BLOCKS_H
+
+#include "kernels/arm/neon/kiln_uk_neon_base.h"
 
 /* matmul_blocks (in the portable header) calls the qdot_isa_* below. */
 #define KILN_UK_HAS_QDOT_BLOCKS 1
-#include "kernels/c99/kiln_uk_blocks.h"
+#include "kernels/c99/kiln_uk_matmul_blocks.h"
 
 /* 32 codes (two halves) against 32 activations. */
 static inline int32x4_t blocks_sdot32(uint8x16_t a, uint8x16_t b, const int8_t *x) {
@@ -173,4 +175,4 @@ static inline float qdot_isa_b32(int fmt, const int8_t *xq, const float *xd, con
   return vaddvq_f32(acc) + extra;
 }
 
-#endif /* KILN_UK_NEON_BLOCKS_H */
+#endif /* KILN_UK_NEON_MATMUL_BLOCKS_H */

@@ -8,10 +8,11 @@
  * one, its dots straight from the blocks (qdot_isa_q45k, qdot_isa_q6k,
  * qdot_isa_q23k and qdot_isa_b32, declared below), row by row or, with
  * KILN_UK_QDOT_ROWS, several activation rows per weight row. */
-#ifndef KILN_UK_BLOCKS_H
-#define KILN_UK_BLOCKS_H
+#ifndef KILN_UK_MATMUL_BLOCKS_H
+#define KILN_UK_MATMUL_BLOCKS_H
 
 #include "kernels/c99/kiln_uk_block_decode.h"
+#include "kernels/c99/kiln_uk_elementwise.h"
 
 static inline int32_t idot_i8(const int8_t *x, const int8_t *v, int32_t n) {
   int32_t s = 0, j;
@@ -80,18 +81,6 @@ static inline void blocks_q23k_scales(const uint8_t *blk, int32_t three, int32_t
 }
 #endif
 
-#ifndef KILN_UK_HAS_DOT_BF16
-static inline float dot_bf16(const float *x, const uint8_t *w, int32_t k) {
-  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int32_t i, j, whole = k - k % 8;
-  for (i = 0; i < whole; i += 8)
-    for (j = 0; j < 8; ++j)
-      s[j] += x[i + j] * load_bf16(w + 2 * (i + j));
-  for (i = whole; i < k; ++i)
-    s[0] += x[i] * load_bf16(w + 2 * i);
-  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
-#endif
 
 /* One row of activations for the block-format kernels, as kiln_uk_abi.h lays
  * out KILN_UK_ACT_BLOCKS: per group of g (the weight format's block: 32, or
@@ -112,6 +101,31 @@ static inline void blocks_quantize_row(const float *x, uint8_t *row, int32_t k, 
   }
   for (h = 0; h < k / 16; ++h)
     sums[h] = isum_i8(q + 16 * h, 16);
+}
+
+/* Input rows quantized for the block formats, one per KILN_UK_ACT_BLOCKS
+ * stride of scratch: the setup of a matmul over them. */
+static inline void blocks_quantize_rows(const float *x, void *scratch, int32_t rows, int32_t k,
+                                        int32_t g) {
+  const size_t stride = kiln_uk_act_stride(KILN_UK_ACT_BLOCKS, k, g);
+  int32_t r;
+  for (r = 0; r < rows; ++r)
+    blocks_quantize_row(x + (size_t)r * (size_t)k, (uint8_t *)scratch + (size_t)r * stride, k,
+                        g);
+}
+
+/* As blocks_quantize_rows, each row first through rms_norm_row with gamma and
+ * eps (norm_scratch_row has where). */
+static inline void blocks_norm_quantize_rows(const float *x, const float *gamma, void *scratch,
+                                             int32_t rows, int32_t k, int32_t g, int32_t floats,
+                                             float eps) {
+  const size_t stride = kiln_uk_act_stride(KILN_UK_ACT_BLOCKS, k, g);
+  float *t = norm_scratch_row(scratch, rows, stride, floats);
+  int32_t r;
+  for (r = 0; r < rows; ++r) {
+    rms_norm_row(x + (size_t)r * (size_t)k, gamma, t, k, eps);
+    blocks_quantize_row(t, (uint8_t *)scratch + (size_t)r * stride, k, g);
+  }
 }
 
 /* One block unpacked: int16 values with every integer offset and sub-block
@@ -280,4 +294,4 @@ KILN_UK_INLINE void matmul_blocks(int fmt, const uint8_t *w, float *y, const voi
 #endif
 }
 
-#endif /* KILN_UK_BLOCKS_H */
+#endif /* KILN_UK_MATMUL_BLOCKS_H */

@@ -1,0 +1,129 @@
+/* x86-avx2: what the AVX2 kernels (and the AVX-512 ones, which build on
+ * them) share: the weight-stream prefetches, horizontal sums, the int8 dot
+ * products with and without VNNI, and lane helpers. */
+#ifndef KILN_UK_AVX2_BASE_H
+#define KILN_UK_AVX2_BASE_H
+
+#if !defined(__AVX2__) || !defined(__FMA__) || !defined(__F16C__)
+#error "this model was generated for x86-avx2: build with -mavx2 -mfma -mf16c"
+#endif
+#include <immintrin.h>
+
+#include "kernels/c99/kiln_uk_base.h"
+
+/* Software prefetch of the weight stream, for the x86 panel kernels: the
+ * hardware prefetchers stop at 4 KiB pages. A kernel reading one panel at a
+ * time (prefill tiles, the k-quants) asks 16 KiB ahead: M q4_k decode was
+ * 0.75x of that at 4 KiB. A build may set the distances for its SoC. */
+#ifndef KILN_UK_PREFETCH_BYTES
+#define KILN_UK_PREFETCH_BYTES 16384
+#endif
+/* Asks for the cache line KILN_UK_PREFETCH_BYTES past p. */
+#define KILN_UK_PREFETCH(p) _mm_prefetch((const char *)(p) + KILN_UK_PREFETCH_BYTES, _MM_HINT_T0)
+/* The float decode kernels stream four panels at once (one FMA chain per panel
+ * would bind before the memory, or before the cache for a model that fits
+ * there) and ask 2 KiB ahead in each: at 16 KiB, 64 KiB would be in flight,
+ * more than L1 holds (48 KiB here). They ask for L2, not L1: a line asked for
+ * L1 holds one of L1's few miss buffers until it arrives. */
+#ifndef KILN_UK_PREFETCH4_BYTES
+#define KILN_UK_PREFETCH4_BYTES 2048
+#endif
+#define KILN_UK_PREFETCH4(p) _mm_prefetch((const char *)(p) + KILN_UK_PREFETCH4_BYTES, _MM_HINT_T1)
+
+/* Step j of `steps` of prefetching the `bytes` at p: that share of its cache
+ * lines, so that a kernel's prefetches spread over its work instead of
+ * filling the miss queue at once. */
+KILN_UK_INLINE void prefetch_share(const uint8_t *p, int32_t bytes, int32_t j, int32_t steps) {
+  const int32_t lines = (bytes + 63) / 64;
+  int32_t c;
+  for (c = lines * j / steps; c < lines * (j + 1) / steps; ++c)
+    KILN_UK_PREFETCH(p + 64 * c);
+}
+
+static inline float hsum_ps(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+/* Sum of 32 int8 products in eight int32 lanes: |a| * (b with a's sign) as
+ * unsigned x signed pairs (no overflow for values in [-127, 127]), then pairs of
+ * 16-bit sums. */
+static inline __m256i dot_i8x32(__m256i a, __m256i b) {
+  __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
+  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+
+/* Sum of 4-byte dot products of unsigned weight bytes w and signed activations
+ * x, added to acc: VNNI's vpdpbusd where the compiler may use it, else
+ * vpmaddubsw + vpmaddwd, whose pairs saturate past 32767 (so weights there are
+ * below 128: int4 nibbles, k-quant codes, or int8 + 128 only with VNNI). */
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
+#define KILN_UK_VNNI 1
+#else
+#define KILN_UK_VNNI 0
+#endif
+static inline __m256i dot_u8s8(__m256i acc, __m256i w, __m256i x) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  return _mm256_dpbusd_epi32(acc, w, x);
+#elif defined(__AVXVNNI__)
+  return _mm256_dpbusd_avx_epi32(acc, w, x);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
+#endif
+}
+
+
+
+/* roundf of 8 lanes: truncate, then step away from zero when the fraction is
+ * >= 0.5. */
+static inline __m256 round_away8(__m256 v) {
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m256 up =
+      _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(v, t), absmask), _mm256_set1_ps(0.5f), _CMP_GE_OQ);
+  const __m256 one = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_andnot_ps(absmask, v));
+  return _mm256_add_ps(t, _mm256_and_ps(up, one));
+}
+
+/* The largest and the smallest of 8 lanes. */
+static inline float hmax8(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+}
+static inline float hmin8(__m256 v) {
+  __m128 m = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_min_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_min_ss(m, _mm_shuffle_ps(m, m, 1)));
+}
+
+
+/* 8 int32 lanes as 8 bytes at p: int8 values, or unsigned bytes 0..255. */
+static inline void store_bytes8(uint8_t *p, __m256i v, int is_signed) {
+  const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  _mm_storel_epi64((__m128i *)(void *)p,
+                   is_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w));
+}
+
+/* Loads / stores the first `valid` of 8 lanes (a whole register when 8). */
+static inline __m256 load_lanes(const float *p, int32_t valid) {
+  float t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  if (valid == 8)
+    return _mm256_loadu_ps(p);
+  memcpy(t, p, sizeof(float) * (size_t)valid);
+  return _mm256_loadu_ps(t);
+}
+static inline void store_lanes(float *p, __m256 v, int32_t valid) {
+  float t[8];
+  if (valid == 8) {
+    _mm256_storeu_ps(p, v);
+    return;
+  }
+  _mm256_storeu_ps(t, v);
+  memcpy(p, t, sizeof(float) * (size_t)valid);
+}
+
+#endif /* KILN_UK_AVX2_BASE_H */
