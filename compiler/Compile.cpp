@@ -1,6 +1,6 @@
 #include "compiler/Compile.h"
 
-#include "codegen_targets/EmitC.h"
+#include "codegen_targets/TranslateToC.h"
 #include "compiler/pack/PackWriter.h"
 #include "compiler/pack/VocabSegment.h"
 #include "compiler/quant/BudgetPolicy.h"
@@ -252,7 +252,13 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
   setPackAttr(**module, PackAttr::get(&context, pack->modelHash, pack->dataOffset,
                                       pack->dataSize, pack->fileSize, pack->vocabOffset,
                                       pack->vocabBytes));
-  if (failed(emitC(**module, *target, options.outputDir, options.embedWeights)))
+  FailureOr<std::vector<GeneratedFile>> sources =
+      translateToC(**module, *target, options.embedWeights);
+  Operation *where = **module;
+  if (failed(sources) ||
+      failed(writeGeneratedFiles(where, options.outputDir, *sources)) ||
+      failed(writeGeneratedFiles(where, options.outputDir, librarySources())) ||
+      (options.embedWeights && failed(writeEmbeddedWeights(where, options.outputDir, name))))
     return report(errs, options.input, "code generation failed");
   if (options.report)
     printReport(**module, *pack, *vocab, out);

@@ -20,5 +20,13 @@ config.substitutions.append(("%gguf_tool", f"{config.python_executable} {tools_d
 config.substitutions.append(("%model_a", os.path.join(config.test_source_root, "data",
                                                        "tiny-llama-A", "tiny-llama-A-f32.gguf")))
 
-llvm_config.add_tool_substitutions(["kiln-opt", "kiln-compile"], [config.kiln_tools_dir])
+# Generated C is built as a user would: strict C99, warnings as errors.
+config.substitutions.append(("%cc", "cc -std=c99 -Wall -Wextra -Werror"))
+kiln_src = os.path.dirname(config.test_source_root)
+config.substitutions.append(("%kiln_include", f"-I{kiln_src} -I{kiln_src}/runtime/include"))
+# The flags of the host's ISA variant (--kiln-target=host).
+config.substitutions.append(("%host_flags", "-march=native"))
+
+llvm_config.add_tool_substitutions(["kiln-opt", "kiln-compile", "kiln-translate"],
+                                   [config.kiln_tools_dir])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -513,7 +513,7 @@ static inline void kv_rotate_rows(uint8_t *c, size_t row, int32_t n, int32_t s) 
  * that has wrapped turns whole instead, so position p stays in row p mod
  * rows. A tiled int4 head (`tiled_hd`: its head dimension, else 0) moves
  * position by position between tiles. The keys are then turned back by drop
- * positions over the rows kv_shift_turned gives. */
+ * positions over the rows kv_shift_heads gives. */
 static inline void kv_shift_block(uint8_t *k, uint8_t *v, size_t row_bytes, int32_t rows,
                                   int ring, int32_t tiled_hd, int32_t pos, int32_t keep,
                                   int32_t drop) {
@@ -531,11 +531,18 @@ static inline void kv_shift_block(uint8_t *k, uint8_t *v, size_t row_bytes, int3
   }
 }
 
-/* The rows r0..r1-1 whose keys a shift turns: every row of a wrapped ring,
- * else the moved ones. */
-static inline void kv_shift_turned(int ring, int32_t rows, int32_t pos, int32_t keep,
-                                   int32_t drop, int32_t *r0, int32_t *r1) {
+/* A context shift of a layer's caches: `heads` blocks of block_bytes
+ * (kv_shift_block each), then the rows r0..r1-1 whose keys the caller turns
+ * back by drop positions: every row of a wrapped ring, else the moved ones. */
+static inline void kv_shift_heads(uint8_t *k, uint8_t *v, int32_t heads, size_t block_bytes,
+                                  size_t row_bytes, int32_t rows, int ring, int32_t tiled_hd,
+                                  int32_t pos, int32_t keep, int32_t drop, int32_t *r0,
+                                  int32_t *r1) {
   const int whole = ring && pos > rows;
+  int32_t h;
+  for (h = 0; h < heads; ++h)
+    kv_shift_block(k + (size_t)h * block_bytes, v + (size_t)h * block_bytes, row_bytes, rows,
+                   ring, tiled_hd, pos, keep, drop);
   *r0 = whole ? 0 : keep;
   *r1 = whole ? rows : pos - drop;
 }

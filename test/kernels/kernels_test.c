@@ -1063,42 +1063,44 @@ static void test_attention_rows(int family, int layout, int32_t window) {
   check(ok, what);
 }
 
-/* kv_shift_block: rows keep + drop.. moved down by drop (rows, or a tiled
- * head's positions), or a wrapped ring turned by drop rows; kv_shift_turned's
- * range. */
+/* kv_shift_heads: in each head's block, rows keep + drop.. moved down by drop
+ * (rows, or a tiled head's positions), or a wrapped ring turned by drop rows;
+ * the range of rows whose keys are to be turned. */
 static void test_kv_shift(void) {
-  enum { ROWS = 24, RB = 20 };
-  static uint8_t k[ROWS * RB], v[ROWS * RB], k0[ROWS * RB], v0[ROWS * RB];
+  enum { ROWS = 24, RB = 20, BLOCK = ROWS * RB };
+  static uint8_t k[2 * BLOCK], v[2 * BLOCK], k0[2 * BLOCK], v0[2 * BLOCK];
   static uint8_t tk[32 * 40], tk0[32 * 40], tv[32 * 40];
-  int32_t i, r0, r1, ok = 1;
-  for (i = 0; i < ROWS * RB; ++i)
+  int32_t i, h, r0, r1, ok = 1;
+  for (i = 0; i < 2 * BLOCK; ++i)
     k0[i] = byte(), v0[i] = byte();
   memcpy(k, k0, sizeof k), memcpy(v, v0, sizeof v);
-  kv_shift_block(k, v, RB, ROWS, 0, 0, 20, 3, 5); /* 20 positions: keep 3, drop 5 */
-  for (i = 0; i < 12; ++i)
-    ok &= memcmp(k + (3 + i) * RB, k0 + (8 + i) * RB, RB) == 0 &&
-          memcmp(v + (3 + i) * RB, v0 + (8 + i) * RB, RB) == 0;
-  ok &= memcmp(k, k0, 3 * RB) == 0;
-  kv_shift_turned(0, ROWS, 20, 3, 5, &r0, &r1);
+  /* two heads, 20 positions: keep 3, drop 5 */
+  kv_shift_heads(k, v, 2, BLOCK, RB, ROWS, 0, 0, 20, 3, 5, &r0, &r1);
+  for (h = 0; h < 2; ++h) {
+    for (i = 0; i < 12; ++i)
+      ok &= memcmp(k + h * BLOCK + (3 + i) * RB, k0 + h * BLOCK + (8 + i) * RB, RB) == 0 &&
+            memcmp(v + h * BLOCK + (3 + i) * RB, v0 + h * BLOCK + (8 + i) * RB, RB) == 0;
+    ok &= memcmp(k + h * BLOCK, k0 + h * BLOCK, 3 * RB) == 0;
+  }
   ok &= r0 == 3 && r1 == 15;
   memcpy(k, k0, sizeof k), memcpy(v, v0, sizeof v);
-  kv_shift_block(k, v, RB, ROWS, 1, 0, 40, 2, 7); /* a ring that wrapped: turned by 7 */
+  kv_shift_heads(k, v, 1, BLOCK, RB, ROWS, 1, 0, 40, 2, 7, &r0, &r1); /* a wrapped ring: turned by 7 */
   for (i = 0; i < ROWS; ++i)
     ok &= memcmp(k + i * RB, k0 + ((i + 7) % ROWS) * RB, RB) == 0;
-  kv_shift_turned(1, ROWS, 40, 2, 7, &r0, &r1);
   ok &= r0 == 0 && r1 == ROWS;
   /* a tiled int4 head of hd 64 (40 bytes a position): position by position */
   for (i = 0; i < (int32_t)sizeof tk0; ++i)
     tk0[i] = byte();
   memcpy(tk, tk0, sizeof tk), memcpy(tv, tk0, sizeof tv);
-  kv_shift_block(tk, tv, 40, 32, 0, 64, 30, 4, 9);
+  kv_shift_heads(tk, tv, 1, sizeof tk, 40, 32, 0, 64, 30, 4, 9, &r0, &r1);
   for (i = 0; i < 17; ++i) {
     uint8_t a[40], b[40];
     kv_tile_get_q4(tk + (size_t)((4 + i) / 16) * 16 * 40, (4 + i) % 16, a, 64);
     kv_tile_get_q4(tk0 + (size_t)((13 + i) / 16) * 16 * 40, (13 + i) % 16, b, 64);
     ok &= memcmp(a, b, 40) == 0;
   }
-  check(ok, KILN_TEST_ISA_NAME " kv_shift_block: rows moved, a wrapped ring turned, tiles by position");
+  ok &= r0 == 4 && r1 == 21;
+  check(ok, KILN_TEST_ISA_NAME " kv_shift_heads: rows moved per head, a wrapped ring turned, tiles by position");
 }
 
 /* The norm-then-quantize setups: each row as rms_norm_row, then the layout's

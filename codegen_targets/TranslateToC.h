@@ -1,0 +1,57 @@
+#ifndef KILN_CODEGEN_TARGETS_TRANSLATETOC_H
+#define KILN_CODEGEN_TARGETS_TRANSLATETOC_H
+
+#include "codegen_targets/Target.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// One file of an output folder, by its path in the folder.
+struct GeneratedFile {
+  std::string path;
+  std::string text;
+};
+
+/// The sources of a planned, laid-out model module (kernel IR with @prefill and
+/// @decode, `kiln.model`, arena and KV sizes): `<name>.h` (API and exact
+/// sizes), `<name>.c` (the schedule and the fixed API of
+/// codegen_targets/templates), `<name>_kernels.h/.c` (specialised kernels) and
+/// `CMakeLists.txt`, which lists `<name>_weights.c` when `embedWeights`. The
+/// pack's facts (hash, sizes, vocabulary) come from the module's `kiln.pack`;
+/// without it (hand-written IR) they are zeros.
+mlir::FailureOr<std::vector<GeneratedFile>>
+translateToC(mlir::ModuleOp module, const TargetDescription &target, bool embedWeights);
+
+/// Kernel IR without a model: `<name>_kernels.h/.c` as for a model, and for
+/// every function `@f` a C function `<name>_f(w, a, tokens, rows, pos)` in
+/// `<name>.h/.c` that runs its kernels in order, each value at its arena slot
+/// and each weight at its segment offset in `w`.
+mlir::FailureOr<std::vector<GeneratedFile>>
+translateKernelsToC(mlir::ModuleOp module, const TargetDescription &target);
+
+/// What every output folder carries besides its generated files: the kernel
+/// library, the runtime and the kiln-generate sample, as the repository has them.
+std::vector<GeneratedFile> librarySources();
+
+/// Writes `files` under `dir`, creating folders; errors are reported on `where`.
+mlir::LogicalResult writeGeneratedFiles(mlir::Operation *where, llvm::StringRef dir,
+                                        llvm::ArrayRef<GeneratedFile> files);
+
+/// `<dir>/<name>_weights.c`: the pack `<dir>/<name>.kpack` as a 64-byte aligned
+/// const array, so a firmware can place it in flash and run without a file system.
+mlir::LogicalResult writeEmbeddedWeights(mlir::Operation *where, llvm::StringRef dir,
+                                         llvm::StringRef name);
+
+/// Registers the translations `--kiln-to-c` (translateToC) and
+/// `--kiln-kernels-to-c` (translateKernelsToC), which print every generated
+/// file after a `//--- <path>` line (split-file's format), and the
+/// `--kiln-target` option that picks the target of both.
+void registerKilnToCTranslations();
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_TARGETS_TRANSLATETOC_H
