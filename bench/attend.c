@@ -1,4 +1,4 @@
-/* One decode step's attention over a long KV cache, alone: attend (the
+/* One decode step's attention over a long KV cache, alone: kiln_uk_attend (the
  * micro-kernel the generated attention calls per KV head) over `heads` cache
  * heads of `positions` rows each, head-major as kiln-compile lays them out, one
  * query head per cache head (an MHA model such as the M shape: 12 layers x 12
@@ -43,11 +43,11 @@ static void store(int family, const float *x, uint8_t *head, int32_t p, size_t r
   uint8_t *row = head + (size_t)p * row_bytes;
   int32_t i;
   if (family == KILN_UK_Q4T) {
-    kv_store_q4t(x, head + (size_t)(p / 16) * 16u * row_bytes, p % 16, HD);
+    kiln_uk_kv_store_q4t(x, head + (size_t)(p / 16) * 16u * row_bytes, p % 16, HD);
   } else if (family == KILN_UK_Q4) {
-    kv_store_q4(x, row, HD);
+    kiln_uk_kv_store_q4(x, row, HD);
   } else if (family == KILN_UK_I8) {
-    kv_store_i8(x, row, HD);
+    kiln_uk_kv_store_i8(x, row, HD);
   } else if (family == KILN_UK_F32) {
     memcpy(row, x, sizeof(float) * HD);
   } else {
@@ -67,15 +67,15 @@ static size_t head_rows(int family, int32_t n) {
 static void attend_head(int family, const float *q, const uint8_t *keys, const uint8_t *values,
                         size_t stride, int32_t positions, float *y) {
   if (family == KILN_UK_Q4T)
-    attend(KILN_UK_Q4T, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
+    kiln_uk_attend(KILN_UK_Q4T, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
   else if (family == KILN_UK_Q4)
-    attend(KILN_UK_Q4, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
+    kiln_uk_attend(KILN_UK_Q4, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
   else if (family == KILN_UK_I8)
-    attend(KILN_UK_I8, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
+    kiln_uk_attend(KILN_UK_I8, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
   else if (family == KILN_UK_F32)
-    attend(KILN_UK_F32, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
+    kiln_uk_attend(KILN_UK_F32, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
   else
-    attend(KILN_UK_F16, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
+    kiln_uk_attend(KILN_UK_F16, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
 }
 
 int main(int argc, char **argv) {

@@ -55,11 +55,11 @@ static void fill_rows(int family, uint8_t *w, int32_t n, int32_t k) {
 static void gemv(int family, const uint8_t *w, const float *x, const void *scratch, float *y,
                  int32_t n, int32_t k, int32_t p0, int32_t p1) {
   if (family == KILN_UK_I4)
-    matmul_panel_int(KILN_UK_I4, w, y, scratch, 1, n, k, GROUP, KILN_UK_MR_MAX, k, p0, p1);
+    kiln_uk_matmul_panel_int(KILN_UK_I4, w, y, scratch, 1, n, k, GROUP, KILN_UK_MR_MAX, k, p0, p1);
   else if (family == KILN_UK_I8)
-    matmul_panel_int(KILN_UK_I8, w, y, scratch, 1, n, k, GROUP, KILN_UK_MR_MAX, k, p0, p1);
+    kiln_uk_matmul_panel_int(KILN_UK_I8, w, y, scratch, 1, n, k, GROUP, KILN_UK_MR_MAX, k, p0, p1);
   else
-    matmul_panel_float(KILN_UK_F16, x, w, y, 1, n, k, KILN_UK_MR_MAX, k, p0, p1);
+    kiln_uk_matmul_panel_float(KILN_UK_F16, x, w, y, 1, n, k, KILN_UK_MR_MAX, k, p0, p1);
 }
 
 /* One pass of `threads` workers over every matrix: the kernel or the read. */
@@ -181,7 +181,7 @@ int main(int argc, char **argv) {
   for (i = 0; i < k; ++i)
     x[i] = (float)rand() / (float)RAND_MAX - 0.5f;
   if (family != KILN_UK_F16)
-    panel_quantize_rows(x, scratch, 1, k, GROUP);
+    kiln_uk_panel_quantize_rows(x, scratch, 1, k, GROUP);
   memset(&p, 0, sizeof p);
   p.family = family;
   p.threads = threads;

@@ -75,8 +75,13 @@ std::optional<float> toFloat(std::optional<llvm::APFloat> v) {
 }
 
 /// `  fn(args...);` with each argument a C expression.
-std::string call(llvm::StringRef fn, llvm::ArrayRef<std::string> args) {
+std::string statement(llvm::StringRef fn, llvm::ArrayRef<std::string> args) {
   return formatv("  {0}({1});\n", fn, llvm::join(args, ", ")).str();
+}
+
+/// A call of the kernel library's `kiln_uk_<fn>`.
+std::string call(llvm::StringRef fn, llvm::ArrayRef<std::string> args) {
+  return statement(("kiln_uk_" + fn).str(), args);
 }
 
 std::string str(int64_t v) { return std::to_string(v); }
@@ -507,7 +512,7 @@ private:
   /// Where a fused kernel's rows of floats start in its scratch, after the
   /// input quantized for `w` at run time's row count (fused_scratch_floats).
   static std::string floatsAt(const WeightCode &w) {
-    return formatv("fused_scratch_floats(scratch, rows, {0}u)", w.stride).str();
+    return formatv("kiln_uk_fused_scratch_floats(scratch, rows, {0}u)", w.stride).str();
   }
 
   LogicalResult matmul(MatmulOp m, llvm::StringRef prefix, const OperandNames &names,
@@ -587,7 +592,7 @@ private:
           .str();
     };
     auto roped = [&](llvm::StringRef t, int64_t width) {
-      return call(rope.name, {t.str(), t.str(), str(width), "rows", "pos",
+      return statement(rope.name, {t.str(), t.str(), str(width), "rows", "pos",
                               formatv("lo / {0}", hd).str(), formatv("hi / {0}", hd).str()});
     };
     auto store = [&](llvm::StringRef cacheName, llvm::StringRef t) {
@@ -634,7 +639,7 @@ private:
     k.name = formatv("{0}_rope_w{1}_{2}", prefix, width, ropeOf(r).tag());
     k.params = "const float *x, float *y, int32_t rows, int32_t pos";
     k.body = rowRange(getSplitAttr(r)) +
-             call(rows.name, {formatv("x + (size_t)r0 * {0}", width).str(),
+             statement(rows.name, {formatv("x + (size_t)r0 * {0}", width).str(),
                               formatv("y + (size_t)r0 * {0}", width).str(), str(width), "r1 - r0",
                               "pos + r0", "0", str(width / hd)});
     k.helpers.push_back(rows);

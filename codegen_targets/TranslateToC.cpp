@@ -264,7 +264,7 @@ private:
 /// The bodies of `shift_cache(m, keep, drop)` and `shift_fits(m, keep, drop)`: the context
 /// shift of every layer's cache, read off the decode function: a kernel per
 /// cache shape moves each block (a head's rows when head-major) with the
-/// library's kv_shift_heads and turns the moved keys back; a wrapped ring with
+/// library's kiln_uk_kv_shift_heads and turns the moved keys back; a wrapped ring with
 /// a window refuses a shift after which the window would reach back to kept
 /// tokens (their rows were overwritten).
 LogicalResult shiftValues(func::FuncOp decode, const TargetDescription &target,
@@ -308,7 +308,7 @@ LogicalResult shiftValues(func::FuncOp decode, const TargetDescription &target,
     shift.name = info.name + "_kv_shift_" + rerope->name.substr(info.name.size() + 11);
     shift.params = "uint8_t *k, uint8_t *v, int32_t pos, int32_t keep, int32_t drop";
     shift.body = formatv("  int32_t r0, r1;\n"
-                         "  kv_shift_heads(k, v, {0}, {1}u, {2}u, {3}, {4}, {5}, pos, keep, drop, "
+                         "  kiln_uk_kv_shift_heads(k, v, {0}, {1}u, {2}u, {3}, {4}, {5}, pos, keep, drop, "
                          "&r0, &r1);\n  {6}(k, r0, r1, -drop);\n",
                          heads, blockBytes, rowBytes, rows, ring ? 1 : 0, tiledHd, rerope->name)
                      .str();

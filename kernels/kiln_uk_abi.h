@@ -121,7 +121,7 @@ static inline int kiln_uk_is_block_family(int family) {
 
 /* Values and bytes per block of a block family, from the format table. */
 static inline int32_t kiln_uk_block_elements(int family) {
-#define KILN_UK_BLOCK_ELEMENTS(id, name, pack, gguf, elements, bytes, bits, fam)           \
+#define KILN_UK_BLOCK_ELEMENTS(id, name, pack, gguf, elements, bytes, bits, fam)        \
   if (family == KILN_UK_##fam && kiln_uk_is_block_family(KILN_UK_##fam))                \
     return elements;
   KILN_UK_FORMATS(KILN_UK_BLOCK_ELEMENTS)
@@ -130,7 +130,7 @@ static inline int32_t kiln_uk_block_elements(int family) {
 }
 
 static inline int32_t kiln_uk_block_bytes(int family) {
-#define KILN_UK_BLOCK_BYTES(id, name, pack, gguf, elements, bytes, bits, fam)              \
+#define KILN_UK_BLOCK_BYTES(id, name, pack, gguf, elements, bytes, bits, fam)           \
   if (family == KILN_UK_##fam && kiln_uk_is_block_family(KILN_UK_##fam))                \
     return bytes;
   KILN_UK_FORMATS(KILN_UK_BLOCK_BYTES)

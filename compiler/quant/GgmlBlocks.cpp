@@ -394,16 +394,16 @@ void encodeBlock(Format format, const float *x, uint8_t *out) {
 
 void decodeBlock(Format format, const uint8_t *in, float *y) {
   switch (format) {
-  case Format::BF16: return row_bf16(in, y, 1);
-  case Format::Q4_1: return row_q4_1(in, y, 32);
-  case Format::Q5_0: return row_q5_0(in, y, 32);
-  case Format::Q5_1: return row_q5_1(in, y, 32);
-  case Format::IQ4_NL: return row_iq4_nl(in, y, 32);
-  case Format::Q2_K: return row_q2_k(in, y, 256);
-  case Format::Q3_K: return row_q3_k(in, y, 256);
-  case Format::Q4_K: return row_q4_k(in, y, 256);
-  case Format::Q5_K: return row_q5_k(in, y, 256);
-  case Format::Q6_K: return row_q6_k(in, y, 256);
+  case Format::BF16: return kiln_uk_row_bf16(in, y, 1);
+  case Format::Q4_1: return kiln_uk_row_q4_1(in, y, 32);
+  case Format::Q5_0: return kiln_uk_row_q5_0(in, y, 32);
+  case Format::Q5_1: return kiln_uk_row_q5_1(in, y, 32);
+  case Format::IQ4_NL: return kiln_uk_row_iq4_nl(in, y, 32);
+  case Format::Q2_K: return kiln_uk_row_q2_k(in, y, 256);
+  case Format::Q3_K: return kiln_uk_row_q3_k(in, y, 256);
+  case Format::Q4_K: return kiln_uk_row_q4_k(in, y, 256);
+  case Format::Q5_K: return kiln_uk_row_q5_k(in, y, 256);
+  case Format::Q6_K: return kiln_uk_row_q6_k(in, y, 256);
   default: return;
   }
 }

@@ -27,7 +27,7 @@
  * subnormal for a subnormal half, which costs x86 a microcode assist of about a
  * hundred cycles, and the small scales of k-quant blocks are often subnormal
  * halves. */
-static inline float load_f16(const uint8_t *p) {
+static inline float kiln_uk_load_f16(const uint8_t *p) {
   uint16_t h;
   memcpy(&h, p, sizeof h);
 #if defined(__F16C__)
@@ -45,37 +45,37 @@ static inline float load_f16(const uint8_t *p) {
 
 /* Value i of a KV cache row of one head (i8 rows: unscaled), for the scalar
  * tails of vector loops. */
-static inline float kv_value(int family, const uint8_t *row, int32_t i) {
+static inline float kiln_uk_kv_value(int family, const uint8_t *row, int32_t i) {
   float f;
   if (family == KILN_UK_F32) {
     memcpy(&f, row + 4 * i, 4);
     return f;
   }
-  return family == KILN_UK_F16 ? load_f16(row + 2 * i) : (float)(int8_t)row[2 + i];
+  return family == KILN_UK_F16 ? kiln_uk_load_f16(row + 2 * i) : (float)(int8_t)row[2 + i];
 }
 
 /* The per-format KV helpers of an ISA header from its family-generic dot and
  * axpy over one cache row (i8 rows: the row's f16 scale is applied here). */
-#define KILN_UK_KV_HELPERS(dot, axpy)                                                    \
-  static inline float kv_dot_f32(const float *q, const uint8_t *row, int32_t hd) {       \
-    return dot(KILN_UK_F32, q, row, hd);                                                 \
-  }                                                                                      \
-  static inline void kv_axpy_f32(float *acc, float e, const uint8_t *row, int32_t hd) {  \
-    axpy(KILN_UK_F32, acc, e, row, hd);                                                  \
-  }                                                                                      \
-  static inline float kv_dot_f16(const float *q, const uint8_t *row, int32_t hd) {       \
-    return dot(KILN_UK_F16, q, row, hd);                                                 \
-  }                                                                                      \
-  static inline void kv_axpy_f16(float *acc, float e, const uint8_t *row, int32_t hd) {  \
-    axpy(KILN_UK_F16, acc, e, row, hd);                                                  \
-  }                                                                                      \
-  static inline void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t hd) {   \
-    axpy(KILN_UK_I8, acc, e * load_f16(row), row, hd);                                   \
+#define KILN_UK_KV_HELPERS(dot, axpy)                                                           \
+  static inline float kiln_uk_kv_dot_f32(const float *q, const uint8_t *row, int32_t hd) {      \
+    return dot(KILN_UK_F32, q, row, hd);                                                        \
+  }                                                                                             \
+  static inline void kiln_uk_kv_axpy_f32(float *acc, float e, const uint8_t *row, int32_t hd) { \
+    axpy(KILN_UK_F32, acc, e, row, hd);                                                         \
+  }                                                                                             \
+  static inline float kiln_uk_kv_dot_f16(const float *q, const uint8_t *row, int32_t hd) {      \
+    return dot(KILN_UK_F16, q, row, hd);                                                        \
+  }                                                                                             \
+  static inline void kiln_uk_kv_axpy_f16(float *acc, float e, const uint8_t *row, int32_t hd) { \
+    axpy(KILN_UK_F16, acc, e, row, hd);                                                         \
+  }                                                                                             \
+  static inline void kiln_uk_kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t hd) {  \
+    axpy(KILN_UK_I8, acc, e * kiln_uk_load_f16(row), row, hd);                                  \
   }
 
 /* Asks for the cache lines of the `bytes` at p ahead of a store: the KV cache
  * row the next step writes, so that store does not wait on memory. A hint. */
-static inline void prefetch_store(const void *p, size_t bytes) {
+static inline void kiln_uk_prefetch_store(const void *p, size_t bytes) {
 #if defined(__GNUC__)
   size_t i;
   for (i = 0; i < bytes; i += 64)
@@ -87,7 +87,7 @@ static inline void prefetch_store(const void *p, size_t bytes) {
 }
 
 /* An unaligned 32-bit load: four int8 activations for one broadcast. */
-static inline int32_t load_i32(const int8_t *p) {
+static inline int32_t kiln_uk_load_i32(const int8_t *p) {
   int32_t v;
   memcpy(&v, p, sizeof v);
   return v;
@@ -95,7 +95,7 @@ static inline int32_t load_i32(const int8_t *p) {
 
 /* Quantizes k activations per group of g: one f32 scale (amax / 127) and g
  * int8 values each, rounded half away from zero, as ggml's q8 activations. */
-static inline void quantize_act(const float *x, float *d, int8_t *q, int32_t k, int32_t g) {
+static inline void kiln_uk_quantize_act(const float *x, float *d, int8_t *q, int32_t k, int32_t g) {
   int32_t b, j;
   for (b = 0; b < k / g; ++b) {
     const float *xb = x + g * b;
@@ -111,13 +111,13 @@ static inline void quantize_act(const float *x, float *d, int8_t *q, int32_t k, 
 
 /* Writes a q4 KV block's scale (hi - lo) / 15 and minimum lo as f16 and
  * gives back the stored values, which the codes are rounded against. */
-static inline void kv_q4_scales(uint8_t *blk, float lo, float hi, float *d, float *m) {
+static inline void kiln_uk_kv_q4_scales(uint8_t *blk, float lo, float hi, float *d, float *m) {
   uint16_t h = kiln_f32_to_f16((hi - lo) / 15.0f);
   memcpy(blk, &h, sizeof h);
   h = kiln_f32_to_f16(lo);
   memcpy(blk + 2, &h, sizeof h);
-  *d = load_f16(blk);
-  *m = load_f16(blk + 2);
+  *d = kiln_uk_load_f16(blk);
+  *m = kiln_uk_load_f16(blk + 2);
 }
 
 /* A query head against an int8 or int4 cache is quantized once per attend,
@@ -131,12 +131,12 @@ typedef struct kv_query {
   int8_t q[KILN_UK_MAX_HEAD_DIM];
 } kv_query;
 
-static inline int32_t kv_query_group(int32_t hd) { return hd % 32 == 0 ? 32 : hd; }
+static inline int32_t kiln_uk_kv_query_group(int32_t hd) { return hd % 32 == 0 ? 32 : hd; }
 
-static inline void kv_query_set(kv_query *kq, const float *q, int32_t hd) {
-  const int32_t g = kv_query_group(hd);
+static inline void kiln_uk_kv_query_set(kv_query *kq, const float *q, int32_t hd) {
+  const int32_t g = kiln_uk_kv_query_group(hd);
   int32_t b, i;
-  quantize_act(q, kq->d, kq->q, hd, g);
+  kiln_uk_quantize_act(q, kq->d, kq->q, hd, g);
   for (b = 0; b < hd / g; ++b) {
     kq->s[b] = 0;
     for (i = 0; i < g; ++i)
@@ -148,14 +148,14 @@ static inline void kv_query_set(kv_query *kq, const float *q, int32_t hd) {
  * bytes, none for float weights), then, KILN_UK_ALIGN-aligned, the rows of
  * floats it keeps (swiglu_matmul's up projection, qkv_matmul's keys and
  * values), then the row it normalizes its input into. */
-static inline float *fused_scratch_floats(void *scratch, int32_t rows, size_t stride) {
+static inline float *kiln_uk_fused_scratch_floats(void *scratch, int32_t rows, size_t stride) {
   return (float *)(void *)((uint8_t *)scratch +
                            (((size_t)rows * stride + (KILN_UK_ALIGN - 1u)) &
                             ~(size_t)(KILN_UK_ALIGN - 1u)));
 }
 
-static inline float *norm_scratch_row(void *scratch, int32_t rows, size_t stride, int32_t floats) {
-  return fused_scratch_floats(scratch, rows, stride) + (size_t)rows * (size_t)floats;
+static inline float *kiln_uk_norm_scratch_row(void *scratch, int32_t rows, size_t stride, int32_t floats) {
+  return kiln_uk_fused_scratch_floats(scratch, rows, stride) + (size_t)rows * (size_t)floats;
 }
 
 /* The first unit of share s of `shares` equal shares of `units` (rows, or

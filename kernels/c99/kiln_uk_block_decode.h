@@ -15,21 +15,21 @@
 static const int8_t kiln_uk_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                                 1,    13,   25,  38,  53,  69,  89,  113};
 
-static inline float load_bf16(const uint8_t *p) {
+static inline float kiln_uk_load_bf16(const uint8_t *p) {
   uint32_t u = (uint32_t)(p[0] | p[1] << 8) << 16;
   float f;
   memcpy(&f, &u, sizeof f);
   return f;
 }
 
-static inline uint32_t load_u32le(const uint8_t *p) {
+static inline uint32_t kiln_uk_load_u32le(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 /* --- unpacking one block's codes to int8 (offsets included) ------------- */
 
 /* 32 four-bit codes: byte j holds code j (low) and j + 16 (high). */
-static inline void unpack_nibbles32(const uint8_t *qs, int8_t *v, int32_t bias) {
+static inline void kiln_uk_unpack_nibbles32(const uint8_t *qs, int8_t *v, int32_t bias) {
   int32_t j;
   for (j = 0; j < 16; ++j) {
     v[j] = (int8_t)((qs[j] & 15) - bias);
@@ -38,8 +38,8 @@ static inline void unpack_nibbles32(const uint8_t *qs, int8_t *v, int32_t bias) 
 }
 
 /* The fifth bits of q5_0 / q5_1: bit j of qh is code j's. */
-static inline void unpack_q5(const uint8_t *qh4, const uint8_t *qs, int8_t *v, int32_t bias) {
-  const uint32_t qh = load_u32le(qh4);
+static inline void kiln_uk_unpack_q5(const uint8_t *qh4, const uint8_t *qs, int8_t *v, int32_t bias) {
+  const uint32_t qh = kiln_uk_load_u32le(qh4);
   int32_t j;
   for (j = 0; j < 16; ++j) {
     v[j] = (int8_t)(((qs[j] & 15) | (int32_t)(((qh >> j) << 4) & 0x10)) - bias);
@@ -47,7 +47,7 @@ static inline void unpack_q5(const uint8_t *qh4, const uint8_t *qs, int8_t *v, i
   }
 }
 
-static inline void unpack_iq4nl(const uint8_t *qs, int8_t *v) {
+static inline void kiln_uk_unpack_iq4nl(const uint8_t *qs, int8_t *v) {
   int32_t j;
   for (j = 0; j < 16; ++j) {
     v[j] = kiln_uk_iq4nl_values[qs[j] & 15];
@@ -56,7 +56,7 @@ static inline void unpack_iq4nl(const uint8_t *qs, int8_t *v) {
 }
 
 /* The eight 6-bit scales and mins of q4_k / q5_k. */
-static inline void unpack_scale_min_k4(const uint8_t *q, int32_t *sc, int32_t *m) {
+static inline void kiln_uk_unpack_scale_min_k4(const uint8_t *q, int32_t *sc, int32_t *m) {
   int32_t j;
   for (j = 0; j < 4; ++j) {
     sc[j] = q[j] & 63;
@@ -67,7 +67,7 @@ static inline void unpack_scale_min_k4(const uint8_t *q, int32_t *sc, int32_t *m
 }
 
 /* q4_k / q5_k codes 0..15 / 0..31 of a super-block (qh null for q4_k). */
-static inline void unpack_q45k(const uint8_t *qh, const uint8_t *qs, int8_t *v) {
+static inline void kiln_uk_unpack_q45k(const uint8_t *qh, const uint8_t *qs, int8_t *v) {
   int32_t c, l;
   for (c = 0; c < 4; ++c)
     for (l = 0; l < 32; ++l) {
@@ -82,7 +82,7 @@ static inline void unpack_q45k(const uint8_t *qh, const uint8_t *qs, int8_t *v) 
 }
 
 /* q6_k codes minus 32 of a super-block. */
-static inline void unpack_q6k(const uint8_t *ql, const uint8_t *qh, int8_t *v) {
+static inline void kiln_uk_unpack_q6k(const uint8_t *ql, const uint8_t *qh, int8_t *v) {
   int32_t h, l;
   for (h = 0; h < 2; ++h)
     for (l = 0; l < 32; ++l) {
@@ -96,7 +96,7 @@ static inline void unpack_q6k(const uint8_t *ql, const uint8_t *qh, int8_t *v) {
 }
 
 /* q3_k's 16 six-bit scales, packed in 12 bytes at p, minus 32. */
-static inline void unpack_q3k_scales(const uint8_t *p, int32_t *sc) {
+static inline void kiln_uk_unpack_q3k_scales(const uint8_t *p, int32_t *sc) {
   int32_t s;
   for (s = 0; s < 16; ++s) {
     int32_t group = s / 4, i = s % 4;
@@ -108,10 +108,10 @@ static inline void unpack_q3k_scales(const uint8_t *p, int32_t *sc) {
 
 /* q3_k codes -4..3 and scales minus 32 of a super-block. Loops over l
  * innermost, with constant shifts, so that they vectorize. */
-static inline void unpack_q3k(const uint8_t *blk, int8_t *v, int32_t *sc) {
+static inline void kiln_uk_unpack_q3k(const uint8_t *blk, int8_t *v, int32_t *sc) {
   const uint8_t *hm = blk, *qs = blk + 32;
   int32_t h, j, l;
-  unpack_q3k_scales(blk + 96, sc);
+  kiln_uk_unpack_q3k_scales(blk + 96, sc);
   for (h = 0; h < 2; ++h)
     for (j = 0; j < 4; ++j)
       for (l = 0; l < 32; ++l)
@@ -120,7 +120,7 @@ static inline void unpack_q3k(const uint8_t *blk, int8_t *v, int32_t *sc) {
 }
 
 /* q2_k codes 0..3 of a super-block. */
-static inline void unpack_q2k(const uint8_t *qs, int8_t *v) {
+static inline void kiln_uk_unpack_q2k(const uint8_t *qs, int8_t *v) {
   int32_t h, j, l;
   for (h = 0; h < 2; ++h)
     for (j = 0; j < 4; ++j)
@@ -130,67 +130,67 @@ static inline void unpack_q2k(const uint8_t *qs, int8_t *v) {
 
 /* --- rows ----------------------------------------------------------------- */
 
-static inline void row_bf16(const uint8_t *w, float *y, int32_t k) {
+static inline void kiln_uk_row_bf16(const uint8_t *w, float *y, int32_t k) {
   int32_t i;
   for (i = 0; i < k; ++i)
-    y[i] = load_bf16(w + 2 * i);
+    y[i] = kiln_uk_load_bf16(w + 2 * i);
 }
 
-static inline void row_q4_1(const uint8_t *w, float *y, int32_t k) {
+static inline void kiln_uk_row_q4_1(const uint8_t *w, float *y, int32_t k) {
   int8_t v[32];
   int32_t b, j;
   for (b = 0; b < k / 32; ++b) {
     const uint8_t *blk = w + 20 * b;
-    const float d = load_f16(blk), m = load_f16(blk + 2);
-    unpack_nibbles32(blk + 4, v, 0);
+    const float d = kiln_uk_load_f16(blk), m = kiln_uk_load_f16(blk + 2);
+    kiln_uk_unpack_nibbles32(blk + 4, v, 0);
     for (j = 0; j < 32; ++j)
       y[32 * b + j] = (float)v[j] * d + m;
   }
 }
 
-static inline void row_q5_0(const uint8_t *w, float *y, int32_t k) {
+static inline void kiln_uk_row_q5_0(const uint8_t *w, float *y, int32_t k) {
   int8_t v[32];
   int32_t b, j;
   for (b = 0; b < k / 32; ++b) {
     const uint8_t *blk = w + 22 * b;
-    const float d = load_f16(blk);
-    unpack_q5(blk + 2, blk + 6, v, 16);
+    const float d = kiln_uk_load_f16(blk);
+    kiln_uk_unpack_q5(blk + 2, blk + 6, v, 16);
     for (j = 0; j < 32; ++j)
       y[32 * b + j] = (float)v[j] * d;
   }
 }
 
-static inline void row_q5_1(const uint8_t *w, float *y, int32_t k) {
+static inline void kiln_uk_row_q5_1(const uint8_t *w, float *y, int32_t k) {
   int8_t v[32];
   int32_t b, j;
   for (b = 0; b < k / 32; ++b) {
     const uint8_t *blk = w + 24 * b;
-    const float d = load_f16(blk), m = load_f16(blk + 2);
-    unpack_q5(blk + 4, blk + 8, v, 0);
+    const float d = kiln_uk_load_f16(blk), m = kiln_uk_load_f16(blk + 2);
+    kiln_uk_unpack_q5(blk + 4, blk + 8, v, 0);
     for (j = 0; j < 32; ++j)
       y[32 * b + j] = (float)v[j] * d + m;
   }
 }
 
-static inline void row_iq4_nl(const uint8_t *w, float *y, int32_t k) {
+static inline void kiln_uk_row_iq4_nl(const uint8_t *w, float *y, int32_t k) {
   int8_t v[32];
   int32_t b, j;
   for (b = 0; b < k / 32; ++b) {
     const uint8_t *blk = w + 18 * b;
-    const float d = load_f16(blk);
-    unpack_iq4nl(blk + 2, v);
+    const float d = kiln_uk_load_f16(blk);
+    kiln_uk_unpack_iq4nl(blk + 2, v);
     for (j = 0; j < 32; ++j)
       y[32 * b + j] = d * (float)v[j];
   }
 }
 
-static inline void row_q2_k(const uint8_t *w, float *y, int32_t k) {
+static inline void kiln_uk_row_q2_k(const uint8_t *w, float *y, int32_t k) {
   int8_t v[256];
   int32_t sb, e;
   for (sb = 0; sb < k / 256; ++sb) {
     const uint8_t *blk = w + 84 * sb;
-    const float d = load_f16(blk + 80), dmin = load_f16(blk + 82);
-    unpack_q2k(blk + 16, v);
+    const float d = kiln_uk_load_f16(blk + 80), dmin = kiln_uk_load_f16(blk + 82);
+    kiln_uk_unpack_q2k(blk + 16, v);
     for (e = 0; e < 256; ++e) {
       const uint8_t s = blk[e / 16];
       const float dl = d * (float)(s & 15), ml = dmin * (float)(s >> 4);
@@ -199,27 +199,27 @@ static inline void row_q2_k(const uint8_t *w, float *y, int32_t k) {
   }
 }
 
-static inline void row_q3_k(const uint8_t *w, float *y, int32_t k) {
+static inline void kiln_uk_row_q3_k(const uint8_t *w, float *y, int32_t k) {
   int8_t v[256];
   int32_t sc[16], sb, e;
   for (sb = 0; sb < k / 256; ++sb) {
     const uint8_t *blk = w + 110 * sb;
-    const float d = load_f16(blk + 108);
-    unpack_q3k(blk, v, sc);
+    const float d = kiln_uk_load_f16(blk + 108);
+    kiln_uk_unpack_q3k(blk, v, sc);
     for (e = 0; e < 256; ++e)
       y[256 * sb + e] = (d * (float)sc[e / 16]) * (float)v[e];
   }
 }
 
 /* q4_k and q5_k: `bytes` per super-block, the codes' bits at qh (q5_k) and qs. */
-static inline void row_q45k(const uint8_t *w, float *y, int32_t k, int32_t five) {
+static inline void kiln_uk_row_q45k(const uint8_t *w, float *y, int32_t k, int32_t five) {
   int8_t v[256];
   int32_t sc[8], m[8], sb, e;
   for (sb = 0; sb < k / 256; ++sb) {
     const uint8_t *blk = w + (five ? 176 : 144) * sb;
-    const float d = load_f16(blk), dmin = load_f16(blk + 2);
-    unpack_scale_min_k4(blk + 4, sc, m);
-    unpack_q45k(five ? blk + 16 : 0, five ? blk + 48 : blk + 16, v);
+    const float d = kiln_uk_load_f16(blk), dmin = kiln_uk_load_f16(blk + 2);
+    kiln_uk_unpack_scale_min_k4(blk + 4, sc, m);
+    kiln_uk_unpack_q45k(five ? blk + 16 : 0, five ? blk + 48 : blk + 16, v);
     for (e = 0; e < 256; ++e) {
       const float d1 = d * (float)sc[e / 32], m1 = dmin * (float)m[e / 32];
       y[256 * sb + e] = d1 * (float)v[e] - m1;
@@ -227,17 +227,17 @@ static inline void row_q45k(const uint8_t *w, float *y, int32_t k, int32_t five)
   }
 }
 
-static inline void row_q4_k(const uint8_t *w, float *y, int32_t k) { row_q45k(w, y, k, 0); }
-static inline void row_q5_k(const uint8_t *w, float *y, int32_t k) { row_q45k(w, y, k, 1); }
+static inline void kiln_uk_row_q4_k(const uint8_t *w, float *y, int32_t k) { kiln_uk_row_q45k(w, y, k, 0); }
+static inline void kiln_uk_row_q5_k(const uint8_t *w, float *y, int32_t k) { kiln_uk_row_q45k(w, y, k, 1); }
 
-static inline void row_q6_k(const uint8_t *w, float *y, int32_t k) {
+static inline void kiln_uk_row_q6_k(const uint8_t *w, float *y, int32_t k) {
   int8_t v[256];
   int32_t sb, e;
   for (sb = 0; sb < k / 256; ++sb) {
     const uint8_t *blk = w + 210 * sb;
     const int8_t *sc = (const int8_t *)(const void *)(blk + 192);
-    const float d = load_f16(blk + 208);
-    unpack_q6k(blk, blk + 128, v);
+    const float d = kiln_uk_load_f16(blk + 208);
+    kiln_uk_unpack_q6k(blk, blk + 128, v);
     for (e = 0; e < 256; ++e)
       y[256 * sb + e] = (d * (float)sc[e / 16]) * (float)v[e];
   }

@@ -9,12 +9,12 @@
 #ifndef KILN_UK_HAS_VEC_ARITH
 /* y = a + b and y = a * b over n values (residual adds and gated products of
  * the unfused schedule); plain loops that compilers vectorize. */
-static inline void vec_add(const float *a, const float *b, float *y, int32_t n) {
+static inline void kiln_uk_vec_add(const float *a, const float *b, float *y, int32_t n) {
   int32_t i;
   for (i = 0; i < n; ++i)
     y[i] = a[i] + b[i];
 }
-static inline void vec_mul(const float *a, const float *b, float *y, int32_t n) {
+static inline void kiln_uk_vec_mul(const float *a, const float *b, float *y, int32_t n) {
   int32_t i;
   for (i = 0; i < n; ++i)
     y[i] = a[i] * b[i];
@@ -29,7 +29,7 @@ static inline void vec_mul(const float *a, const float *b, float *y, int32_t n) 
  * pair's first value); values rd.. pass through. y may be x. The head is read
  * into a volatile copy first, so this reference stays scalar: GCC's vector
  * code for it can fuse a multiply and an add even with -ffp-contract=off. */
-static inline void rope_head(const float *x, float *y, const float *cc, const float *ss,
+static inline void kiln_uk_rope_head(const float *x, float *y, const float *cc, const float *ss,
                              int32_t rd, int32_t hd, int neox) {
   volatile float t[KILN_UK_MAX_HEAD_DIM];
   int32_t j;
@@ -48,7 +48,7 @@ static inline void rope_head(const float *x, float *y, const float *cc, const fl
 #ifndef KILN_UK_HAS_RMS_NORM_ROW
 /* y = x / sqrt(mean(x^2) + eps) * g over one row of d, the sum of squares in
  * double. */
-static inline void rms_norm_row(const float *x, const float *g, float *y, int32_t d, float eps) {
+static inline void kiln_uk_rms_norm_row(const float *x, const float *g, float *y, int32_t d, float eps) {
   double ss = 0.0;
   float scale;
   int32_t i;
@@ -62,7 +62,7 @@ static inline void rms_norm_row(const float *x, const float *g, float *y, int32_
 
 #ifndef KILN_UK_HAS_EXP_BLOCK
 /* e[i] = exp(x[i] - m) for n values. */
-static inline void exp_block(const float *x, float m, float *e, int32_t n) {
+static inline void kiln_uk_exp_block(const float *x, float m, float *e, int32_t n) {
   int32_t i;
   for (i = 0; i < n; ++i)
     e[i] = expf(x[i] - m);
@@ -71,7 +71,7 @@ static inline void exp_block(const float *x, float m, float *e, int32_t n) {
 
 #ifndef KILN_UK_HAS_SILU
 /* y = x / (1 + e^-x), n values. */
-static inline void silu(const float *x, float *y, int32_t n) {
+static inline void kiln_uk_silu(const float *x, float *y, int32_t n) {
   int32_t i;
   for (i = 0; i < n; ++i)
     y[i] = x[i] / (1.0f + expf(-x[i]));
@@ -79,7 +79,7 @@ static inline void silu(const float *x, float *y, int32_t n) {
 #endif
 
 /* GELU, tanh approximation: x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))). */
-static inline void gelu(const float *x, float *y, int32_t n) {
+static inline void kiln_uk_gelu(const float *x, float *y, int32_t n) {
   int32_t i;
   for (i = 0; i < n; ++i) {
     float v = x[i];
@@ -88,7 +88,7 @@ static inline void gelu(const float *x, float *y, int32_t n) {
 }
 
 /* y *= s over n values (gemma3 scales its embeddings by sqrt(n_embd)). */
-static inline void vec_scale(float *y, int32_t n, float s) {
+static inline void kiln_uk_vec_scale(float *y, int32_t n, float s) {
   int32_t i;
   for (i = 0; i < n; ++i)
     y[i] *= s;
@@ -97,17 +97,17 @@ static inline void vec_scale(float *y, int32_t n, float s) {
 /* Rows r0..r1-1 of d values normalized by rms_norm_row, each group of g on
  * its own (one per head for the per-head norms of qwen3 and gemma3, the whole
  * row otherwise) with the g weights w. */
-static inline void rms_norm_rows(const float *x, const float *w, float *y, int32_t r0, int32_t r1,
+static inline void kiln_uk_rms_norm_rows(const float *x, const float *w, float *y, int32_t r0, int32_t r1,
                                  int32_t d, int32_t g, float eps) {
   int32_t r, i;
   for (r = r0; r < r1; ++r)
     for (i = 0; i < d; i += g)
-      rms_norm_row(x + (size_t)r * (size_t)d + i, w, y + (size_t)r * (size_t)d + i, g, eps);
+      kiln_uk_rms_norm_row(x + (size_t)r * (size_t)d + i, w, y + (size_t)r * (size_t)d + i, g, eps);
 }
 
 /* y = (x - mean) / sqrt(var + eps) * w + b over one row of d, the mean and the
  * variance in double (BERT-style encoders' layer norm). */
-static inline void layer_norm_row(const float *x, const float *w, const float *b, float *y,
+static inline void kiln_uk_layer_norm_row(const float *x, const float *w, const float *b, float *y,
                                   int32_t d, float eps) {
   double sum = 0.0, ss = 0.0, mean;
   float m, scale;
@@ -123,34 +123,34 @@ static inline void layer_norm_row(const float *x, const float *w, const float *b
     y[i] = (x[i] - m) * scale * w[i] + b[i];
 }
 
-static inline void layer_norm_rows(const float *x, const float *w, const float *b, float *y,
+static inline void kiln_uk_layer_norm_rows(const float *x, const float *w, const float *b, float *y,
                                    int32_t r0, int32_t r1, int32_t d, float eps) {
   int32_t r;
   for (r = r0; r < r1; ++r)
-    layer_norm_row(x + (size_t)r * (size_t)d, w, b, y + (size_t)r * (size_t)d, d, eps);
+    kiln_uk_layer_norm_row(x + (size_t)r * (size_t)d, w, b, y + (size_t)r * (size_t)d, d, eps);
 }
 
 /* y = exp(x - max) / sum over one row of d (y may be x). */
-static inline void softmax_row(const float *x, float *y, int32_t d) {
+static inline void kiln_uk_softmax_row(const float *x, float *y, int32_t d) {
   float mx = -INFINITY, sum = 0.0f;
   int32_t i;
   for (i = 0; i < d; ++i)
     mx = x[i] > mx ? x[i] : mx;
-  exp_block(x, mx, y, d);
+  kiln_uk_exp_block(x, mx, y, d);
   for (i = 0; i < d; ++i)
     sum += y[i];
   for (i = 0; i < d; ++i)
     y[i] /= sum;
 }
 
-static inline void softmax_rows(const float *x, float *y, int32_t r0, int32_t r1, int32_t d) {
+static inline void kiln_uk_softmax_rows(const float *x, float *y, int32_t r0, int32_t r1, int32_t d) {
   int32_t r;
   for (r = r0; r < r1; ++r)
-    softmax_row(x + (size_t)r * (size_t)d, y + (size_t)r * (size_t)d, d);
+    kiln_uk_softmax_row(x + (size_t)r * (size_t)d, y + (size_t)r * (size_t)d, d);
 }
 
 /* y = x + b for rows r0..r1-1 of width values (qwen2's q, k and v biases). */
-static inline void bias_add_rows(const float *x, const float *b, float *y, int32_t r0, int32_t r1,
+static inline void kiln_uk_bias_add_rows(const float *x, const float *b, float *y, int32_t r0, int32_t r1,
                                  int32_t width) {
   int32_t r, i;
   for (r = r0; r < r1; ++r)
@@ -160,7 +160,7 @@ static inline void bias_add_rows(const float *x, const float *b, float *y, int32
 
 /* Columns n0..n1-1 of every row of y (rows x n) plus the residual res: a
  * residual matmul's epilogue, one float addition per output as the add did. */
-static inline void add_residual_cols(float *y, const float *res, int32_t rows, int32_t n,
+static inline void kiln_uk_add_residual_cols(float *y, const float *res, int32_t rows, int32_t n,
                                      int32_t n0, int32_t n1) {
   int32_t r, j;
   for (r = 0; r < rows; ++r)
@@ -169,14 +169,14 @@ static inline void add_residual_cols(float *y, const float *res, int32_t rows, i
 }
 
 /* Columns n0..n1-1 of every row of y (rows x n, the gate projection) become
- * silu(y) * up: the gated feed-forward's epilogue. */
-static inline void swiglu_cols(float *y, const float *up, int32_t rows, int32_t n, int32_t n0,
+ * kiln_uk_silu(y) * up: the gated feed-forward's epilogue. */
+static inline void kiln_uk_swiglu_cols(float *y, const float *up, int32_t rows, int32_t n, int32_t n0,
                                int32_t n1) {
   int32_t r, j;
   for (r = 0; r < rows; ++r) {
     float *yr = y + (size_t)r * (size_t)n;
     const float *ur = up + (size_t)r * (size_t)n;
-    silu(yr + n0, yr + n0, n1 - n0);
+    kiln_uk_silu(yr + n0, yr + n0, n1 - n0);
     for (j = n0; j < n1; ++j)
       yr[j] *= ur[j];
   }
@@ -189,7 +189,7 @@ static inline void swiglu_cols(float *y, const float *up, int32_t rows, int32_t 
  * mscale (phi3's LongRoPE; 1 for the others). The angles depend on the
  * position only: one cos and sin per pair and row, shared by every head, laid
  * out as rope_head reads them (NeoX: pair i is values i and i + rd/2). */
-KILN_UK_INLINE void rope_rows(const float *x, float *y, int32_t ld, int32_t rows, int32_t pos,
+KILN_UK_INLINE void kiln_uk_rope_rows(const float *x, float *y, int32_t ld, int32_t rows, int32_t pos,
                               int32_t h0, int32_t h1, const double *freq, int32_t rd, int32_t hd,
                               int neox, float mscale) {
   float cc[KILN_UK_MAX_HEAD_DIM], ss[KILN_UK_MAX_HEAD_DIM];
@@ -203,7 +203,7 @@ KILN_UK_INLINE void rope_rows(const float *x, float *y, int32_t ld, int32_t rows
       cc[b] = c, ss[b] = s;
     }
     for (h = h0; h < h1; ++h)
-      rope_head(x + (size_t)r * (size_t)ld + h * hd, y + (size_t)r * (size_t)ld + h * hd, cc, ss,
+      kiln_uk_rope_head(x + (size_t)r * (size_t)ld + h * hd, y + (size_t)r * (size_t)ld + h * hd, cc, ss,
                 rd, hd, neox);
   }
 }

@@ -1,16 +1,16 @@
 /* The panel matmuls, written once for every ISA header that has panel kernels.
  * The including header defines first:
  *   KILN_UK_NR                   the panel height;
- *   quantize_act_sums(x, d, s, q, k, g) with KILN_UK_HAS_QUANTIZE_ACT_SUMS, or
+ *   kiln_uk_quantize_act_sums(x, d, s, q, k, g) with KILN_UK_HAS_QUANTIZE_ACT_SUMS, or
  *       takes the portable one: quantize_act's scales and int8 values plus
  *       each group's sum;
- *   panel_tile_int(family, panel, xs, stride, mr, k, g, b0, b1, y, ldy, valid)
+ *   kiln_uk_panel_tile_int(family, panel, xs, stride, mr, k, g, b0, b1, y, ldy, valid)
  *       mr quantized rows against groups b0..b1-1 of one int8/int4 panel;
- *   panel_tile_float(family, panel, x, mr, k, j0, j1, y, ldy, valid)
+ *   kiln_uk_panel_tile_float(family, panel, x, mr, k, j0, j1, y, ldy, valid)
  *       mr float rows against columns j0..j1-1 of one f32/f16 panel;
- *   panel_row4_float(family, panel, panel_bytes, x, k, y)
+ *   kiln_uk_panel_row4_float(family, panel, panel_bytes, x, k, y)
  *       one float row against four whole panels (decode);
- * and may define panel_row_int(family, panel, xs, k, g, y), one quantized row
+ * and may define kiln_uk_panel_row_int(family, panel, xs, k, g, y), one quantized row
  * against one whole int8/int4 panel (decode), with KILN_UK_HAS_PANEL_ROW_INT;
  * where a tile adds to the `valid` first outputs of y unless it starts the K
  * range, so the K block never changes the order of the additions. */
@@ -23,7 +23,7 @@
 /* Bytes apart of the activation rows that the panels of a family read
  * (kiln_uk_abi.h): the k-quant panels take the block formats' rows
  * (blocks_quantize_row). */
-static inline size_t panel_family_stride(int family, int32_t k, int32_t g) {
+static inline size_t kiln_uk_panel_family_stride(int family, int32_t k, int32_t g) {
   return kiln_uk_act_stride(kiln_uk_act_layout(family, 1), k, g);
 }
 
@@ -41,12 +41,12 @@ static inline size_t panel_family_stride(int family, int32_t k, int32_t g) {
   }
 
 #ifndef KILN_UK_HAS_QUANTIZE_ACT_SUMS
-/* As quantize_act (the same int8 values and scales), plus each group's sum of
+/* As kiln_uk_quantize_act (the same int8 values and scales), plus each group's sum of
  * int8 values, which the kernels subtract 8 times for int4 nibbles (0..15). */
-static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_t *q, int32_t k,
+static inline void kiln_uk_quantize_act_sums(const float *x, float *d, int32_t *s, int8_t *q, int32_t k,
                                      int32_t g) {
   int32_t b, j;
-  quantize_act(x, d, q, k, g);
+  kiln_uk_quantize_act(x, d, q, k, g);
   for (b = 0; b < k / g; ++b) {
     int32_t sum = 0;
     for (j = 0; j < g; ++j)
@@ -58,30 +58,30 @@ static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_
 
 /* The activations of the int8 panel kernels: each of `rows` rows quantized
  * into scratch (KILN_UK_ACT_PANELS rows). Every panel range reads them. */
-KILN_UK_INLINE void panel_quantize_rows(const float *x, void *scratch, int32_t rows, int32_t k,
+KILN_UK_INLINE void kiln_uk_panel_quantize_rows(const float *x, void *scratch, int32_t rows, int32_t k,
                                         int32_t g) {
   const size_t stride = kiln_uk_act_stride(KILN_UK_ACT_PANELS, k, g);
   int32_t r;
   for (r = 0; r < rows; ++r) {
     float *d = (float *)(void *)((uint8_t *)scratch + (size_t)r * stride);
     int32_t *sum = (int32_t *)(void *)(d + k / g);
-    quantize_act_sums(x + (size_t)r * (size_t)k, d, sum, (int8_t *)(void *)(sum + k / g), k, g);
+    kiln_uk_quantize_act_sums(x + (size_t)r * (size_t)k, d, sum, (int8_t *)(void *)(sum + k / g), k, g);
   }
 }
 
 /* As panel_quantize_rows, each row first through rms_norm_row with gamma and
  * eps (norm_scratch_row has where). */
-KILN_UK_INLINE void panel_norm_quantize_rows(const float *x, const float *gamma, void *scratch,
+KILN_UK_INLINE void kiln_uk_panel_norm_quantize_rows(const float *x, const float *gamma, void *scratch,
                                              int32_t rows, int32_t k, int32_t g, int32_t floats,
                                              float eps) {
   const size_t stride = kiln_uk_act_stride(KILN_UK_ACT_PANELS, k, g);
-  float *t = norm_scratch_row(scratch, rows, stride, floats);
+  float *t = kiln_uk_norm_scratch_row(scratch, rows, stride, floats);
   int32_t r;
   for (r = 0; r < rows; ++r) {
     float *d = (float *)(void *)((uint8_t *)scratch + (size_t)r * stride);
     int32_t *sum = (int32_t *)(void *)(d + k / g);
-    rms_norm_row(x + (size_t)r * (size_t)k, gamma, t, k, eps);
-    quantize_act_sums(t, d, sum, (int8_t *)(void *)(sum + k / g), k, g);
+    kiln_uk_rms_norm_row(x + (size_t)r * (size_t)k, gamma, t, k, eps);
+    kiln_uk_quantize_act_sums(t, d, sum, (int8_t *)(void *)(sum + k / g), k, g);
   }
 }
 
@@ -89,10 +89,10 @@ KILN_UK_INLINE void panel_norm_quantize_rows(const float *x, const float *gamma,
  * times the transpose of int8/int4 panels p0..p1-1, in register tiles of
  * mr_max rows and K blocks of kc columns (whole groups). Each output is
  * computed the same way whatever the panel range. */
-KILN_UK_INLINE void matmul_panel_int(int family, const uint8_t *w, float *y, const void *scratch,
+KILN_UK_INLINE void kiln_uk_matmul_panel_int(int family, const uint8_t *w, float *y, const void *scratch,
                                      int32_t rows, int32_t n, int32_t k, int32_t g,
                                      int32_t mr_max, int32_t kc, int32_t p0, int32_t p1) {
-  const size_t stride = panel_family_stride(family, k, g);
+  const size_t stride = kiln_uk_panel_family_stride(family, k, g);
   const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, g);
   const uint8_t *s = (const uint8_t *)scratch;
   int32_t r, p, b0;
@@ -100,9 +100,9 @@ KILN_UK_INLINE void matmul_panel_int(int family, const uint8_t *w, float *y, con
   if (rows == 1) { /* decode: whole panels in order, one stream; a ragged last one as a tile */
     const int32_t whole = n / KILN_UK_NR < p1 ? n / KILN_UK_NR : p1;
     for (p = p0; p < whole; ++p)
-      panel_row_int(family, w + (size_t)p * panel_bytes, s, k, g, y + p * KILN_UK_NR);
+      kiln_uk_panel_row_int(family, w + (size_t)p * panel_bytes, s, k, g, y + p * KILN_UK_NR);
     for (; p < p1; ++p)
-      panel_tile_int(family, w + (size_t)p * panel_bytes, s, stride, 1, k, g, 0, k / g,
+      kiln_uk_panel_tile_int(family, w + (size_t)p * panel_bytes, s, stride, 1, k, g, 0, k / g,
                      y + p * KILN_UK_NR, n, n - p * KILN_UK_NR);
     return;
   }
@@ -115,7 +115,7 @@ KILN_UK_INLINE void matmul_panel_int(int family, const uint8_t *w, float *y, con
       for (r = 0; r < rows; r += mr_max) {
         const uint8_t *xs = s + (size_t)r * stride;
         float *yr = y + p * KILN_UK_NR + (size_t)r * (size_t)n;
-#define KILN_UK_INT_TILE(m) panel_tile_int(family, panel, xs, stride, m, k, g, b0, b1, yr, n, valid)
+#define KILN_UK_INT_TILE(m) kiln_uk_panel_tile_int(family, panel, xs, stride, m, k, g, b0, b1, yr, n, valid)
         KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_INT_TILE)
 #undef KILN_UK_INT_TILE
       }
@@ -126,14 +126,14 @@ KILN_UK_INLINE void matmul_panel_int(int family, const uint8_t *w, float *y, con
 /* Columns [p0 * NR, p1 * NR) of y (rows x n) = x (rows x k) times the
  * transpose of f32/f16 panels p0..p1-1, in register tiles of mr_max rows and K
  * blocks of kc columns; one row takes four panels a call (panel_row4_float). */
-KILN_UK_INLINE void matmul_panel_float(int family, const float *x, const uint8_t *w, float *y,
+KILN_UK_INLINE void kiln_uk_matmul_panel_float(int family, const float *x, const uint8_t *w, float *y,
                                        int32_t rows, int32_t n, int32_t k, int32_t mr_max,
                                        int32_t kc, int32_t p0, int32_t p1) {
   const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, 1);
   int32_t r, p = p0, j0;
   if (rows == 1) {
     for (; p + 4 <= p1; p += 4)
-      panel_row4_float(family, w + (size_t)p * panel_bytes, panel_bytes, x, k, y + p * KILN_UK_NR);
+      kiln_uk_panel_row4_float(family, w + (size_t)p * panel_bytes, panel_bytes, x, k, y + p * KILN_UK_NR);
     kc = k; /* no reuse to block for */
   }
   for (j0 = 0; j0 < k; j0 += kc) {
@@ -144,7 +144,7 @@ KILN_UK_INLINE void matmul_panel_float(int family, const float *x, const uint8_t
       for (r = 0; r < rows; r += mr_max) {
         const float *xr = x + (size_t)r * (size_t)k;
         float *yr = y + q * KILN_UK_NR + (size_t)r * (size_t)n;
-#define KILN_UK_FLOAT_TILE(m) panel_tile_float(family, panel, xr, m, k, j0, j1, yr, n, valid)
+#define KILN_UK_FLOAT_TILE(m) kiln_uk_panel_tile_float(family, panel, xr, m, k, j0, j1, yr, n, valid)
         KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_FLOAT_TILE)
 #undef KILN_UK_FLOAT_TILE
       }

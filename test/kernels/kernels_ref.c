@@ -10,74 +10,74 @@ void ref_matmul(int family, const float *x, const uint8_t *w, float *y, void *sc
 }
 
 void ref_quantize_act(const float *x, float *d, int8_t *q, int32_t k, int32_t g) {
-  quantize_act(x, d, q, k, g);
+  kiln_uk_quantize_act(x, d, q, k, g);
 }
 
 float ref_kv_dot(int family, const float *q, const uint8_t *row, int32_t hd) {
   kv_query kq;
   if (family == KILN_UK_I8 || family == KILN_UK_Q4)
-    kv_query_set(&kq, q, hd);
-  return kv_dot(family, q, &kq, row, hd);
+    kiln_uk_kv_query_set(&kq, q, hd);
+  return kiln_uk_kv_dot(family, q, &kq, row, hd);
 }
 
 void ref_attend(int family, const float *q, int32_t nq, const uint8_t *keys,
                 const uint8_t *values, size_t stride, int32_t ring, int32_t t0, int32_t t1,
                 int32_t hd, float scale, float *y) {
-  attend(family, q, nq, keys, values, stride, ring, t0, t1, hd, scale, y);
+  kiln_uk_attend(family, q, nq, keys, values, stride, ring, t0, t1, hd, scale, y);
 }
 
 void ref_rms_norm_row(const float *x, const float *g, float *y, int32_t d, float eps) {
-  rms_norm_row(x, g, y, d, eps);
+  kiln_uk_rms_norm_row(x, g, y, d, eps);
 }
 
-void ref_silu(const float *x, float *y, int32_t n) { silu(x, y, n); }
+void ref_silu(const float *x, float *y, int32_t n) { kiln_uk_silu(x, y, n); }
 
 void ref_kv_axpy(int family, float *acc, float e, const uint8_t *row, int32_t hd) {
-  kv_axpy(family, acc, e, row, hd);
+  kiln_uk_kv_axpy(family, acc, e, row, hd);
 }
 
 void ref_rope_head(const float *x, float *y, const float *cc, const float *ss, int32_t rd,
                    int32_t hd, int neox) {
-  rope_head(x, y, cc, ss, rd, hd, neox);
+  kiln_uk_rope_head(x, y, cc, ss, rd, hd, neox);
 }
 
 void ref_row(int family, const uint8_t *w, float *y, int32_t k, int32_t g) {
   if (family == KILN_UK_F16)
-    row_f16(w, y, k);
+    kiln_uk_row_f16(w, y, k);
   else if (family == KILN_UK_I8)
-    row_i8(w, y, k, g);
+    kiln_uk_row_i8(w, y, k, g);
   else
-    row_i4(w, y, k, g);
+    kiln_uk_row_i4(w, y, k, g);
 }
 
 void ref_vec(int add, const float *a, const float *b, float *y, int32_t n) {
   if (add)
-    vec_add(a, b, y, n);
+    kiln_uk_vec_add(a, b, y, n);
   else
-    vec_mul(a, b, y, n);
+    kiln_uk_vec_mul(a, b, y, n);
 }
 
 void ref_kv_store(int family, const float *x, uint8_t *row, int32_t hd) {
   if (family == KILN_UK_Q4)
-    kv_store_q4(x, row, hd);
+    kiln_uk_kv_store_q4(x, row, hd);
   else
-    kv_store_i8(x, row, hd);
+    kiln_uk_kv_store_i8(x, row, hd);
 }
 
 void ref_rope_rows(const float *x, float *y, int32_t ld, int32_t rows, int32_t pos, int32_t h0,
                    int32_t h1, const double *freq, int32_t rd, int32_t hd, int neox,
                    float mscale) {
-  rope_rows(x, y, ld, rows, pos, h0, h1, freq, rd, hd, neox, mscale);
+  kiln_uk_rope_rows(x, y, ld, rows, pos, h0, h1, freq, rd, hd, neox, mscale);
 }
 
 void ref_attention_rows(int family, int layout, const float *q, const uint8_t *keys,
                         const uint8_t *values, float *y, int32_t u0, int32_t u1, int32_t rows,
                         int32_t pos, int32_t nh, int32_t nkv, int32_t hd, int32_t window,
                         int32_t cap, float scale) {
-  attention_rows(family, layout, q, keys, values, y, u0, u1, rows, pos, nh, nkv, hd, window, cap,
+  kiln_uk_attention_rows(family, layout, q, keys, values, y, u0, u1, rows, pos, nh, nkv, hd, window, cap,
                  scale);
 }
 
 void ref_kv_load_row(int family, const uint8_t *row, float *x, int32_t hd) {
-  kv_load_row(family, row, x, hd);
+  kiln_uk_kv_load_row(family, row, x, hd);
 }

@@ -86,16 +86,16 @@ static double weight_value(int family, const uint8_t *w, int32_t k, int32_t g, i
     return f;
   }
   if (family == KILN_UK_F16)
-    return load_f16(r + 2 * j);
+    return kiln_uk_load_f16(r + 2 * j);
   if (family == KILN_UK_I8) {
     const uint8_t *blk = r + (size_t)(j / g) * (size_t)(2 + g);
-    return (double)load_f16(blk) * (double)(int8_t)blk[2 + j % g];
+    return (double)kiln_uk_load_f16(blk) * (double)(int8_t)blk[2 + j % g];
   }
   {
     const uint8_t *blk = r + (size_t)(j / g) * (size_t)(2 + g / 2);
     int32_t i = j % g, h = g / 2;
     int v = i < h ? (blk[2 + i] & 15) : (blk[2 + i - h] >> 4);
-    return (double)load_f16(blk) * (double)(v - 8);
+    return (double)kiln_uk_load_f16(blk) * (double)(v - 8);
   }
 }
 
@@ -119,13 +119,13 @@ static void isa_matmul(int family, int32_t rows, int32_t n, int32_t k, int32_t g
   int32_t i;
   kiln_uk_pack_panels(family, w_rows, w_panels, n, k, g, KILN_UK_NR);
   if (family >= KILN_UK_I8)
-    panel_quantize_rows(x, scratch, rows, k, g);
+    kiln_uk_panel_quantize_rows(x, scratch, rows, k, g);
   for (i = 0; i < pieces; ++i) {
     int32_t p0 = panels * i / pieces, p1 = panels * (i + 1) / pieces;
     if (family >= KILN_UK_I8)
-      matmul_panel_int(family, w_panels, out, scratch, rows, n, k, g, mr, kc, p0, p1);
+      kiln_uk_matmul_panel_int(family, w_panels, out, scratch, rows, n, k, g, mr, kc, p0, p1);
     else
-      matmul_panel_float(family, x, w_panels, out, rows, n, k, mr, kc, p0, p1);
+      kiln_uk_matmul_panel_float(family, x, w_panels, out, rows, n, k, mr, kc, p0, p1);
   }
 #else
   (void)mr;
@@ -238,7 +238,7 @@ static void test_kv(int family, int32_t hd) {
   for (i = 0; i < hd; ++i)
     mag += fabs(q[i]) * (family == KILN_UK_I8 ? 1.28 : 1.0);
   if (family == KILN_UK_F32 || family == KILN_UK_F16) {
-    float a = family == KILN_UK_F32 ? kv_dot_f32(q, row, hd) : kv_dot_f16(q, row, hd);
+    float a = family == KILN_UK_F32 ? kiln_uk_kv_dot_f32(q, row, hd) : kiln_uk_kv_dot_f16(q, row, hd);
     ok &= fabs(a - ref_kv_dot(family, q, row, hd)) <= 2e-6 * mag + 1e-30;
   } else {
     /* The quantized query against the dequantized row: in double with the
@@ -247,11 +247,11 @@ static void test_kv(int family, int32_t hd) {
     kv_query kq;
     float back[256];
     double naive = 0.0, naive_f = 0.0, bound = 0.0;
-    const int32_t g = kv_query_group(hd);
+    const int32_t g = kiln_uk_kv_query_group(hd);
     float a;
-    kv_query_set(&kq, q, hd);
-    a = family == KILN_UK_Q4 ? kv_qdot_q4(&kq, row, hd) : kv_qdot_i8(&kq, row, hd);
-    kv_load_row(family, row, back, hd);
+    kiln_uk_kv_query_set(&kq, q, hd);
+    a = family == KILN_UK_Q4 ? kiln_uk_kv_qdot_q4(&kq, row, hd) : kiln_uk_kv_qdot_i8(&kq, row, hd);
+    kiln_uk_kv_load_row(family, row, back, hd);
     for (i = 0; i < hd; ++i) {
       naive += (double)kq.d[i / g] * (double)kq.q[i] * (double)back[i];
       naive_f += (double)q[i] * (double)back[i];
@@ -261,13 +261,13 @@ static void test_kv(int family, int32_t hd) {
     ok &= fabs(a - naive_f) <= bound + 2e-6 * mag;
   }
   if (family == KILN_UK_F32)
-    kv_axpy_f32(acc, 0.37f, row, hd);
+    kiln_uk_kv_axpy_f32(acc, 0.37f, row, hd);
   else if (family == KILN_UK_F16)
-    kv_axpy_f16(acc, 0.37f, row, hd);
+    kiln_uk_kv_axpy_f16(acc, 0.37f, row, hd);
   else if (family == KILN_UK_Q4)
-    kv_axpy_q4(acc, 0.37f, row, hd);
+    kiln_uk_kv_axpy_q4(acc, 0.37f, row, hd);
   else
-    kv_axpy_i8(acc, 0.37f, row, hd);
+    kiln_uk_kv_axpy_i8(acc, 0.37f, row, hd);
   ref_kv_axpy(family, acc_ref, 0.37f, row, hd);
   for (i = 0; i < hd; ++i)
     ok &= fabsf(acc[i] - acc_ref[i]) <= 1e-6f * (1.0f + fabsf(acc_ref[i]));
@@ -286,10 +286,10 @@ static void test_kv_store_q4(int32_t hd) {
   for (i = 0; i < hd; ++i)
     xs[i] = uniform() * (i % 32 == 5 ? 8.0f : 1.0f);
   xs[31] = xs[30]; /* ties */
-  kv_store_q4(xs, row, hd);
-  kv_load_row(KILN_UK_Q4, row, back, hd);
+  kiln_uk_kv_store_q4(xs, row, hd);
+  kiln_uk_kv_load_row(KILN_UK_Q4, row, back, hd);
   for (i = 0; i < hd; ++i) {
-    const float d = load_f16(row + 20 * (i / 32));
+    const float d = kiln_uk_load_f16(row + 20 * (i / 32));
     ok &= fabsf(back[i] - xs[i]) <= 0.5f * d + 1e-2f * (fabsf(xs[i]) + d);
   }
   snprintf(what, sizeof what, "%s kv_store_q4 hd %d: within half a step", KILN_TEST_ISA_NAME,
@@ -307,13 +307,13 @@ static void test_kv_store_q4(int32_t hd) {
       if (pass == 1)
         for (i = 0; i < hd; ++i)
           xs[i] = i % 32 == 0 ? 0.0f : i % 32 == 1 ? 7.5f : (float)(i % 15) * 0.5f + 0.25f;
-      kv_store_q4(xs, row, hd);
+      kiln_uk_kv_store_q4(xs, row, hd);
       ref_kv_store(KILN_UK_Q4, xs, row_ref, hd);
       ok &= memcmp(row, row_ref, (size_t)hd / 32u * 20u) == 0;
       if (pass == 1)
         for (i = 0; i < hd; ++i)
           xs[i] = i == 0 ? 63.5f : (float)(i % 9 - 4) * 0.5f + (i % 2 ? 0.25f : -0.25f);
-      kv_store_i8(xs, i8, hd);
+      kiln_uk_kv_store_i8(xs, i8, hd);
       ref_kv_store(KILN_UK_I8, xs, i8_ref, hd);
       ok &= memcmp(i8, i8_ref, 2u + (size_t)hd) == 0;
     }
@@ -338,7 +338,7 @@ static double naive_weights(int family, const double *qh, const uint8_t *keys, s
   int32_t t, i;
   for (t = t0; t <= t1; ++t) {
     double s = 0.0;
-    kv_load_row(family, keys + (size_t)t * stride, row, hd);
+    kiln_uk_kv_load_row(family, keys + (size_t)t * stride, row, hd);
     for (i = 0; i < hd; ++i)
       s += qh[i] * (double)row[i];
     w[t] = s * 0.125;
@@ -386,11 +386,11 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
       static float kf[128], vf[128];
       for (i = 0; i < hd; ++i)
         kf[i] = uniform(), vf[i] = uniform();
-      kv_store_q4(kf, k, hd);
-      kv_store_q4(vf, v, hd);
+      kiln_uk_kv_store_q4(kf, k, hd);
+      kiln_uk_kv_store_q4(vf, v, hd);
     }
   }
-  attend(family, q, nq, keys + at, values + at, stride, ATTEND_ROWS, t0, t1, hd, 0.125f,
+  kiln_uk_attend(family, q, nq, keys + at, values + at, stride, ATTEND_ROWS, t0, t1, hd, 0.125f,
          out);
   ref_attend(family, q, nq, keys + at, values + at, stride, ATTEND_ROWS, t0, t1, hd, 0.125f,
              out_ref);
@@ -406,7 +406,7 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
     int32_t h;
     ok = 1;
     for (h = 0; h < nq; ++h) {
-      attend(family, q + h * hd, 1, keys + at, values + at, stride, ATTEND_ROWS, t0, t1,
+      kiln_uk_attend(family, q + h * hd, 1, keys + at, values + at, stride, ATTEND_ROWS, t0, t1,
              hd, 0.125f, out_one);
       ok &= memcmp(out_one, out + h * hd, sizeof(float) * (size_t)hd) == 0;
     }
@@ -424,7 +424,7 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
       memcpy(rk + (size_t)(t % ring) * stride, keys + (size_t)t * stride, stride);
       memcpy(rv + (size_t)(t % ring) * stride, values + (size_t)t * stride, stride);
     }
-    attend(family, q, nq, rk + at, rv + at, stride, ring, t0, t1, hd, 0.125f,
+    kiln_uk_attend(family, q, nq, rk + at, rv + at, stride, ring, t0, t1, hd, 0.125f,
            out_ring);
     snprintf(what, sizeof what, "%s attend %s heads %d hd %d rows %d..%d from a ring of %d: same bits",
              KILN_TEST_ISA_NAME, family_name(family), (int)nq, (int)hd, (int)t0, (int)t1,
@@ -442,9 +442,9 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
       float row[128];
       if (family == KILN_UK_I8 || family == KILN_UK_Q4) {
         kv_query kq;
-        kv_query_set(&kq, q + h * hd, hd);
+        kiln_uk_kv_query_set(&kq, q + h * hd, hd);
         for (i = 0; i < hd; ++i)
-          qh[i] = (double)kq.d[i / kv_query_group(hd)] * (double)kq.q[i];
+          qh[i] = (double)kq.d[i / kiln_uk_kv_query_group(hd)] * (double)kq.q[i];
       } else {
         for (i = 0; i < hd; ++i)
           qh[i] = q[h * hd + i];
@@ -453,7 +453,7 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
       for (i = 0; i < hd; ++i) {
         double a = 0.0;
         for (t = t0; t <= t1; ++t) {
-          kv_load_row(family, values + (size_t)t * stride + at, row, hd);
+          kiln_uk_kv_load_row(family, values + (size_t)t * stride + at, row, hd);
           a += w[t] / sum * (double)row[i];
         }
         ok &= fabs(out[h * hd + i] - a) <= 1e-5;
@@ -487,26 +487,26 @@ static void test_attend_q4t(int32_t nq, int32_t hd, int32_t t0, int32_t t1) {
     uint8_t *tile = tk + (size_t)(t / 16) * 16u * hb;
     for (i = 0; i < hd; ++i)
       x[i] = uniform();
-    kv_store_q4(x, rows_k + (size_t)t * hb, hd);
-    kv_store_q4t(x, tile, t % 16, hd);
-    kv_load_row(KILN_UK_Q4, rows_k + (size_t)t * hb, xr, hd);
-    kv_load_q4t(tile, t % 16, xt, hd);
+    kiln_uk_kv_store_q4(x, rows_k + (size_t)t * hb, hd);
+    kiln_uk_kv_store_q4t(x, tile, t % 16, hd);
+    kiln_uk_kv_load_row(KILN_UK_Q4, rows_k + (size_t)t * hb, xr, hd);
+    kiln_uk_kv_load_q4t(tile, t % 16, xt, hd);
     same &= memcmp(xr, xt, sizeof(float) * (size_t)hd) == 0;
     for (i = 0; i < hd; ++i)
       x[i] = uniform();
-    kv_store_q4(x, rows_v + (size_t)t * hb, hd);
-    kv_tile_put_q4(rows_v + (size_t)t * hb, tv + (size_t)(t / 16) * 16u * hb, t % 16, hd);
+    kiln_uk_kv_store_q4(x, rows_v + (size_t)t * hb, hd);
+    kiln_uk_kv_tile_put_q4(rows_v + (size_t)t * hb, tv + (size_t)(t / 16) * 16u * hb, t % 16, hd);
   }
   snprintf(what, sizeof what, "%s kv_store_q4t and kv_load_q4t hd %d: kv_store_q4's rows",
            KILN_TEST_ISA_NAME, (int)hd);
   check(same, what);
-  attend(KILN_UK_Q4T, q, nq, tk, tv, hb, CAP, t0, t1, hd, 0.125f, out);
+  kiln_uk_attend(KILN_UK_Q4T, q, nq, tk, tv, hb, CAP, t0, t1, hd, 0.125f, out);
   for (h = 0; h < nq; ++h) {
     kv_query kq;
     double w[CAP], qh[256], sum, slack = 0.0;
     float row[256];
     int32_t c;
-    kv_query_set(&kq, q + h * hd, hd);
+    kiln_uk_kv_query_set(&kq, q + h * hd, hd);
     for (i = 0; i < hd; ++i)
       qh[i] = (double)kq.d[i / 32] * (double)kq.q[i];
     sum = naive_weights(KILN_UK_Q4, qh, rows_k, hb, t0, t1, hd, w);
@@ -515,7 +515,7 @@ static void test_attend_q4t(int32_t nq, int32_t hd, int32_t t0, int32_t t1) {
       int32_t n = 0;
       for (t = c > t0 ? c : t0; t <= t1 && t < c + 128; ++t, ++n)
         for (i = 0; i < hd / 32; ++i) {
-          const double ed = w[t] * (double)load_f16(rows_v + (size_t)t * hb + 20 * i);
+          const double ed = w[t] * (double)kiln_uk_load_f16(rows_v + (size_t)t * hb + 20 * i);
           top = ed > top ? ed : top;
         }
       slack += n * 7.5 * top / 255.0;
@@ -523,12 +523,12 @@ static void test_attend_q4t(int32_t nq, int32_t hd, int32_t t0, int32_t t1) {
     for (i = 0; i < hd; ++i) {
       double a = 0.0;
       for (t = t0; t <= t1; ++t) {
-        kv_load_row(KILN_UK_Q4, rows_v + (size_t)t * hb, row, hd);
+        kiln_uk_kv_load_row(KILN_UK_Q4, rows_v + (size_t)t * hb, row, hd);
         a += w[t] / sum * (double)row[i];
       }
       ok &= fabs(out[h * hd + i] - a) <= 1e-5 + slack / sum;
     }
-    attend(KILN_UK_Q4T, q + h * hd, 1, tk, tv, hb, CAP, t0, t1, hd, 0.125f, out_one);
+    kiln_uk_attend(KILN_UK_Q4T, q + h * hd, 1, tk, tv, hb, CAP, t0, t1, hd, 0.125f, out_one);
     same &= memcmp(out_one, out + h * hd, sizeof(float) * (size_t)hd) == 0;
   }
   snprintf(what, sizeof what, "%s attend q4t heads %d hd %d rows %d..%d vs naive softmax",
@@ -554,9 +554,9 @@ static void test_rope(int32_t rd, int32_t hd, int neox) {
     cc[a] = cc[b] = (float)cos(angle);
     ss[a] = -(ss[b] = (float)sin(angle));
   }
-  rope_head(x, y, cc, ss, rd, hd, neox);
+  kiln_uk_rope_head(x, y, cc, ss, rd, hd, neox);
   ref_rope_head(x, y_ref, cc, ss, rd, hd, neox);
-  rope_head(inplace, inplace, cc, ss, rd, hd, neox);
+  kiln_uk_rope_head(inplace, inplace, cc, ss, rd, hd, neox);
   ok &= memcmp(y, y_ref, sizeof(float) * (size_t)hd) == 0;
   ok &= memcmp(y, inplace, sizeof(float) * (size_t)hd) == 0;
   for (i = 0; i < hd; ++i) {
@@ -582,20 +582,20 @@ static void test_rows_exact(int32_t k, int32_t g) {
   for (f = 0; f < sizeof families / sizeof families[0]; ++f) {
     random_weights(families[f], w, 1, k, g);
     if (families[f] == KILN_UK_F16)
-      row_f16(w, y, k);
+      kiln_uk_row_f16(w, y, k);
     else if (families[f] == KILN_UK_I8)
-      row_i8(w, y, k, g);
+      kiln_uk_row_i8(w, y, k, g);
     else
-      row_i4(w, y, k, g);
+      kiln_uk_row_i4(w, y, k, g);
     ref_row(families[f], w, y_ref, k, g);
     ok &= memcmp(y, y_ref, sizeof(float) * (size_t)k) == 0;
   }
   for (i = 0; i < k; ++i)
     a[i] = uniform() * 3.0f, b[i] = uniform();
-  vec_add(a, b, y, k);
+  kiln_uk_vec_add(a, b, y, k);
   ref_vec(1, a, b, y_ref, k);
   ok &= memcmp(y, y_ref, sizeof(float) * (size_t)k) == 0;
-  vec_mul(a, b, y, k);
+  kiln_uk_vec_mul(a, b, y, k);
   ref_vec(0, a, b, y_ref, k);
   ok &= memcmp(y, y_ref, sizeof(float) * (size_t)k) == 0;
   snprintf(what, sizeof what, "%s embedding rows and vec_add/mul k %d g %d: c99's bits",
@@ -612,11 +612,11 @@ static void test_rows(int32_t d) {
     x[i] = uniform() * (i % 5 ? 3.0f : 40.0f);
     g[i] = 1.0f + 0.1f * uniform();
   }
-  rms_norm_row(x, g, out, d, 1e-5f);
+  kiln_uk_rms_norm_row(x, g, out, d, 1e-5f);
   ref_rms_norm_row(x, g, out_ref, d, 1e-5f);
   for (i = 0; i < d; ++i)
     ok &= fabsf(out[i] - out_ref[i]) <= 1e-6f * (fabsf(out_ref[i]) + 1e-6f);
-  silu(x, out, d);
+  kiln_uk_silu(x, out, d);
   ref_silu(x, out_ref, d);
   for (i = 0; i < d; ++i)
     ok &= fabsf(out[i] - out_ref[i]) <= 1e-6f * (fabsf(out_ref[i]) + 1e-6f);
@@ -624,7 +624,7 @@ static void test_rows(int32_t d) {
   check(ok, what);
   /* silu over a range that starts anywhere (a thread's rows): the same bits. */
   for (i = 1; i < d && i < 9; ++i) {
-    silu(x + i, out_ref + i, d - i);
+    kiln_uk_silu(x + i, out_ref + i, d - i);
     ok &= memcmp(out + i, out_ref + i, sizeof(float) * (size_t)(d - i)) == 0;
   }
   snprintf(what, sizeof what, "%s silu from offsets 1..8 of d %d: same bits", KILN_TEST_ISA_NAME,
@@ -645,7 +645,7 @@ static void test_quantize_sums(int32_t k, int32_t g) {
   x[0] = 0.5f * 127.0f / 3.0f; /* ties of the rounding once the scale is set */
   x[1] = 3.0f;
   x[2] = -1.5f * 127.0f / 3.0f / 127.0f * 3.0f;
-  quantize_act_sums(x, d, s, q, k, g);
+  kiln_uk_quantize_act_sums(x, d, s, q, k, g);
   ref_quantize_act(x, d_ref, q_ref, k, g);
   for (b = 0; b < k / g; ++b) {
     int32_t sum = 0;
@@ -665,15 +665,15 @@ static void test_quantize_sums(int32_t k, int32_t g) {
  * the call (decode vs prefill, thread shares). */
 static void block_row(int fmt, const uint8_t *w, float *out, int32_t k) {
   switch (fmt) {
-  case KILN_UK_Q4_1: row_q4_1(w, out, k); break;
-  case KILN_UK_Q5_0: row_q5_0(w, out, k); break;
-  case KILN_UK_Q5_1: row_q5_1(w, out, k); break;
-  case KILN_UK_IQ4_NL: row_iq4_nl(w, out, k); break;
-  case KILN_UK_Q2_K: row_q2_k(w, out, k); break;
-  case KILN_UK_Q3_K: row_q3_k(w, out, k); break;
-  case KILN_UK_Q4_K: row_q4_k(w, out, k); break;
-  case KILN_UK_Q5_K: row_q5_k(w, out, k); break;
-  default: row_q6_k(w, out, k); break;
+  case KILN_UK_Q4_1: kiln_uk_row_q4_1(w, out, k); break;
+  case KILN_UK_Q5_0: kiln_uk_row_q5_0(w, out, k); break;
+  case KILN_UK_Q5_1: kiln_uk_row_q5_1(w, out, k); break;
+  case KILN_UK_IQ4_NL: kiln_uk_row_iq4_nl(w, out, k); break;
+  case KILN_UK_Q2_K: kiln_uk_row_q2_k(w, out, k); break;
+  case KILN_UK_Q3_K: kiln_uk_row_q3_k(w, out, k); break;
+  case KILN_UK_Q4_K: kiln_uk_row_q4_k(w, out, k); break;
+  case KILN_UK_Q5_K: kiln_uk_row_q5_k(w, out, k); break;
+  default: kiln_uk_row_q6_k(w, out, k); break;
   }
 }
 
@@ -693,7 +693,7 @@ static void test_kquant_panels(int fmt, int32_t rows, int32_t n, int32_t k, size
   int32_t i, r, j, b, same = 1;
   char what[112];
   kiln_uk_pack_panels(family, w_rows, w_panels, n, k, 256, KILN_UK_NR);
-  matmul_panel_int(family, w_panels, y_panel, scratch, rows, n, k, 256, 8, k, 0, panels);
+  kiln_uk_matmul_panel_int(family, w_panels, y_panel, scratch, rows, n, k, 256, 8, k, 0, panels);
   for (j = 0; j < n; ++j) {
     block_row(fmt, w_rows + (size_t)j * rb, wrow, k);
     for (r = 0; r < rows; ++r) {
@@ -715,12 +715,12 @@ static void test_kquant_panels(int fmt, int32_t rows, int32_t n, int32_t k, size
   for (i = 0; i < (int32_t)(sizeof tiles / sizeof tiles[0]); ++i) {
     const int32_t pieces = tiles[i][2];
     for (j = 0; j < pieces; ++j)
-      matmul_panel_int(family, w_panels, y_other, scratch, rows, n, k, 256, tiles[i][0],
+      kiln_uk_matmul_panel_int(family, w_panels, y_other, scratch, rows, n, k, 256, tiles[i][0],
                        tiles[i][1], panels * j / pieces, panels * (j + 1) / pieces);
     same &= memcmp(y_other, y_panel, sizeof(float) * (size_t)(rows * n)) == 0;
   }
   for (r = 0; r < rows; ++r) {
-    matmul_panel_int(family, w_panels, y_other, scratch + (size_t)r * stride, 1, n, k, 256,
+    kiln_uk_matmul_panel_int(family, w_panels, y_other, scratch + (size_t)r * stride, 1, n, k, 256,
                      8, k, 0, panels);
     same &= memcmp(y_other, y_panel + (size_t)r * (size_t)n, sizeof(float) * (size_t)n) == 0;
   }
@@ -770,8 +770,8 @@ static void test_blocks(int fmt, int32_t rows, int32_t n, int32_t k) {
   for (i = 0; i < rows * k; ++i)
     x[i] = uniform() * 2.0f;
   for (r = 0; r < rows; ++r)
-    blocks_quantize_row(x + (size_t)r * (size_t)k, scratch + (size_t)r * stride, k, e);
-  matmul_blocks(fmt, w_rows, y, scratch, rows, n, k, 0, n);
+    kiln_uk_blocks_quantize_row(x + (size_t)r * (size_t)k, scratch + (size_t)r * stride, k, e);
+  kiln_uk_matmul_blocks(fmt, w_rows, y, scratch, rows, n, k, 0, n);
   for (j = 0; j < n; ++j) {
     block_row(fmt, w_rows + (size_t)j * rb, wrow, k);
     for (r = 0; r < rows; ++r) {
@@ -789,8 +789,8 @@ static void test_blocks(int fmt, int32_t rows, int32_t n, int32_t k) {
   }
   /* Each row alone, and the columns in two ranges, give the same bits. */
   for (r = 0; r < rows; ++r) {
-    matmul_blocks(fmt, w_rows, y_part, scratch + (size_t)r * stride, 1, n, k, 0, n / 2);
-    matmul_blocks(fmt, w_rows, y_part, scratch + (size_t)r * stride, 1, n, k, n / 2, n);
+    kiln_uk_matmul_blocks(fmt, w_rows, y_part, scratch + (size_t)r * stride, 1, n, k, 0, n / 2);
+    kiln_uk_matmul_blocks(fmt, w_rows, y_part, scratch + (size_t)r * stride, 1, n, k, n / 2, n);
     same &= memcmp(y_part, y + (size_t)r * (size_t)n, sizeof(float) * (size_t)n) == 0;
   }
   snprintf(what, sizeof what, "%s matmul_blocks %s rows %d n %d k %d: error %.2f of bound",
@@ -816,7 +816,7 @@ static void test_embed(int family, int32_t d, int32_t g) {
   int32_t r, i, ok = 1;
   char what[100];
   random_weights(family, table, 8, d, g);
-  embed_rows(family, table, tokens, y, 1, 5, d, g);
+  kiln_uk_embed_rows(family, table, tokens, y, 1, 5, d, g);
   for (r = 1; r < 5; ++r) {
     if (family == KILN_UK_F32)
       memcpy(want, table + (size_t)tokens[r] * kiln_uk_row_bytes(family, d, g), 4u * (size_t)d);
@@ -824,7 +824,7 @@ static void test_embed(int family, int32_t d, int32_t g) {
       ref_row(family, table + (size_t)tokens[r] * kiln_uk_row_bytes(family, d, g), want, d, g);
     ok &= memcmp(y + (size_t)r * (size_t)d, want, sizeof(float) * (size_t)d) == 0;
   }
-  vec_scale(y + d, d, 2.0f);
+  kiln_uk_vec_scale(y + d, d, 2.0f);
   for (i = 0; i < d; ++i)
     ok &= y[d + i] == 2.0f * want[0 * 0 + i] || tokens[1] != tokens[4];
   snprintf(what, sizeof what, "%s embed_rows %s d %d g %d: the rows' decoder's bits",
@@ -832,7 +832,7 @@ static void test_embed(int family, int32_t d, int32_t g) {
   check(ok, what);
 }
 
-/* rms_norm_rows (per group of g, as per-head norms), layer_norm_rows and
+/* kiln_uk_rms_norm_rows (per group of g, as per-head norms), layer_norm_rows and
  * softmax_rows against naive doubles; bias_add_rows, add_residual_cols,
  * swiglu_cols exact or against naive silu. */
 static void test_row_ops(int32_t d, int32_t g) {
@@ -845,7 +845,7 @@ static void test_row_ops(int32_t d, int32_t g) {
     x[i] = uniform() * 3.0f, up[i] = uniform(), res[i] = uniform();
   for (i = 0; i < d; ++i)
     w[i] = 0.5f + uniform(), b[i] = uniform();
-  rms_norm_rows(x, w, y, 1, 3, d, g, eps);
+  kiln_uk_rms_norm_rows(x, w, y, 1, 3, d, g, eps);
   for (r = 1; r < 3; ++r)
     for (i = 0; i < d; i += g) {
       double ss = 0;
@@ -857,7 +857,7 @@ static void test_row_ops(int32_t d, int32_t g) {
         worst_rms = e > worst_rms ? e : worst_rms;
       }
     }
-  layer_norm_rows(x, w, b, y, 0, 4, d, eps);
+  kiln_uk_layer_norm_rows(x, w, b, y, 0, 4, d, eps);
   for (r = 0; r < 4; ++r) {
     double mean = 0, var = 0;
     for (i = 0; i < d; ++i)
@@ -874,7 +874,7 @@ static void test_row_ops(int32_t d, int32_t g) {
       worst_ln = e > worst_ln ? e : worst_ln;
     }
   }
-  softmax_rows(x, y, 0, 4, d);
+  kiln_uk_softmax_rows(x, y, 0, 4, d);
   for (r = 0; r < 4; ++r) {
     double mx = -1e300, sum = 0;
     for (i = 0; i < d; ++i)
@@ -886,17 +886,17 @@ static void test_row_ops(int32_t d, int32_t g) {
       worst_sm = e > worst_sm ? e : worst_sm;
     }
   }
-  bias_add_rows(x, b, y, 1, 4, d);
+  kiln_uk_bias_add_rows(x, b, y, 1, 4, d);
   for (r = 1; r < 4; ++r)
     for (i = 0; i < d; ++i)
       exact &= y[r * d + i] == x[r * d + i] + b[i];
   memcpy(y, x, sizeof(float) * (size_t)(4 * d));
-  add_residual_cols(y, res, 4, d, d / 3, d);
+  kiln_uk_add_residual_cols(y, res, 4, d, d / 3, d);
   for (r = 0; r < 4; ++r)
     for (i = 0; i < d; ++i)
       exact &= y[r * d + i] == (i < d / 3 ? x[r * d + i] : x[r * d + i] + res[r * d + i]);
   memcpy(y, x, sizeof(float) * (size_t)(4 * d));
-  swiglu_cols(y, up, 4, d, 0, d / 2);
+  kiln_uk_swiglu_cols(y, up, 4, d, 0, d / 2);
   for (r = 0; r < 4; ++r)
     for (i = 0; i < d; ++i) {
       double v = x[r * d + i], want = i < d / 2 ? v / (1.0 + exp(-v)) * up[r * d + i] : v;
@@ -924,7 +924,7 @@ static void test_rope_rows(int32_t rd, int32_t hd, int neox, float mscale) {
     freq[i] = pow(10000.0, -2.0 * i / rd);
   for (i = 0; i < ROWS * ld; ++i)
     x[i] = y[i] = y_ref[i] = uniform();
-  rope_rows(x, y, ld, ROWS, pos, 1, HEADS, freq, rd, hd, neox, mscale);
+  kiln_uk_rope_rows(x, y, ld, ROWS, pos, 1, HEADS, freq, rd, hd, neox, mscale);
   ref_rope_rows(x, y_ref, ld, ROWS, pos, 1, HEADS, freq, rd, hd, neox, mscale);
   same = memcmp(y, y_ref, sizeof(float) * (size_t)(ROWS * ld)) == 0;
   for (r = 0; r < ROWS; ++r)
@@ -979,21 +979,21 @@ static void test_kv_rows(int family, int layout, int32_t hd) {
     x[i] = uniform();
   memset(cache, 0xa5, bytes);
   memset(expect, 0xa5, bytes);
-  kv_store_rows(family, layout, x, HEADS * hd, cache, 1, ROWS, 0, HEADS, pos, hd, HEADS, cap, 1);
+  kiln_uk_kv_store_rows(family, layout, x, HEADS * hd, cache, 1, ROWS, 0, HEADS, pos, hd, HEADS, cap, 1);
   for (r = 1; r < ROWS; ++r)
     for (h = 0; h < HEADS; ++h) {
       const int32_t slot = (pos + r) % cap;
       uint8_t row[600];
       const float *xr = x + (size_t)(r * HEADS + h) * (size_t)hd;
       if (family == KILN_UK_F32 || family == KILN_UK_F16)
-        family == KILN_UK_F32 ? kv_store_f32(xr, row, hd) : kv_store_f16(xr, row, hd);
+        family == KILN_UK_F32 ? kiln_uk_kv_store_f32(xr, row, hd) : kiln_uk_kv_store_f16(xr, row, hd);
       else
         ref_kv_store(family, xr, row, hd);
       if (layout == KILN_UK_KV_TILED)
-        kv_tile_put_q4(row, expect + naive_at(layout, slot, h, cap, HEADS, hb), slot % 16, hd);
+        kiln_uk_kv_tile_put_q4(row, expect + naive_at(layout, slot, h, cap, HEADS, hb), slot % 16, hd);
       else
         memcpy(expect + naive_at(layout, slot, h, cap, HEADS, hb), row, hb);
-      kv_load_at(family, layout, cache, slot, h, cap, HEADS, back, hd);
+      kiln_uk_kv_load_at(family, layout, cache, slot, h, cap, HEADS, back, hd);
       ref_kv_load_row(family, row, want, hd);
       loads &= memcmp(back, want, sizeof(float) * (size_t)hd) == 0;
     }
@@ -1002,12 +1002,12 @@ static void test_kv_rows(int family, int layout, int32_t hd) {
   for (i = 0; i < hd / 2; ++i)
     freq[i] = pow(10000.0, -2.0 * i / hd);
   memcpy(expect, cache, bytes);
-  kv_rerope_rows(family, layout, cache, pos + 1, pos + 3, -7, hd, HEADS, cap, freq, hd, 1);
+  kiln_uk_kv_rerope_rows(family, layout, cache, pos + 1, pos + 3, -7, hd, HEADS, cap, freq, hd, 1);
   for (r = pos + 1; r < pos + 3; ++r)
     for (h = 0; h < HEADS; ++h) {
-      kv_load_at(family, layout, expect, r, h, cap, HEADS, back, hd);
+      kiln_uk_kv_load_at(family, layout, expect, r, h, cap, HEADS, back, hd);
       ref_rope_rows(back, back, hd, 1, -7, 0, 1, freq, hd, hd, 1, 1.0f);
-      kv_store_at(family, layout, back, expect, r, h, cap, HEADS, hd);
+      kiln_uk_kv_store_at(family, layout, back, expect, r, h, cap, HEADS, hd);
     }
   ok &= memcmp(cache, expect, bytes) == 0;
   snprintf(what, sizeof what, "%s kv_store_rows, kv_load_at, kv_rerope_rows %s %s hd %d: the layout's bytes",
@@ -1016,7 +1016,7 @@ static void test_kv_rows(int family, int layout, int32_t hd) {
 }
 
 /* attention_rows over a cache kv_store_rows filled, every (KV head, row)
- * unit against attend (c99's, ref_attend) called with the unit's query heads
+ * unit against kiln_uk_attend (c99's, ref_attend) called with the unit's query heads
  * and its head's rows where the layout puts them: within 2e-6 (attend's own
  * tolerance against c99), or for the tiled int4 cache 2e-3 (a variant may
  * weight its values in bytes, test_attend_q4t); with a window and without. */
@@ -1038,12 +1038,12 @@ static void test_attention_rows(int family, int layout, int32_t window) {
   for (t = 0; t < pos + ROWS; ++t) {
     for (i = 0; i < NKV * HD; ++i)
       kv[i] = uniform();
-    kv_store_rows(family, layout, kv, 0, keys, 0, 1, 0, NKV, t, HD, NKV, CAP, 0);
+    kiln_uk_kv_store_rows(family, layout, kv, 0, keys, 0, 1, 0, NKV, t, HD, NKV, CAP, 0);
     for (i = 0; i < NKV * HD; ++i)
       kv[i] = uniform();
-    kv_store_rows(family, layout, kv, 0, values, 0, 1, 0, NKV, t, HD, NKV, CAP, 0);
+    kiln_uk_kv_store_rows(family, layout, kv, 0, values, 0, 1, 0, NKV, t, HD, NKV, CAP, 0);
   }
-  attention_rows(family, layout, q, keys, values, y, 0, ROWS * NKV, ROWS, pos, NH, NKV, HD,
+  kiln_uk_attention_rows(family, layout, q, keys, values, y, 0, ROWS * NKV, ROWS, pos, NH, NKV, HD,
                  window, CAP, 0.125f);
   for (u = 0; u < ROWS * NKV; ++u) {
     const int32_t g = u / ROWS, r = u % ROWS, p = pos + r;
@@ -1075,7 +1075,7 @@ static void test_kv_shift(void) {
     k0[i] = byte(), v0[i] = byte();
   memcpy(k, k0, sizeof k), memcpy(v, v0, sizeof v);
   /* two heads, 20 positions: keep 3, drop 5 */
-  kv_shift_heads(k, v, 2, BLOCK, RB, ROWS, 0, 0, 20, 3, 5, &r0, &r1);
+  kiln_uk_kv_shift_heads(k, v, 2, BLOCK, RB, ROWS, 0, 0, 20, 3, 5, &r0, &r1);
   for (h = 0; h < 2; ++h) {
     for (i = 0; i < 12; ++i)
       ok &= memcmp(k + h * BLOCK + (3 + i) * RB, k0 + h * BLOCK + (8 + i) * RB, RB) == 0 &&
@@ -1084,7 +1084,7 @@ static void test_kv_shift(void) {
   }
   ok &= r0 == 3 && r1 == 15;
   memcpy(k, k0, sizeof k), memcpy(v, v0, sizeof v);
-  kv_shift_heads(k, v, 1, BLOCK, RB, ROWS, 1, 0, 40, 2, 7, &r0, &r1); /* a wrapped ring: turned by 7 */
+  kiln_uk_kv_shift_heads(k, v, 1, BLOCK, RB, ROWS, 1, 0, 40, 2, 7, &r0, &r1); /* a wrapped ring: turned by 7 */
   for (i = 0; i < ROWS; ++i)
     ok &= memcmp(k + i * RB, k0 + ((i + 7) % ROWS) * RB, RB) == 0;
   ok &= r0 == 0 && r1 == ROWS;
@@ -1092,11 +1092,11 @@ static void test_kv_shift(void) {
   for (i = 0; i < (int32_t)sizeof tk0; ++i)
     tk0[i] = byte();
   memcpy(tk, tk0, sizeof tk), memcpy(tv, tk0, sizeof tv);
-  kv_shift_heads(tk, tv, 1, sizeof tk, 40, 32, 0, 64, 30, 4, 9, &r0, &r1);
+  kiln_uk_kv_shift_heads(tk, tv, 1, sizeof tk, 40, 32, 0, 64, 30, 4, 9, &r0, &r1);
   for (i = 0; i < 17; ++i) {
     uint8_t a[40], b[40];
-    kv_tile_get_q4(tk + (size_t)((4 + i) / 16) * 16 * 40, (4 + i) % 16, a, 64);
-    kv_tile_get_q4(tk0 + (size_t)((13 + i) / 16) * 16 * 40, (13 + i) % 16, b, 64);
+    kiln_uk_kv_tile_get_q4(tk + (size_t)((4 + i) / 16) * 16 * 40, (4 + i) % 16, a, 64);
+    kiln_uk_kv_tile_get_q4(tk0 + (size_t)((13 + i) / 16) * 16 * 40, (13 + i) % 16, b, 64);
     ok &= memcmp(a, b, 40) == 0;
   }
   ok &= r0 == 4 && r1 == 21;
@@ -1115,8 +1115,8 @@ static void test_norm_quantize(int32_t k, int32_t g) {
     x[i] = uniform() * 2.0f;
   for (i = 0; i < k; ++i)
     gamma[i] = 0.5f + uniform();
-  norm_quantize_act_rows(x, gamma, s, 3, k, g, 5, 1e-5f);
-  ok &= norm_scratch_row(s, 3, stride, 5) ==
+  kiln_uk_norm_quantize_act_rows(x, gamma, s, 3, k, g, 5, 1e-5f);
+  ok &= kiln_uk_norm_scratch_row(s, 3, stride, 5) ==
         (float *)(void *)(s + ((3 * stride + 63) & ~(size_t)63) + 3 * 5 * 4);
   for (r = 0; r < 3; ++r) {
     ref_rms_norm_row(x + r * k, gamma, t, k, 1e-5f);

@@ -13,8 +13,8 @@
 #define KERNELS_TEST_ROW_MATMUL(family, x, w, y, scratch, rows, n, k, g)                 \
   do {                                                                                   \
     if ((family) == KILN_UK_I8 || (family) == KILN_UK_I4)                                \
-      quantize_act_rows(x, scratch, rows, k, g);                                         \
-    matmul_rows(family, x, w, y, scratch, rows, n, k, g, 0, n);                          \
+      kiln_uk_quantize_act_rows(x, scratch, rows, k, g);                                 \
+    kiln_uk_matmul_rows(family, x, w, y, scratch, rows, n, k, g, 0, n);                  \
   } while (0)
 
 void ref_matmul(int family, const float *x, const uint8_t *w, float *y, void *scratch,

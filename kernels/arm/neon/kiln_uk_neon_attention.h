@@ -6,11 +6,11 @@
 #include "kernels/arm/neon/kiln_uk_neon_base.h"
 
 /* KV cache rows of one head (attention's inner loops), 4 lanes at a time. */
-static inline float32x4_t kv_load4(int family, const uint8_t *row, int32_t i) {
+static inline float32x4_t kiln_uk_kv_load4(int family, const uint8_t *row, int32_t i) {
   if (family == KILN_UK_F32)
     return vld1q_f32((const float *)(const void *)row + i);
   if (family == KILN_UK_F16)
-    return load_scales4(row + 2 * i);
+    return kiln_uk_load_scales4(row + 2 * i);
   {
     int8_t b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     memcpy(b, row + 2 + i, 4);
@@ -18,35 +18,35 @@ static inline float32x4_t kv_load4(int family, const uint8_t *row, int32_t i) {
   }
 }
 /* q . row, unscaled for i8 rows. */
-KILN_UK_INLINE float kv_dot4(int family, const float *q, const uint8_t *row, int32_t hd) {
+KILN_UK_INLINE float kiln_uk_kv_dot4(int family, const float *q, const uint8_t *row, int32_t hd) {
   float32x4_t s = vdupq_n_f32(0.0f);
   float t;
   int32_t i;
   for (i = 0; i + 4 <= hd; i += 4)
-    s = vfmaq_f32(s, vld1q_f32(q + i), kv_load4(family, row, i));
+    s = vfmaq_f32(s, vld1q_f32(q + i), kiln_uk_kv_load4(family, row, i));
   t = vaddvq_f32(s);
   for (; i < hd; ++i)
-    t += q[i] * kv_value(family, row, i);
+    t += q[i] * kiln_uk_kv_value(family, row, i);
   return t;
 }
-KILN_UK_INLINE void kv_axpy4(int family, float *acc, float e, const uint8_t *row, int32_t hd) {
+KILN_UK_INLINE void kiln_uk_kv_axpy4(int family, float *acc, float e, const uint8_t *row, int32_t hd) {
   int32_t i;
   for (i = 0; i + 4 <= hd; i += 4)
-    vst1q_f32(acc + i, vfmaq_n_f32(vld1q_f32(acc + i), kv_load4(family, row, i), e));
+    vst1q_f32(acc + i, vfmaq_n_f32(vld1q_f32(acc + i), kiln_uk_kv_load4(family, row, i), e));
   for (; i < hd; ++i)
-    acc[i] += e * kv_value(family, row, i);
+    acc[i] += e * kiln_uk_kv_value(family, row, i);
 }
 
 #define KILN_UK_HAS_KV_F32 1
 #define KILN_UK_HAS_KV_F16 1
 #define KILN_UK_HAS_KV_I8 1
-KILN_UK_KV_HELPERS(kv_dot4, kv_axpy4)
+KILN_UK_KV_HELPERS(kiln_uk_kv_dot4, kiln_uk_kv_axpy4)
 
 /* A q4 cache block (16 code bytes: values 0-15 in the low nibbles, 16-31 in
  * the high ones) in vectors, sdot as qdot_i4; the row loops and each block's
  * float expression stay the portable ones. */
 #define KILN_UK_HAS_KV_Q4_DOT 1
-static inline int32_t kv_q4_dot(const uint8_t *codes, const int8_t *q) {
+static inline int32_t kiln_uk_kv_q4_dot(const uint8_t *codes, const int8_t *q) {
   const uint8x16_t c = vld1q_u8(codes);
   int32x4_t s = vdotq_s32(vdupq_n_s32(0), vld1q_s8(q), vreinterpretq_s8_u8(vandq_u8(c, vdupq_n_u8(15))));
   s = vdotq_s32(s, vld1q_s8(q + 16), vreinterpretq_s8_u8(vshrq_n_u8(c, 4)));
@@ -55,7 +55,7 @@ static inline int32_t kv_q4_dot(const uint8_t *codes, const int8_t *q) {
 
 /* An int8 cache row's exact dot with the query, sdot 16 values a step. */
 #define KILN_UK_HAS_KV_I8_DOT 1
-static inline int32_t kv_i8_dot(const int8_t *k, const int8_t *q, int32_t n) {
+static inline int32_t kiln_uk_kv_i8_dot(const int8_t *k, const int8_t *q, int32_t n) {
   int32x4_t s = vdupq_n_s32(0);
   int32_t i, dot;
   for (i = 0; i + 16 <= n; i += 16)
@@ -67,7 +67,7 @@ static inline int32_t kv_i8_dot(const int8_t *k, const int8_t *q, int32_t n) {
 }
 
 #define KILN_UK_HAS_KV_Q4_AXPY 1
-static inline void kv_q4_axpy(float *a, float ed, float em, const uint8_t *codes) {
+static inline void kiln_uk_kv_q4_axpy(float *a, float ed, float em, const uint8_t *codes) {
   const uint8x16_t c = vld1q_u8(codes);
   const uint8x16_t half[2] = {vandq_u8(c, vdupq_n_u8(15)), vshrq_n_u8(c, 4)};
   const float32x4_t emv = vdupq_n_f32(em);
@@ -85,7 +85,7 @@ static inline void kv_q4_axpy(float *a, float ed, float em, const uint8_t *codes
 #define KILN_UK_HAS_KV_STORE_I8 1
 /* As the portable kv_store_i8, 8 values at a time: the same f16-rounded scale,
  * and vcvtaq rounds half away from zero as roundf does, so the same bytes. */
-static inline void kv_store_i8(const float *x, uint8_t *row, int32_t hd) {
+static inline void kiln_uk_kv_store_i8(const float *x, uint8_t *row, int32_t hd) {
   int8_t *q = (int8_t *)(void *)(row + 2);
   float32x4_t m4 = vdupq_n_f32(0.0f);
   float amax, d, id;
@@ -116,7 +116,7 @@ static inline void kv_store_i8(const float *x, uint8_t *row, int32_t hd) {
 /* As the portable kv_store_q4, a block of 32 as eight vectors: the same
  * f16-rounded d and m and the same codes (vcvtaq rounds as roundf), so the
  * same bytes. */
-static inline void kv_store_q4(const float *x, uint8_t *row, int32_t hd) {
+static inline void kiln_uk_kv_store_q4(const float *x, uint8_t *row, int32_t hd) {
   int32_t b, j;
   for (b = 0; b < hd / 32; ++b) {
     const float *xb = x + 32 * b;
@@ -128,7 +128,7 @@ static inline void kv_store_q4(const float *x, uint8_t *row, int32_t hd) {
       lo = vminq_f32(lo, vld1q_f32(xb + j));
       hi = vmaxq_f32(hi, vld1q_f32(xb + j));
     }
-    kv_q4_scales(blk, vminvq_f32(lo), vmaxvq_f32(hi), &d, &m);
+    kiln_uk_kv_q4_scales(blk, vminvq_f32(lo), vmaxvq_f32(hi), &d, &m);
     id = d != 0.0f ? 1.0f / d : 0.0f;
     for (j = 0; j < 8; ++j) {
       const int32x4_t v =

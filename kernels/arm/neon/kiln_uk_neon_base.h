@@ -11,14 +11,14 @@
 #include "kernels/c99/kiln_uk_base.h"
 
 /* Loads / stores the first `valid` of 4 lanes. */
-static inline float32x4_t load_lanes(const float *p, int32_t valid) {
+static inline float32x4_t kiln_uk_load_lanes(const float *p, int32_t valid) {
   float t[4] = {0, 0, 0, 0};
   if (valid == 4)
     return vld1q_f32(p);
   memcpy(t, p, sizeof(float) * (size_t)valid);
   return vld1q_f32(t);
 }
-static inline void store_lanes(float *p, float32x4_t v, int32_t valid) {
+static inline void kiln_uk_store_lanes(float *p, float32x4_t v, int32_t valid) {
   float t[4];
   if (valid == 4) {
     vst1q_f32(p, v);

@@ -7,7 +7,7 @@
 /* e^x, 4 lanes: 2^n e^r with n = round(x log2 e), |r| <= ln2 / 2, a degree-6
  * Taylor polynomial for e^r (relative error about 1e-7), and 2^n built in the
  * exponent bits; x is clamped to [-87, 88] so n stays a normal exponent. */
-static inline float32x4_t expq_f32(float32x4_t x) {
+static inline float32x4_t kiln_uk_expq_f32(float32x4_t x) {
   float32x4_t n, r, p;
   int32x4_t e;
   x = vminq_f32(vmaxq_f32(x, vdupq_n_f32(-87.0f)), vdupq_n_f32(88.0f));
@@ -26,10 +26,10 @@ static inline float32x4_t expq_f32(float32x4_t x) {
 }
 
 #define KILN_UK_HAS_EXP_BLOCK 1
-static inline void exp_block(const float *x, float m, float *e, int32_t n) {
+static inline void kiln_uk_exp_block(const float *x, float m, float *e, int32_t n) {
   int32_t i;
   for (i = 0; i + 4 <= n; i += 4)
-    vst1q_f32(e + i, expq_f32(vsubq_f32(vld1q_f32(x + i), vdupq_n_f32(m))));
+    vst1q_f32(e + i, kiln_uk_expq_f32(vsubq_f32(vld1q_f32(x + i), vdupq_n_f32(m))));
   for (; i < n; ++i)
     e[i] = expf(x[i] - m);
 }
@@ -37,7 +37,7 @@ static inline void exp_block(const float *x, float m, float *e, int32_t n) {
 #define KILN_UK_HAS_RMS_NORM_ROW 1
 /* As the portable rms_norm_row: the sum of squares in double lanes, then the
  * scaling 4 floats at a time (each element rounded as the portable one). */
-static inline void rms_norm_row(const float *x, const float *g, float *y, int32_t d, float eps) {
+static inline void kiln_uk_rms_norm_row(const float *x, const float *g, float *y, int32_t d, float eps) {
   float64x2_t s0 = vdupq_n_f64(0.0), s1 = s0;
   double ss;
   float scale;
@@ -61,29 +61,29 @@ static inline void rms_norm_row(const float *x, const float *g, float *y, int32_
 #define KILN_UK_HAS_ROPE_HEAD 1
 /* As the portable rope_head, 4 values at a time: the products and their sum
  * as separate instructions, so the bits are the reference's. */
-static inline void rope_head(const float *x, float *y, const float *cc, const float *ss,
+static inline void kiln_uk_rope_head(const float *x, float *y, const float *cc, const float *ss,
                              int32_t rd, int32_t hd, int neox) {
   const int32_t h = rd / 2;
   int32_t j;
   if (neox) {
     for (j = 0; j < h; j += 4) {
       const int32_t n = h - j < 4 ? h - j : 4;
-      const float32x4_t a = load_lanes(x + j, n), b = load_lanes(x + j + h, n);
-      store_lanes(y + j,
-                  vaddq_f32(vmulq_f32(a, load_lanes(cc + j, n)), vmulq_f32(b, load_lanes(ss + j, n))),
+      const float32x4_t a = kiln_uk_load_lanes(x + j, n), b = kiln_uk_load_lanes(x + j + h, n);
+      kiln_uk_store_lanes(y + j,
+                  vaddq_f32(vmulq_f32(a, kiln_uk_load_lanes(cc + j, n)), vmulq_f32(b, kiln_uk_load_lanes(ss + j, n))),
                   n);
-      store_lanes(y + j + h,
-                  vaddq_f32(vmulq_f32(b, load_lanes(cc + j + h, n)),
-                            vmulq_f32(a, load_lanes(ss + j + h, n))),
+      kiln_uk_store_lanes(y + j + h,
+                  vaddq_f32(vmulq_f32(b, kiln_uk_load_lanes(cc + j + h, n)),
+                            vmulq_f32(a, kiln_uk_load_lanes(ss + j + h, n))),
                   n);
     }
   } else {
     for (j = 0; j < rd; j += 4) {
       const int32_t n = rd - j < 4 ? rd - j : 4;
-      const float32x4_t a = load_lanes(x + j, n);
-      store_lanes(y + j,
-                  vaddq_f32(vmulq_f32(a, load_lanes(cc + j, n)),
-                            vmulq_f32(vrev64q_f32(a), load_lanes(ss + j, n))),
+      const float32x4_t a = kiln_uk_load_lanes(x + j, n);
+      kiln_uk_store_lanes(y + j,
+                  vaddq_f32(vmulq_f32(a, kiln_uk_load_lanes(cc + j, n)),
+                            vmulq_f32(vrev64q_f32(a), kiln_uk_load_lanes(ss + j, n))),
                   n);
     }
   }
@@ -92,22 +92,22 @@ static inline void rope_head(const float *x, float *y, const float *cc, const fl
 }
 
 #define KILN_UK_HAS_SILU 1
-static inline float32x4_t silu4(float32x4_t v) {
-  return vdivq_f32(v, vaddq_f32(vdupq_n_f32(1.0f), expq_f32(vnegq_f32(v))));
+static inline float32x4_t kiln_uk_silu4(float32x4_t v) {
+  return vdivq_f32(v, vaddq_f32(vdupq_n_f32(1.0f), kiln_uk_expq_f32(vnegq_f32(v))));
 }
 
 /* The tail goes through the vector code too, so every element gets the same
  * bits wherever a call's range starts (threads split the rows). */
-static inline void silu(const float *x, float *y, int32_t n) {
+static inline void kiln_uk_silu(const float *x, float *y, int32_t n) {
   float t[4] = {0};
   int32_t i, j;
   for (i = 0; i + 4 <= n; i += 4)
-    vst1q_f32(y + i, silu4(vld1q_f32(x + i)));
+    vst1q_f32(y + i, kiln_uk_silu4(vld1q_f32(x + i)));
   if (i == n)
     return;
   for (j = 0; i + j < n; ++j)
     t[j] = x[i + j];
-  vst1q_f32(t, silu4(vld1q_f32(t)));
+  vst1q_f32(t, kiln_uk_silu4(vld1q_f32(t)));
   for (j = 0; i + j < n; ++j)
     y[i + j] = t[j];
 }

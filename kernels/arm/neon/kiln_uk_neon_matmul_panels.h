@@ -10,7 +10,7 @@
 
 #define KILN_UK_NR 4
 
-static inline float32x4_t load_scales4(const uint8_t *p) {
+static inline float32x4_t kiln_uk_load_scales4(const uint8_t *p) {
   return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)(const void *)p)));
 }
 
@@ -18,7 +18,7 @@ static inline float32x4_t load_scales4(const uint8_t *p) {
  * added to y unless b0 is 0 (the order of the additions does not depend on the
  * K block). int8 weights are stored + 128: flipping the top bit gives the signed
  * value back for sdot, so only int4 needs the bias correction. */
-KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8_t *xs,
+KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, const uint8_t *xs,
                                    size_t stride, int32_t mr, int32_t k, int32_t g, int32_t b0,
                                    int32_t b1, float *y, int32_t ldy, int32_t valid) {
   const int32_t groups = k / g;
@@ -27,11 +27,11 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
   float32x4_t acc[KILN_UK_MR_MAX];
   int32_t r, b, c, first = 0;
   for (r = 0; r < mr; ++r)
-    acc[r] = b0 == 0 ? vdupq_n_f32(0.0f) : load_lanes(y + (size_t)r * (size_t)ldy, valid);
+    acc[r] = b0 == 0 ? vdupq_n_f32(0.0f) : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * group_bytes;
     int32x4_t is[KILN_UK_MR_MAX];
-    float32x4_t ws = load_scales4(gp);
+    float32x4_t ws = kiln_uk_load_scales4(gp);
     for (r = 0; r < mr; ++r)
       is[r] = vdupq_n_s32(0);
 #ifdef __ARM_FEATURE_MATMUL_INT8
@@ -122,44 +122,44 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
     }
   }
   for (r = 0; r < mr; ++r)
-    store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+    kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
 }
 
-static inline float32x4_t panel_load_f(int family, const uint8_t *p) {
-  return family == KILN_UK_F32 ? vld1q_f32((const float *)(const void *)p) : load_scales4(p);
+static inline float32x4_t kiln_uk_panel_load_f(int family, const uint8_t *p) {
+  return family == KILN_UK_F32 ? vld1q_f32((const float *)(const void *)p) : kiln_uk_load_scales4(p);
 }
 
 /* mr float activation rows against columns j0..j1-1 of one f32/f16 panel, added
  * to y unless j0 is 0; every lane sums in column order. */
-KILN_UK_INLINE void panel_tile_float(int family, const uint8_t *panel, const float *x,
+KILN_UK_INLINE void kiln_uk_panel_tile_float(int family, const uint8_t *panel, const float *x,
                                      int32_t mr, int32_t k, int32_t j0, int32_t j1, float *y,
                                      int32_t ldy, int32_t valid) {
   const size_t es = family == KILN_UK_F32 ? 16u : 8u; /* bytes of one panel column */
   float32x4_t acc[KILN_UK_MR_MAX];
   int32_t r, j;
   for (r = 0; r < mr; ++r)
-    acc[r] = j0 == 0 ? vdupq_n_f32(0.0f) : load_lanes(y + (size_t)r * (size_t)ldy, valid);
+    acc[r] = j0 == 0 ? vdupq_n_f32(0.0f) : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
   for (j = j0; j < j1; ++j) {
-    float32x4_t wv = panel_load_f(family, panel + es * j);
+    float32x4_t wv = kiln_uk_panel_load_f(family, panel + es * j);
     for (r = 0; r < mr; ++r)
       acc[r] = vfmaq_n_f32(acc[r], wv, x[(size_t)r * (size_t)k + j]);
   }
   for (r = 0; r < mr; ++r)
-    store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+    kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
 }
 
 /* One activation row against four whole panels: four FMA chains. */
-KILN_UK_INLINE void panel_row4_float(int family, const uint8_t *panel, size_t panel_bytes,
+KILN_UK_INLINE void kiln_uk_panel_row4_float(int family, const uint8_t *panel, size_t panel_bytes,
                                      const float *x, int32_t k, float *y) {
   const size_t es = family == KILN_UK_F32 ? 16u : 8u;
   float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0, a2 = a0, a3 = a0;
   int32_t j;
   for (j = 0; j < k; ++j) {
     const uint8_t *c = panel + es * j;
-    a0 = vfmaq_n_f32(a0, panel_load_f(family, c), x[j]);
-    a1 = vfmaq_n_f32(a1, panel_load_f(family, c + panel_bytes), x[j]);
-    a2 = vfmaq_n_f32(a2, panel_load_f(family, c + 2 * panel_bytes), x[j]);
-    a3 = vfmaq_n_f32(a3, panel_load_f(family, c + 3 * panel_bytes), x[j]);
+    a0 = vfmaq_n_f32(a0, kiln_uk_panel_load_f(family, c), x[j]);
+    a1 = vfmaq_n_f32(a1, kiln_uk_panel_load_f(family, c + panel_bytes), x[j]);
+    a2 = vfmaq_n_f32(a2, kiln_uk_panel_load_f(family, c + 2 * panel_bytes), x[j]);
+    a3 = vfmaq_n_f32(a3, kiln_uk_panel_load_f(family, c + 3 * panel_bytes), x[j]);
   }
   vst1q_f32(y, a0);
   vst1q_f32(y + 4, a1);

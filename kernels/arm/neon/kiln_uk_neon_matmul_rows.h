@@ -6,7 +6,7 @@
 #include "kernels/arm/neon/kiln_uk_neon_base.h"
 
 #define KILN_UK_HAS_DOT_F32 1
-static inline float dot_f32(const float *x, const uint8_t *w, int32_t k) {
+static inline float kiln_uk_dot_f32(const float *x, const uint8_t *w, int32_t k) {
   const float *r = (const float *)(const void *)w;
   float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f);
   int32_t i, whole = k - k % 8;
@@ -22,7 +22,7 @@ static inline float dot_f32(const float *x, const uint8_t *w, int32_t k) {
 }
 
 #define KILN_UK_HAS_DOT_F16 1
-static inline float dot_f16(const float *x, const uint8_t *w, int32_t k) {
+static inline float kiln_uk_dot_f16(const float *x, const uint8_t *w, int32_t k) {
   float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f);
   int32_t i, whole = k - k % 8;
   float s;
@@ -33,14 +33,14 @@ static inline float dot_f16(const float *x, const uint8_t *w, int32_t k) {
   }
   s = vaddvq_f32(vaddq_f32(a0, a1));
   for (i = whole; i < k; ++i)
-    s += x[i] * load_f16(w + 2 * i);
+    s += x[i] * kiln_uk_load_f16(w + 2 * i);
   return s;
 }
 
 #define KILN_UK_HAS_QDOT_I8 1
 /* int8 weights (f16 scale + g int8 per group, g a multiple of 16) against int8
  * activations: sdot int32 sums per group, scaled into float lanes. */
-static inline float qdot_i8(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
+static inline float kiln_uk_qdot_i8(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
                      int32_t g) {
   float32x4_t acc = vdupq_n_f32(0.0f);
   int32_t b, j;
@@ -50,7 +50,7 @@ static inline float qdot_i8(const int8_t *xq, const float *xd, const uint8_t *w,
     int32x4_t s = vdupq_n_s32(0);
     for (j = 0; j < g; j += 16)
       s = vdotq_s32(s, vld1q_s8(xq + g * b + j), vld1q_s8(q + j));
-    acc = vfmaq_n_f32(acc, vcvtq_f32_s32(s), xd[b] * load_f16(blk));
+    acc = vfmaq_n_f32(acc, vcvtq_f32_s32(s), xd[b] * kiln_uk_load_f16(blk));
   }
   return vaddvq_f32(acc);
 }
@@ -58,7 +58,7 @@ static inline float qdot_i8(const int8_t *xq, const float *xd, const uint8_t *w,
 #define KILN_UK_HAS_QDOT_I4 1
 /* int4 weights: byte j of a group holds value j (low nibble) and j + g/2 (high
  * nibble), each + 8; 16 bytes give 32 int8 lanes for two sdot. */
-static inline float qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
+static inline float kiln_uk_qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
                      int32_t g) {
   const uint8x16_t low = vdupq_n_u8(15);
   const int8x16_t eight = vdupq_n_s8(8);
@@ -75,7 +75,7 @@ static inline float qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w,
       s = vdotq_s32(s, vld1q_s8(xb + j), lo);
       s = vdotq_s32(s, vld1q_s8(xb + h + j), hi);
     }
-    acc = vfmaq_n_f32(acc, vcvtq_f32_s32(s), xd[b] * load_f16(blk));
+    acc = vfmaq_n_f32(acc, vcvtq_f32_s32(s), xd[b] * kiln_uk_load_f16(blk));
   }
   return vaddvq_f32(acc);
 }

@@ -13,7 +13,7 @@
 #include "kernels/c99/kiln_uk_base.h"
 
 /* Sum of n int8 products, widened to int16 then reduced into int32. */
-static inline int32_t dot_i8(const int8_t *a, const int8_t *b, int32_t n) {
+static inline int32_t kiln_uk_dot_i8(const int8_t *a, const int8_t *b, int32_t n) {
   vint32m1_t sum = __riscv_vmv_s_x_i32m1(0, 1);
   int32_t j = 0;
   while (j < n) {
@@ -30,7 +30,7 @@ static inline int32_t dot_i8(const int8_t *a, const int8_t *b, int32_t n) {
  * conversion, so normals move their exponent and mantissa into place,
  * subnormals are their mantissa times 2^-24, infinities and NaNs keep an
  * all-ones exponent. Exact, as the scalar conversion is. */
-static inline vfloat32m1_t f16_to_f32_rvv(const uint8_t *p, size_t vl) {
+static inline vfloat32m1_t kiln_uk_f16_to_f32_rvv(const uint8_t *p, size_t vl) {
   const vuint32m1_t h =
       __riscv_vzext_vf2_u32m1(__riscv_vle16_v_u16mf2((const uint16_t *)(const void *)p, vl), vl);
   const vuint32m1_t e = __riscv_vand_vx_u32m1(__riscv_vsrl_vx_u32m1(h, 10, vl), 31, vl);
@@ -50,22 +50,22 @@ static inline vfloat32m1_t f16_to_f32_rvv(const uint8_t *p, size_t vl) {
 }
 
 /* vl int8 values at p as floats. */
-static inline vfloat32m1_t i8_to_f32_rvv(const uint8_t *p, size_t vl) {
+static inline vfloat32m1_t kiln_uk_i8_to_f32_rvv(const uint8_t *p, size_t vl) {
   return __riscv_vfcvt_f_x_v_f32m1(
       __riscv_vsext_vf4_i32m1(__riscv_vle8_v_i8mf4((const int8_t *)(const void *)p, vl), vl), vl);
 }
 
 /* Values i.. of an f32, f16 or i8 (unscaled) cache row, vl of them. */
-static inline vfloat32m1_t kv_load_rvv(int family, const uint8_t *row, int32_t i, size_t vl) {
+static inline vfloat32m1_t kiln_uk_kv_load_rvv(int family, const uint8_t *row, int32_t i, size_t vl) {
   return family == KILN_UK_F32   ? __riscv_vle32_v_f32m1((const float *)(const void *)row + i, vl)
-         : family == KILN_UK_F16 ? f16_to_f32_rvv(row + 2 * i, vl)
-                                 : i8_to_f32_rvv(row + 2 + i, vl);
+         : family == KILN_UK_F16 ? kiln_uk_f16_to_f32_rvv(row + 2 * i, vl)
+                                 : kiln_uk_i8_to_f32_rvv(row + 2 + i, vl);
 }
 
 /* e^x as the AVX-512 exp_ps computes it (2^n e^r, |r| <= ln2 / 2, a degree-6
  * polynomial), 2^n put into the exponent: x is clamped to [-87, 88] so n stays
  * a normal exponent (e^-87 is 1.6e-38). */
-static inline vfloat32m1_t exp_rvv(vfloat32m1_t x, size_t vl) {
+static inline vfloat32m1_t kiln_uk_exp_rvv(vfloat32m1_t x, size_t vl) {
   vfloat32m1_t r, p, nf;
   vint32m1_t n;
   x = __riscv_vfmin_vf_f32m1(__riscv_vfmax_vf_f32m1(x, -87.0f, vl), 88.0f, vl);

@@ -7,7 +7,7 @@
 #define KILN_UK_HAS_VEC_ARITH 1
 /* y = a + b and y = a * b over n values (residual adds and gated products of
  * the unfused schedule). */
-static inline void vec_add(const float *a, const float *b, float *y, int32_t n) {
+static inline void kiln_uk_vec_add(const float *a, const float *b, float *y, int32_t n) {
   int32_t i = 0;
   while (i < n) {
     const size_t vl = __riscv_vsetvl_e32m1((size_t)(n - i));
@@ -17,7 +17,7 @@ static inline void vec_add(const float *a, const float *b, float *y, int32_t n) 
     i += (int32_t)vl;
   }
 }
-static inline void vec_mul(const float *a, const float *b, float *y, int32_t n) {
+static inline void kiln_uk_vec_mul(const float *a, const float *b, float *y, int32_t n) {
   int32_t i = 0;
   while (i < n) {
     const size_t vl = __riscv_vsetvl_e32m1((size_t)(n - i));
@@ -29,19 +29,19 @@ static inline void vec_mul(const float *a, const float *b, float *y, int32_t n) 
 }
 
 #define KILN_UK_HAS_EXP_BLOCK 1
-static inline void exp_block(const float *x, float m, float *e, int32_t n) {
+static inline void kiln_uk_exp_block(const float *x, float m, float *e, int32_t n) {
   int32_t i = 0;
   while (i < n) {
     const size_t vl = __riscv_vsetvl_e32m1((size_t)(n - i));
     __riscv_vse32_v_f32m1(
-        e + i, exp_rvv(__riscv_vfsub_vf_f32m1(__riscv_vle32_v_f32m1(x + i, vl), m, vl), vl), vl);
+        e + i, kiln_uk_exp_rvv(__riscv_vfsub_vf_f32m1(__riscv_vle32_v_f32m1(x + i, vl), m, vl), vl), vl);
     i += (int32_t)vl;
   }
 }
 
 #define KILN_UK_HAS_SILU 1
 /* Every value by the same vector code wherever a range starts. */
-static inline void silu(const float *x, float *y, int32_t n) {
+static inline void kiln_uk_silu(const float *x, float *y, int32_t n) {
   int32_t i = 0;
   while (i < n) {
     const size_t vl = __riscv_vsetvl_e32m1((size_t)(n - i));
@@ -49,7 +49,7 @@ static inline void silu(const float *x, float *y, int32_t n) {
     __riscv_vse32_v_f32m1(
         y + i,
         __riscv_vfdiv_vv_f32m1(v,
-                               __riscv_vfadd_vf_f32m1(exp_rvv(__riscv_vfneg_v_f32m1(v, vl), vl),
+                               __riscv_vfadd_vf_f32m1(kiln_uk_exp_rvv(__riscv_vfneg_v_f32m1(v, vl), vl),
                                                       1.0f, vl),
                                vl),
         vl);
@@ -60,7 +60,7 @@ static inline void silu(const float *x, float *y, int32_t n) {
 #define KILN_UK_HAS_RMS_NORM_ROW 1
 /* As the portable rms_norm_row: the sum of squares in double lanes (widening
  * multiply-adds), summed in order, then x times the scale times g. */
-static inline void rms_norm_row(const float *x, const float *g, float *y, int32_t d, float eps) {
+static inline void kiln_uk_rms_norm_row(const float *x, const float *g, float *y, int32_t d, float eps) {
   const size_t vlmax = __riscv_vsetvlmax_e32m1();
   vfloat64m2_t ss = __riscv_vfmv_v_f_f64m2(0.0, vlmax);
   float scale;
@@ -90,7 +90,7 @@ static inline void rms_norm_row(const float *x, const float *g, float *y, int32_
 /* As the portable rope_head: the products and their sum as separate
  * instructions, so the bits are the reference's. A step of pairs takes an
  * even number of values (at most VLMAX, which is even). */
-static inline void rope_head(const float *x, float *y, const float *cc, const float *ss,
+static inline void kiln_uk_rope_head(const float *x, float *y, const float *cc, const float *ss,
                              int32_t rd, int32_t hd, int neox) {
   const size_t vlmax = __riscv_vsetvlmax_e32m1();
   const int32_t h = rd / 2;

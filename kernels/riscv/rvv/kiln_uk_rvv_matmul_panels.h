@@ -19,12 +19,12 @@
 #define KILN_UK_RVV_CHUNK 64
 
 /* The 4 words of a quad at p (bytes, so no alignment is assumed). */
-static inline vuint32m1_t panel_quad(const uint8_t *p) {
+static inline vuint32m1_t kiln_uk_panel_quad(const uint8_t *p) {
   return __riscv_vreinterpret_v_u8m1_u32m1(__riscv_vle8_v_u8m1(p, 16));
 }
 
 /* Column values of 4 int32 lanes, stored as int16 at p. */
-static inline void panel_store_col(int16_t *p, vint32m1_t v) {
+static inline void kiln_uk_panel_store_col(int16_t *p, vint32m1_t v) {
   __riscv_vse16_v_i16mf2(p, __riscv_vncvt_x_x_w_i16mf2(v, 4), 4);
 }
 
@@ -32,24 +32,24 @@ static inline void panel_store_col(int16_t *p, vint32m1_t v) {
  * at cols + 4 j: int8 bytes are the value + 128, and flipping the top bit then
  * shifting the byte to the top of the lane and back arithmetically gives the
  * value; int4 nibbles stay 0..15 (the bias is taken off later). */
-static inline void panel_unpack_int(int family, const uint8_t *gp, int32_t g, int16_t *cols) {
+static inline void kiln_uk_panel_unpack_int(int family, const uint8_t *gp, int32_t g, int16_t *cols) {
   int32_t c, j, half;
   if (family == KILN_UK_I8) {
     for (c = 0; c < g / 4; ++c) {
       const vint32m1_t w = __riscv_vreinterpret_v_u32m1_i32m1(
-          __riscv_vxor_vx_u32m1(panel_quad(gp + 16 * c), 0x80808080u, 4));
+          __riscv_vxor_vx_u32m1(kiln_uk_panel_quad(gp + 16 * c), 0x80808080u, 4));
       for (j = 0; j < 4; ++j)
-        panel_store_col(cols + 4 * (4 * c + j),
+        kiln_uk_panel_store_col(cols + 4 * (4 * c + j),
                         __riscv_vsra_vx_i32m1(
                             __riscv_vsll_vx_i32m1(w, (size_t)(24 - 8 * j), 4), 24, 4));
     }
     return;
   }
   for (c = 0; c < g / 8; ++c) {
-    const vuint32m1_t w = panel_quad(gp + 16 * c);
+    const vuint32m1_t w = kiln_uk_panel_quad(gp + 16 * c);
     for (half = 0; half < 2; ++half) /* low nibbles: columns 4c.., high: g/2 + 4c.. */
       for (j = 0; j < 4; ++j)
-        panel_store_col(cols + 4 * (half * (g / 2) + 4 * c + j),
+        kiln_uk_panel_store_col(cols + 4 * (half * (g / 2) + 4 * c + j),
                         __riscv_vreinterpret_v_u32m1_i32m1(__riscv_vand_vx_u32m1(
                             __riscv_vsrl_vx_u32m1(w, (size_t)(8 * j + 4 * half), 4), 15, 4)));
   }
@@ -61,7 +61,7 @@ static inline void panel_unpack_int(int family, const uint8_t *gp, int32_t g, in
  * sum is then one widening vwmacc.vx per column, exact in int32. RVV's
  * vector types have no size, so the tile's accumulators live in memory
  * between groups. */
-KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8_t *xs,
+KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, const uint8_t *xs,
                                    size_t stride, int32_t mr, int32_t k, int32_t g, int32_t b0,
                                    int32_t b1, float *y, int32_t ldy, int32_t valid) {
   const int32_t groups = k / g;
@@ -73,8 +73,8 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
     memcpy(acc + 4 * r, y + (size_t)r * (size_t)ldy, sizeof(float) * (size_t)valid);
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * group_bytes;
-    const vfloat32m1_t ws = f16_to_f32_rvv(gp, 4);
-    panel_unpack_int(family, gp + 8, g, cols);
+    const vfloat32m1_t ws = kiln_uk_f16_to_f32_rvv(gp, 4);
+    kiln_uk_panel_unpack_int(family, gp + 8, g, cols);
     for (r = 0; r < mr; ++r) {
       const float *xd = (const float *)(const void *)(xs + (size_t)r * stride);
       const int32_t *xsum = (const int32_t *)(const void *)(xd + groups);
@@ -95,7 +95,7 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
 
 /* Columns j0..j1-1 (at most KILN_UK_RVV_CHUNK) of an f32/f16 panel as floats,
  * column j's 4 rows at cols + 4 (j - j0). */
-static inline void panel_unpack_float(int family, const uint8_t *panel, int32_t j0, int32_t j1,
+static inline void kiln_uk_panel_unpack_float(int family, const uint8_t *panel, int32_t j0, int32_t j1,
                                       float *cols) {
   int32_t j;
   if (family == KILN_UK_F32) {
@@ -104,12 +104,12 @@ static inline void panel_unpack_float(int family, const uint8_t *panel, int32_t 
     return;
   }
   for (j = j0; j < j1; ++j)
-    __riscv_vse32_v_f32m1(cols + 4 * (j - j0), f16_to_f32_rvv(panel + 8 * j, 4), 4);
+    __riscv_vse32_v_f32m1(cols + 4 * (j - j0), kiln_uk_f16_to_f32_rvv(panel + 8 * j, 4), 4);
 }
 
 /* mr float activation rows against columns j0..j1-1 of one f32/f16 panel, added
  * to y unless j0 is 0; every lane sums in column order, chunk by chunk. */
-KILN_UK_INLINE void panel_tile_float(int family, const uint8_t *panel, const float *x,
+KILN_UK_INLINE void kiln_uk_panel_tile_float(int family, const uint8_t *panel, const float *x,
                                      int32_t mr, int32_t k, int32_t j0, int32_t j1, float *y,
                                      int32_t ldy, int32_t valid) {
   float cols[4 * KILN_UK_RVV_CHUNK], acc[KILN_UK_MR_MAX * 4] = {0};
@@ -118,7 +118,7 @@ KILN_UK_INLINE void panel_tile_float(int family, const uint8_t *panel, const flo
     memcpy(acc + 4 * r, y + (size_t)r * (size_t)ldy, sizeof(float) * (size_t)valid);
   for (c0 = j0; c0 < j1; c0 += KILN_UK_RVV_CHUNK) {
     const int32_t c1 = j1 - c0 < KILN_UK_RVV_CHUNK ? j1 : c0 + KILN_UK_RVV_CHUNK;
-    panel_unpack_float(family, panel, c0, c1, cols);
+    kiln_uk_panel_unpack_float(family, panel, c0, c1, cols);
     for (r = 0; r < mr; ++r) {
       const float *xr = x + (size_t)r * (size_t)k;
       vfloat32m1_t a = __riscv_vle32_v_f32m1(acc + 4 * r, 4);
@@ -133,11 +133,11 @@ KILN_UK_INLINE void panel_tile_float(int family, const uint8_t *panel, const flo
 
 /* One activation row against four whole panels, one panel after another
  * (RVV's vector types cannot be kept four in an array). */
-KILN_UK_INLINE void panel_row4_float(int family, const uint8_t *panel, size_t panel_bytes,
+KILN_UK_INLINE void kiln_uk_panel_row4_float(int family, const uint8_t *panel, size_t panel_bytes,
                                      const float *x, int32_t k, float *y) {
   int32_t i;
   for (i = 0; i < 4; ++i)
-    panel_tile_float(family, panel + (size_t)i * panel_bytes, x, 1, k, 0, k, y + 4 * i, 0, 4);
+    kiln_uk_panel_tile_float(family, panel + (size_t)i * panel_bytes, x, 1, k, 0, k, y + 4 * i, 0, 4);
 }
 
 #include "kernels/c99/kiln_uk_matmul_panels.h"

@@ -6,7 +6,7 @@
 #include "kernels/riscv/rvv/kiln_uk_rvv_base.h"
 
 #define KILN_UK_HAS_DOT_F32 1
-static inline float dot_f32(const float *x, const uint8_t *w, int32_t k) {
+static inline float kiln_uk_dot_f32(const float *x, const uint8_t *w, int32_t k) {
   const float *r = (const float *)(const void *)w;
   size_t vlmax = __riscv_vsetvlmax_e32m4();
   vfloat32m4_t acc = __riscv_vfmv_v_f_f32m4(0.0f, vlmax);
@@ -23,14 +23,14 @@ static inline float dot_f32(const float *x, const uint8_t *w, int32_t k) {
 }
 
 #define KILN_UK_HAS_QDOT_I8 1
-static inline float qdot_i8(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
+static inline float kiln_uk_qdot_i8(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
                      int32_t g) {
   float acc = 0.0f;
   int32_t b;
   for (b = 0; b < k / g; ++b) {
     const uint8_t *blk = w + (2 + g) * b;
-    int32_t s = dot_i8(xq + g * b, (const int8_t *)(const void *)(blk + 2), g);
-    acc += (float)s * (xd[b] * load_f16(blk));
+    int32_t s = kiln_uk_dot_i8(xq + g * b, (const int8_t *)(const void *)(blk + 2), g);
+    acc += (float)s * (xd[b] * kiln_uk_load_f16(blk));
   }
   return acc;
 }
@@ -38,7 +38,7 @@ static inline float qdot_i8(const int8_t *xq, const float *xd, const uint8_t *w,
 #define KILN_UK_HAS_QDOT_I4 1
 /* int4 weights: byte j of a group holds value j (low nibble) and j + g/2 (high
  * nibble), each + 8; both halves are spread to int8 and dotted like int8. */
-static inline float qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
+static inline float kiln_uk_qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
                      int32_t g) {
   float acc = 0.0f;
   int32_t b, h = g / 2;
@@ -60,7 +60,7 @@ static inline float qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w,
           __riscv_vwmul_vv_i16m2(__riscv_vle8_v_i8m1(xb + h + j, vl), hi, vl), sum, vl);
       j += (int32_t)vl;
     }
-    acc += (float)__riscv_vmv_x_s_i32m1_i32(sum) * (xd[b] * load_f16(blk));
+    acc += (float)__riscv_vmv_x_s_i32m1_i32(sum) * (xd[b] * kiln_uk_load_f16(blk));
   }
   return acc;
 }
@@ -68,24 +68,24 @@ static inline float qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w,
 /* Embedding rows: halves converted, int8 and int4 groups times their scale,
  * the same products as the portable rows. */
 #define KILN_UK_HAS_ROW_F16 1
-static inline void row_f16(const uint8_t *w, float *y, int32_t k) {
+static inline void kiln_uk_row_f16(const uint8_t *w, float *y, int32_t k) {
   int32_t i = 0;
   while (i < k) {
     const size_t vl = __riscv_vsetvl_e32m1((size_t)(k - i));
-    __riscv_vse32_v_f32m1(y + i, f16_to_f32_rvv(w + 2 * i, vl), vl);
+    __riscv_vse32_v_f32m1(y + i, kiln_uk_f16_to_f32_rvv(w + 2 * i, vl), vl);
     i += (int32_t)vl;
   }
 }
 
 #define KILN_UK_HAS_ROW_I8 1
-static inline void row_i8(const uint8_t *w, float *y, int32_t k, int32_t g) {
+static inline void kiln_uk_row_i8(const uint8_t *w, float *y, int32_t k, int32_t g) {
   int32_t b, j;
   for (b = 0; b < k / g; ++b) {
     const uint8_t *blk = w + (2 + g) * b;
-    const float d = load_f16(blk);
+    const float d = kiln_uk_load_f16(blk);
     for (j = 0; j < g;) {
       const size_t vl = __riscv_vsetvl_e32m1((size_t)(g - j));
-      __riscv_vse32_v_f32m1(y + g * b + j, __riscv_vfmul_vf_f32m1(i8_to_f32_rvv(blk + 2 + j, vl), d, vl),
+      __riscv_vse32_v_f32m1(y + g * b + j, __riscv_vfmul_vf_f32m1(kiln_uk_i8_to_f32_rvv(blk + 2 + j, vl), d, vl),
                             vl);
       j += (int32_t)vl;
     }
@@ -93,11 +93,11 @@ static inline void row_i8(const uint8_t *w, float *y, int32_t k, int32_t g) {
 }
 
 #define KILN_UK_HAS_ROW_I4 1
-static inline void row_i4(const uint8_t *w, float *y, int32_t k, int32_t g) {
+static inline void kiln_uk_row_i4(const uint8_t *w, float *y, int32_t k, int32_t g) {
   int32_t b, j, h = g / 2;
   for (b = 0; b < k / g; ++b) {
     const uint8_t *blk = w + (2 + h) * b;
-    const float d = load_f16(blk);
+    const float d = kiln_uk_load_f16(blk);
     for (j = 0; j < h;) {
       const size_t vl = __riscv_vsetvl_e32m1((size_t)(h - j));
       const vint32m1_t c = __riscv_vreinterpret_v_u32m1_i32m1(

@@ -33,14 +33,14 @@
 /* Step j of `steps` of prefetching the `bytes` at p: that share of its cache
  * lines, so that a kernel's prefetches spread over its work instead of
  * filling the miss queue at once. */
-KILN_UK_INLINE void prefetch_share(const uint8_t *p, int32_t bytes, int32_t j, int32_t steps) {
+KILN_UK_INLINE void kiln_uk_prefetch_share(const uint8_t *p, int32_t bytes, int32_t j, int32_t steps) {
   const int32_t lines = (bytes + 63) / 64;
   int32_t c;
   for (c = lines * j / steps; c < lines * (j + 1) / steps; ++c)
     KILN_UK_PREFETCH(p + 64 * c);
 }
 
-static inline float hsum_ps(__m256 v) {
+static inline float kiln_uk_hsum_ps(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
@@ -50,7 +50,7 @@ static inline float hsum_ps(__m256 v) {
 /* Sum of 32 int8 products in eight int32 lanes: |a| * (b with a's sign) as
  * unsigned x signed pairs (no overflow for values in [-127, 127]), then pairs of
  * 16-bit sums. */
-static inline __m256i dot_i8x32(__m256i a, __m256i b) {
+static inline __m256i kiln_uk_dot_i8x32(__m256i a, __m256i b) {
   __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
   return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
 }
@@ -65,7 +65,7 @@ static inline __m256i dot_i8x32(__m256i a, __m256i b) {
 #else
 #define KILN_UK_VNNI 0
 #endif
-static inline __m256i dot_u8s8(__m256i acc, __m256i w, __m256i x) {
+static inline __m256i kiln_uk_dot_u8s8(__m256i acc, __m256i w, __m256i x) {
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
   return _mm256_dpbusd_epi32(acc, w, x);
 #elif defined(__AVXVNNI__)
@@ -79,7 +79,7 @@ static inline __m256i dot_u8s8(__m256i acc, __m256i w, __m256i x) {
 
 /* roundf of 8 lanes: truncate, then step away from zero when the fraction is
  * >= 0.5. */
-static inline __m256 round_away8(__m256 v) {
+static inline __m256 kiln_uk_round_away8(__m256 v) {
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
   const __m256 up =
@@ -89,12 +89,12 @@ static inline __m256 round_away8(__m256 v) {
 }
 
 /* The largest and the smallest of 8 lanes. */
-static inline float hmax8(__m256 v) {
+static inline float kiln_uk_hmax8(__m256 v) {
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   m = _mm_max_ps(m, _mm_movehl_ps(m, m));
   return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
 }
-static inline float hmin8(__m256 v) {
+static inline float kiln_uk_hmin8(__m256 v) {
   __m128 m = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   m = _mm_min_ps(m, _mm_movehl_ps(m, m));
   return _mm_cvtss_f32(_mm_min_ss(m, _mm_shuffle_ps(m, m, 1)));
@@ -102,21 +102,21 @@ static inline float hmin8(__m256 v) {
 
 
 /* 8 int32 lanes as 8 bytes at p: int8 values, or unsigned bytes 0..255. */
-static inline void store_bytes8(uint8_t *p, __m256i v, int is_signed) {
+static inline void kiln_uk_store_bytes8(uint8_t *p, __m256i v, int is_signed) {
   const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   _mm_storel_epi64((__m128i *)(void *)p,
                    is_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w));
 }
 
 /* Loads / stores the first `valid` of 8 lanes (a whole register when 8). */
-static inline __m256 load_lanes(const float *p, int32_t valid) {
+static inline __m256 kiln_uk_load_lanes(const float *p, int32_t valid) {
   float t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   if (valid == 8)
     return _mm256_loadu_ps(p);
   memcpy(t, p, sizeof(float) * (size_t)valid);
   return _mm256_loadu_ps(t);
 }
-static inline void store_lanes(float *p, __m256 v, int32_t valid) {
+static inline void kiln_uk_store_lanes(float *p, __m256 v, int32_t valid) {
   float t[8];
   if (valid == 8) {
     _mm256_storeu_ps(p, v);

@@ -7,7 +7,7 @@
 /* e^x, 8 lanes: 2^n e^r with n = round(x log2 e), |r| <= ln2 / 2, a degree-6
  * Taylor polynomial for e^r (relative error about 1e-7), and 2^n built in the
  * exponent bits; x is clamped to [-87, 88] so n stays a normal exponent. */
-static inline __m256 exp256_ps(__m256 x) {
+static inline __m256 kiln_uk_exp256_ps(__m256 x) {
   __m256 n, r, p;
   __m256i e;
   x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
@@ -27,10 +27,10 @@ static inline __m256 exp256_ps(__m256 x) {
 }
 
 #define KILN_UK_HAS_EXP_BLOCK 1
-static inline void exp_block(const float *x, float m, float *e, int32_t n) {
+static inline void kiln_uk_exp_block(const float *x, float m, float *e, int32_t n) {
   int32_t i;
   for (i = 0; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(e + i, exp256_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(m))));
+    _mm256_storeu_ps(e + i, kiln_uk_exp256_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(m))));
   for (; i < n; ++i)
     e[i] = expf(x[i] - m);
 }
@@ -38,7 +38,7 @@ static inline void exp_block(const float *x, float m, float *e, int32_t n) {
 #define KILN_UK_HAS_RMS_NORM_ROW 1
 /* As the portable rms_norm_row: the sum of squares in double lanes, then the
  * scaling 8 floats at a time (each element rounded as the portable one). */
-static inline void rms_norm_row(const float *x, const float *g, float *y, int32_t d, float eps) {
+static inline void kiln_uk_rms_norm_row(const float *x, const float *g, float *y, int32_t d, float eps) {
   __m256d s0 = _mm256_setzero_pd(), s1 = s0;
   double lanes[4], ss;
   float scale;
@@ -66,28 +66,28 @@ static inline void rms_norm_row(const float *x, const float *g, float *y, int32_
 #define KILN_UK_HAS_ROPE_HEAD 1
 /* As the portable rope_head, 8 values at a time: the products and their sum
  * as separate instructions, so the bits are the reference's. */
-static inline void rope_head(const float *x, float *y, const float *cc, const float *ss,
+static inline void kiln_uk_rope_head(const float *x, float *y, const float *cc, const float *ss,
                              int32_t rd, int32_t hd, int neox) {
   const int32_t h = rd / 2;
   int32_t j;
   if (neox) {
     for (j = 0; j < h; j += 8) {
       const int32_t n = h - j < 8 ? h - j : 8;
-      const __m256 a = load_lanes(x + j, n), b = load_lanes(x + j + h, n);
-      store_lanes(y + j,
-                  _mm256_add_ps(_mm256_mul_ps(a, load_lanes(cc + j, n)),
-                                _mm256_mul_ps(b, load_lanes(ss + j, n))), n);
-      store_lanes(y + j + h,
-                  _mm256_add_ps(_mm256_mul_ps(b, load_lanes(cc + j + h, n)),
-                                _mm256_mul_ps(a, load_lanes(ss + j + h, n))), n);
+      const __m256 a = kiln_uk_load_lanes(x + j, n), b = kiln_uk_load_lanes(x + j + h, n);
+      kiln_uk_store_lanes(y + j,
+                  _mm256_add_ps(_mm256_mul_ps(a, kiln_uk_load_lanes(cc + j, n)),
+                                _mm256_mul_ps(b, kiln_uk_load_lanes(ss + j, n))), n);
+      kiln_uk_store_lanes(y + j + h,
+                  _mm256_add_ps(_mm256_mul_ps(b, kiln_uk_load_lanes(cc + j + h, n)),
+                                _mm256_mul_ps(a, kiln_uk_load_lanes(ss + j + h, n))), n);
     }
   } else {
     for (j = 0; j < rd; j += 8) {
       const int32_t n = rd - j < 8 ? rd - j : 8;
-      const __m256 a = load_lanes(x + j, n);
-      store_lanes(y + j,
-                  _mm256_add_ps(_mm256_mul_ps(a, load_lanes(cc + j, n)),
-                                _mm256_mul_ps(_mm256_permute_ps(a, 0xb1), load_lanes(ss + j, n))),
+      const __m256 a = kiln_uk_load_lanes(x + j, n);
+      kiln_uk_store_lanes(y + j,
+                  _mm256_add_ps(_mm256_mul_ps(a, kiln_uk_load_lanes(cc + j, n)),
+                                _mm256_mul_ps(_mm256_permute_ps(a, 0xb1), kiln_uk_load_lanes(ss + j, n))),
                   n);
     }
   }
@@ -96,23 +96,23 @@ static inline void rope_head(const float *x, float *y, const float *cc, const fl
 }
 
 #define KILN_UK_HAS_SILU 1
-static inline __m256 silu8(__m256 v) {
-  __m256 d = _mm256_add_ps(_mm256_set1_ps(1.0f), exp256_ps(_mm256_sub_ps(_mm256_setzero_ps(), v)));
+static inline __m256 kiln_uk_silu8(__m256 v) {
+  __m256 d = _mm256_add_ps(_mm256_set1_ps(1.0f), kiln_uk_exp256_ps(_mm256_sub_ps(_mm256_setzero_ps(), v)));
   return _mm256_div_ps(v, d);
 }
 
 /* The tail goes through the vector code too, so every element gets the same
  * bits wherever a call's range starts (threads split the rows). */
-static inline void silu(const float *x, float *y, int32_t n) {
+static inline void kiln_uk_silu(const float *x, float *y, int32_t n) {
   float t[8] = {0};
   int32_t i, j;
   for (i = 0; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, silu8(_mm256_loadu_ps(x + i)));
+    _mm256_storeu_ps(y + i, kiln_uk_silu8(_mm256_loadu_ps(x + i)));
   if (i == n)
     return;
   for (j = 0; i + j < n; ++j)
     t[j] = x[i + j];
-  _mm256_storeu_ps(t, silu8(_mm256_loadu_ps(t)));
+  _mm256_storeu_ps(t, kiln_uk_silu8(_mm256_loadu_ps(t)));
   for (j = 0; i + j < n; ++j)
     y[i + j] = t[j];
 }

@@ -10,7 +10,7 @@
 
 #include "kernels/x86/avx2/kiln_uk_avx2_base.h"
 
-/* matmul_blocks (in the portable header) calls the qdot_isa_* below, q4_k,
+/* kiln_uk_matmul_blocks (in the portable header) calls the qdot_isa_* below, q4_k,
  * q5_k and q6_k's with up to four activation rows per weight row. */
 #define KILN_UK_HAS_QDOT_BLOCKS 1
 #define KILN_UK_QDOT_ROWS 4
@@ -19,14 +19,14 @@
 /* Prefetches the weight stream KILN_UK_PREFETCH_BYTES past the `bytes` at p:
  * the rows of one matrix follow each other, so this runs ahead of the next ones
  * across the 4 KiB pages the hardware prefetchers stop at. */
-KILN_UK_INLINE void blocks_prefetch(const uint8_t *p, int32_t bytes) {
+KILN_UK_INLINE void kiln_uk_blocks_prefetch(const uint8_t *p, int32_t bytes) {
   int32_t o;
   for (o = 0; o < bytes; o += 64)
     KILN_UK_PREFETCH(p + o);
 }
 
 /* The sums of the activations' eight pairs of 16 at xa: block i's sum. */
-static inline __m256 blocks_pair_sums(const float *xa) {
+static inline __m256 kiln_uk_blocks_pair_sums(const float *xa) {
   return _mm256_castpd_ps(_mm256_permute4x64_pd(
       _mm256_castps_pd(_mm256_hadd_ps(_mm256_loadu_ps(xa), _mm256_loadu_ps(xa + 8))), 0xD8));
 }
@@ -35,7 +35,7 @@ static inline __m256 blocks_pair_sums(const float *xa) {
  * the 12 bytes at q (reads 16): scales 0..3 and mins 0..3 are the low six bits
  * of bytes 0..7; scales and mins 4..7 take the nibbles of bytes 8..11 and, as
  * bits 4..5, the top two bits of bytes 0..3 and 4..7. */
-static inline __m128i blocks_scale_min_k4(const uint8_t *q) {
+static inline __m128i kiln_uk_blocks_scale_min_k4(const uint8_t *q) {
   const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)q);
   const __m128i a = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
   /* (index -128 gives zero) */
@@ -50,14 +50,14 @@ static inline __m128i blocks_scale_min_k4(const uint8_t *q) {
 
 /* v's 16-bit lanes shifted left by `left` bits (right for a negative one), a
  * constant once unrolled. */
-static inline __m256i blocks_shift16(__m256i v, int32_t left) {
+static inline __m256i kiln_uk_blocks_shift16(__m256i v, int32_t left) {
   return left >= 0 ? _mm256_sll_epi16(v, _mm_cvtsi32_si128(left))
                    : _mm256_srl_epi16(v, _mm_cvtsi32_si128(-left));
 }
 
 /* acc plus the int16 pairs p times the int16 scales s, summed in pairs:
  * vpdpwssd where the compiler may use it. */
-static inline __m256i blocks_madd_acc(__m256i acc, __m256i p, __m256i s) {
+static inline __m256i kiln_uk_blocks_madd_acc(__m256i acc, __m256i p, __m256i s) {
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
   return _mm256_dpwssd_epi32(acc, p, s);
 #elif defined(__AVXVNNI__)
@@ -69,14 +69,14 @@ static inline __m256i blocks_madd_acc(__m256i acc, __m256i p, __m256i s) {
 
 /* From 16-bit scales (eight per 128-bit lane), scale a in the low lane's
  * words and b in the high lane's. */
-static inline __m256i blocks_scale_pair(__m256i scales, int32_t a, int32_t b) {
+static inline __m256i kiln_uk_blocks_scale_pair(__m256i scales, int32_t a, int32_t b) {
   const __m128i lo = _mm_set1_epi16((short)(2 * a | (2 * a + 1) << 8));
   const __m128i hi = _mm_set1_epi16((short)(2 * b | (2 * b + 1) << 8));
   return _mm256_shuffle_epi8(scales, _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
 }
 
 /* The k-quant activations of row r at s (blocks_quantize_row with g 256). */
-static inline const float *blocks_k_scales(const uint8_t *s, size_t stride, int32_t r) {
+static inline const float *kiln_uk_blocks_k_scales(const uint8_t *s, size_t stride, int32_t r) {
   return (const float *)(const void *)(s + (size_t)r * stride);
 }
 
@@ -87,7 +87,7 @@ static inline const float *blocks_k_scales(const uint8_t *s, size_t stride, int3
  * pairs, times the scales into int32, the super-block summed in integers then
  * d times the activations' scale once; the mins meet the activations' sums as
  * floats. A row's arithmetic is the same whatever nr. */
-KILN_UK_INLINE void qdot_isa_q45k(const uint8_t *s, size_t stride, int32_t nr, const uint8_t *w,
+KILN_UK_INLINE void kiln_uk_qdot_isa_q45k(const uint8_t *s, size_t stride, int32_t nr, const uint8_t *w,
                                   int32_t k, int32_t five, float *y, size_t ldy) {
   const __m256i m4 = _mm256_set1_epi8(15), bit4 = _mm256_set1_epi8(16);
   const size_t xa_at = (size_t)(k / 256), xq_at = xa_at + (size_t)(k / 16);
@@ -98,38 +98,38 @@ KILN_UK_INLINE void qdot_isa_q45k(const uint8_t *s, size_t stride, int32_t nr, c
   for (sb = 0; sb < k / 256; ++sb) {
     const uint8_t *blk = w + (five ? 176 : 144) * sb;
     const uint8_t *qs = blk + (five ? 48 : 16);
-    blocks_prefetch(blk, five ? 176 : 144);
+    kiln_uk_blocks_prefetch(blk, five ? 176 : 144);
     const __m256i hbits = five ? _mm256_loadu_si256((const __m256i *)(const void *)(blk + 16))
                                : _mm256_setzero_si256();
-    const __m128i scm = blocks_scale_min_k4(blk + 4);
+    const __m128i scm = kiln_uk_blocks_scale_min_k4(blk + 4);
     const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));
     const __m256 m = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(scm, 8))),
-                                   _mm256_set1_ps(load_f16(blk + 2)));
-    const float d = load_f16(blk);
+                                   _mm256_set1_ps(kiln_uk_load_f16(blk + 2)));
+    const float d = kiln_uk_load_f16(blk);
     __m256i codes[8], sc[8];
     for (c = 0; c < 4; ++c) {
       const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * c));
       __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
       if (five) {
         /* qh's bits 2c and 2c + 1 moved to bit 4 (an and-or each) */
-        lo = _mm256_or_si256(lo, _mm256_and_si256(blocks_shift16(hbits, 4 - 2 * c), bit4));
-        hi = _mm256_or_si256(hi, _mm256_and_si256(blocks_shift16(hbits, 3 - 2 * c), bit4));
+        lo = _mm256_or_si256(lo, _mm256_and_si256(kiln_uk_blocks_shift16(hbits, 4 - 2 * c), bit4));
+        hi = _mm256_or_si256(hi, _mm256_and_si256(kiln_uk_blocks_shift16(hbits, 3 - 2 * c), bit4));
       }
       codes[2 * c] = lo;
       codes[2 * c + 1] = hi;
-      sc[2 * c] = blocks_scale_pair(scales, 2 * c, 2 * c);
-      sc[2 * c + 1] = blocks_scale_pair(scales, 2 * c + 1, 2 * c + 1);
+      sc[2 * c] = kiln_uk_blocks_scale_pair(scales, 2 * c, 2 * c);
+      sc[2 * c + 1] = kiln_uk_blocks_scale_pair(scales, 2 * c + 1, 2 * c + 1);
     }
     for (r = 0; r < nr; ++r) {
-      const float *xd = blocks_k_scales(s, stride, r);
+      const float *xd = kiln_uk_blocks_k_scales(s, stride, r);
       const int8_t *x = (const int8_t *)(const void *)(xd + xq_at) + 256 * sb;
       /* two chains of integer sums */
       __m256i sum = _mm256_setzero_si256(), sum1 = _mm256_setzero_si256();
       for (c = 0; c < 8; c += 2) {
-        sum = blocks_madd_acc(
+        sum = kiln_uk_blocks_madd_acc(
             sum, _mm256_maddubs_epi16(codes[c], _mm256_loadu_si256((const __m256i *)(const void *)(x + 32 * c))),
             sc[c]);
-        sum1 = blocks_madd_acc(
+        sum1 = kiln_uk_blocks_madd_acc(
             sum1,
             _mm256_maddubs_epi16(codes[c + 1],
                                  _mm256_loadu_si256((const __m256i *)(const void *)(x + 32 * c + 32))),
@@ -137,17 +137,17 @@ KILN_UK_INLINE void qdot_isa_q45k(const uint8_t *s, size_t stride, int32_t nr, c
       }
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(sum, sum1)),
                                _mm256_set1_ps(d * xd[sb]), acc[r]);
-      mins[r] = _mm256_fmadd_ps(m, blocks_pair_sums(xd + xa_at + 16 * sb), mins[r]);
+      mins[r] = _mm256_fmadd_ps(m, kiln_uk_blocks_pair_sums(xd + xa_at + 16 * sb), mins[r]);
     }
   }
   for (r = 0; r < nr; ++r)
-    y[(size_t)r * ldy] = hsum_ps(acc[r]) - hsum_ps(mins[r]);
+    y[(size_t)r * ldy] = kiln_uk_hsum_ps(acc[r]) - kiln_uk_hsum_ps(mins[r]);
 }
 
 /* q6_k against nr rows, as qdot_isa_q45k: codes 0..63 as bytes, each sub-block
  * of 16's int8 scale on its eight pair sums, a super-block summed in integers,
  * and 32 x scale x the activations' sum for the offset. */
-KILN_UK_INLINE void qdot_isa_q6k(const uint8_t *s, size_t stride, int32_t nr, const uint8_t *w,
+KILN_UK_INLINE void kiln_uk_qdot_isa_q6k(const uint8_t *s, size_t stride, int32_t nr, const uint8_t *w,
                                  int32_t k, float *y, size_t ldy) {
   const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
   const size_t xa_at = (size_t)(k / 256), xq_at = xa_at + (size_t)(k / 16);
@@ -158,12 +158,12 @@ KILN_UK_INLINE void qdot_isa_q6k(const uint8_t *s, size_t stride, int32_t nr, co
   for (sb = 0; sb < k / 256; ++sb) {
     const uint8_t *blk = w + 210 * sb;
     const __m128i sc8 = _mm_loadu_si128((const __m128i *)(const void *)(blk + 192));
-    const float d = load_f16(blk + 208);
+    const float d = kiln_uk_load_f16(blk + 208);
     const __m256 d32 = _mm256_set1_ps(32.0f * d);
     const __m256 off0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)), d32);
     const __m256 off1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8))), d32);
     __m256i codes[8], sc[8];
-    blocks_prefetch(blk, 210);
+    kiln_uk_blocks_prefetch(blk, 210);
     for (h = 0; h < 2; ++h) {
       const __m256i la = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h));
       const __m256i lb = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 * h + 32));
@@ -176,19 +176,19 @@ KILN_UK_INLINE void qdot_isa_q6k(const uint8_t *s, size_t stride, int32_t nr, co
         const __m256i low = i < 2 ? _mm256_and_si256(src, m4)
                                   : _mm256_and_si256(_mm256_srli_epi16(src, 4), m4);
         /* qh's bits 2i, 2i + 1 moved to bits 4, 5 (an and-or: one vpternlog with AVX-512VL) */
-        codes[4 * h + i] = _mm256_or_si256(low, _mm256_and_si256(blocks_shift16(hq, 4 - 2 * i), m30));
-        sc[4 * h + i] = blocks_scale_pair(scales, 2 * i, 2 * i + 1);
+        codes[4 * h + i] = _mm256_or_si256(low, _mm256_and_si256(kiln_uk_blocks_shift16(hq, 4 - 2 * i), m30));
+        sc[4 * h + i] = kiln_uk_blocks_scale_pair(scales, 2 * i, 2 * i + 1);
       }
     }
     for (r = 0; r < nr; ++r) {
-      const float *xd = blocks_k_scales(s, stride, r);
+      const float *xd = kiln_uk_blocks_k_scales(s, stride, r);
       const int8_t *x = (const int8_t *)(const void *)(xd + xq_at) + 256 * sb;
       __m256i sum = _mm256_setzero_si256(), sum1 = _mm256_setzero_si256();
       for (i = 0; i < 8; i += 2) {
-        sum = blocks_madd_acc(
+        sum = kiln_uk_blocks_madd_acc(
             sum, _mm256_maddubs_epi16(codes[i], _mm256_loadu_si256((const __m256i *)(const void *)(x + 32 * i))),
             sc[i]);
-        sum1 = blocks_madd_acc(
+        sum1 = kiln_uk_blocks_madd_acc(
             sum1,
             _mm256_maddubs_epi16(codes[i + 1],
                                  _mm256_loadu_si256((const __m256i *)(const void *)(x + 32 * i + 32))),
@@ -201,14 +201,14 @@ KILN_UK_INLINE void qdot_isa_q6k(const uint8_t *s, size_t stride, int32_t nr, co
     }
   }
   for (r = 0; r < nr; ++r)
-    y[(size_t)r * ldy] = hsum_ps(acc[r]) - hsum_ps(offsets[r]);
+    y[(size_t)r * ldy] = kiln_uk_hsum_ps(acc[r]) - kiln_uk_hsum_ps(offsets[r]);
 }
 
 /* q2_k (three = 0) or q3_k: codes 0..3 from two bits of qs (q3_k: 0..7 with
  * hmask's bit as 4, its offset of 4 taken off through the activations' sums),
  * each sub-block of 16's integer scale on its eight pair sums, a super-block
  * summed in integers. */
-static inline float qdot_isa_q23k(const int8_t *xq, const float *xd, const float *xa,
+static inline float kiln_uk_qdot_isa_q23k(const int8_t *xq, const float *xd, const float *xa,
                                   const uint8_t *w, int32_t k, int32_t three) {
   const __m256i m2 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
   __m256 acc = _mm256_setzero_ps();
@@ -217,14 +217,14 @@ static inline float qdot_isa_q23k(const int8_t *xq, const float *xd, const float
   for (sb = 0; sb < k / 256; ++sb) {
     const uint8_t *blk = w + (three ? 110 : 84) * sb;
     const uint8_t *qs = blk + (three ? 32 : 16);
-    const float d = load_f16(blk + (three ? 108 : 80));
+    const float d = kiln_uk_load_f16(blk + (three ? 108 : 80));
     const __m256i hm = three ? _mm256_loadu_si256((const __m256i *)(const void *)blk)
                              : _mm256_setzero_si256();
     __m256i sum = _mm256_setzero_si256();
     int32_t sc[16];
     float off[16];
-    blocks_prefetch(blk, three ? 110 : 84);
-    blocks_q23k_scales(blk, three, sc, off);
+    kiln_uk_blocks_prefetch(blk, three ? 110 : 84);
+    kiln_uk_blocks_q23k_scales(blk, three, sc, off);
     for (h = 0; h < 2; ++h) {
       const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * h));
       for (j = 0; j < 4; ++j) {
@@ -234,7 +234,7 @@ static inline float qdot_isa_q23k(const int8_t *xq, const float *xd, const float
           u = _mm256_or_si256(
               u, _mm256_slli_epi16(
                      _mm256_and_si256(_mm256_srl_epi16(hm, _mm_cvtsi32_si128(4 * h + j)), one), 2));
-        sum = blocks_madd_acc(
+        sum = kiln_uk_blocks_madd_acc(
             sum, _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)(const void *)(xq + 32 * b))),
             _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16((short)sc[s])),
                                     _mm_set1_epi16((short)sc[s + 1]), 1));
@@ -243,7 +243,7 @@ static inline float qdot_isa_q23k(const int8_t *xq, const float *xd, const float
     }
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(xd[sb] * d), acc);
   }
-  return hsum_ps(acc) - offsets;
+  return kiln_uk_hsum_ps(acc) - offsets;
 }
 
 #if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
@@ -260,15 +260,15 @@ static const void *const kiln_uk_iq4nl_codes = kiln_uk_iq4nl_values;
 #endif
 
 /* A block of 32's codes (blocks_codes32) dotted with 32 activations. */
-static inline __m256i blocks_dot32(int fmt, __m256i codes, __m256i x) {
+static inline __m256i kiln_uk_blocks_dot32(int fmt, __m256i codes, __m256i x) {
   if (fmt == KILN_UK_IQ4_NL && KILN_UK_IQ4NL_OFFSET == 0.0f)
-    return dot_i8x32(codes, x);
-  return dot_u8s8(_mm256_setzero_si256(), codes, x);
+    return kiln_uk_dot_i8x32(codes, x);
+  return kiln_uk_dot_u8s8(_mm256_setzero_si256(), codes, x);
 }
 
 /* The 32 codes of a block of 32 as bytes in the activations' order: nibbles
  * (iq4_nl: its levels, looked up), with q5_0 / q5_1's fifth bits from qh. */
-KILN_UK_INLINE __m256i blocks_codes32(int fmt, const uint8_t *blk) {
+KILN_UK_INLINE __m256i kiln_uk_blocks_codes32(int fmt, const uint8_t *blk) {
   const __m128i m4 = _mm_set1_epi8(15);
   const int32_t at = fmt == KILN_UK_Q4_1 ? 4 : fmt == KILN_UK_Q5_0 ? 6 : fmt == KILN_UK_Q5_1 ? 8 : 2;
   const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(blk + at));
@@ -277,7 +277,7 @@ KILN_UK_INLINE __m256i blocks_codes32(int fmt, const uint8_t *blk) {
   if (fmt == KILN_UK_Q5_0 || fmt == KILN_UK_Q5_1) {
     /* byte j gets byte j / 8 of qh, then its bit j % 8 */
     const __m256i spread = _mm256_shuffle_epi8(
-        _mm256_set1_epi32((int)load_u32le(blk + at - 4)),
+        _mm256_set1_epi32((int)kiln_uk_load_u32le(blk + at - 4)),
         _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
                          3, 3, 3, 3, 3, 3, 3));
     const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
@@ -294,7 +294,7 @@ KILN_UK_INLINE __m256i blocks_codes32(int fmt, const uint8_t *blk) {
 }
 
 /* The f16 at byte `at` of each of eight blocks `bb` bytes apart, as floats. */
-static inline __m256 blocks_f16x8(const uint8_t *blk, int32_t bb, int32_t at) {
+static inline __m256 kiln_uk_blocks_f16x8(const uint8_t *blk, int32_t bb, int32_t at) {
   const uint8_t *p = blk + at;
   return _mm256_cvtph_ps(_mm_setr_epi16(
       (short)(p[0] | p[1] << 8), (short)(p[bb] | p[bb + 1] << 8),
@@ -307,7 +307,7 @@ static inline __m256 blocks_f16x8(const uint8_t *blk, int32_t bb, int32_t at) {
  * vector (lanes broadcast in registers), the mins (q4_1, q5_1) or offsets
  * (q5_0, iq4_nl) against the activations' sums as another; the last k/32 % 8 blocks
  * one by one. */
-static inline float qdot_isa_b32(int fmt, const int8_t *xq, const float *xd, const float *xa,
+static inline float kiln_uk_qdot_isa_b32(int fmt, const int8_t *xq, const float *xd, const float *xa,
                                    const uint8_t *w, int32_t k) {
   const int32_t bb = kiln_uk_block_bytes(fmt), nb = k / 32;
   const int32_t mins = fmt == KILN_UK_Q4_1 || fmt == KILN_UK_Q5_1;
@@ -319,18 +319,18 @@ static inline float qdot_isa_b32(int fmt, const int8_t *xq, const float *xd, con
   int32_t b, i;
   for (b = 0; b < full; b += 8) {
     const uint8_t *blk = w + (size_t)bb * (size_t)b;
-    const __m256 d = blocks_f16x8(blk, bb, 0);
-    blocks_prefetch(blk, 8 * bb);
+    const __m256 d = kiln_uk_blocks_f16x8(blk, bb, 0);
+    kiln_uk_blocks_prefetch(blk, 8 * bb);
     const __m256 fs = _mm256_mul_ps(d, _mm256_loadu_ps(xd + b));
     if (mins)
-      extra = _mm256_fmadd_ps(blocks_f16x8(blk, bb, 2), blocks_pair_sums(xa + 2 * b), extra);
+      extra = _mm256_fmadd_ps(kiln_uk_blocks_f16x8(blk, bb, 2), kiln_uk_blocks_pair_sums(xa + 2 * b), extra);
     else if (offset != 0.0f)
       extra = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(-offset)),
-                              blocks_pair_sums(xa + 2 * b), extra);
+                              kiln_uk_blocks_pair_sums(xa + 2 * b), extra);
     for (i = 0; i < 8; ++i) {
-      const __m256i codes = blocks_codes32(fmt, blk + bb * i);
+      const __m256i codes = kiln_uk_blocks_codes32(fmt, blk + bb * i);
       const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(xq + (size_t)32 * (size_t)(b + i)));
-      const __m256i dot = blocks_dot32(fmt, codes, x);
+      const __m256i dot = kiln_uk_blocks_dot32(fmt, codes, x);
       const __m256 f = _mm256_permutevar8x32_ps(fs, _mm256_set1_epi32(i));
       if (i & 1)
         acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), f, acc1);
@@ -340,17 +340,17 @@ static inline float qdot_isa_b32(int fmt, const int8_t *xq, const float *xd, con
   }
   for (b = full; b < nb; ++b) {
     const uint8_t *blk = w + (size_t)bb * (size_t)b;
-    const float d = load_f16(blk);
-    const __m256i codes = blocks_codes32(fmt, blk);
+    const float d = kiln_uk_load_f16(blk);
+    const __m256i codes = kiln_uk_blocks_codes32(fmt, blk);
     const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(xq + (size_t)32 * (size_t)b));
-    const __m256i dot = blocks_dot32(fmt, codes, x);
+    const __m256i dot = kiln_uk_blocks_dot32(fmt, codes, x);
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(xd[b] * d), acc);
     if (mins)
-      tail += load_f16(blk + 2) * (xa[2 * b] + xa[2 * b + 1]);
+      tail += kiln_uk_load_f16(blk + 2) * (xa[2 * b] + xa[2 * b + 1]);
     else
       tail -= offset * d * (xa[2 * b] + xa[2 * b + 1]);
   }
-  return hsum_ps(_mm256_add_ps(acc, acc1)) + (hsum_ps(extra) + tail);
+  return kiln_uk_hsum_ps(_mm256_add_ps(acc, acc1)) + (kiln_uk_hsum_ps(extra) + tail);
 }
 
 #endif /* KILN_UK_AVX2_MATMUL_BLOCKS_H */

@@ -12,9 +12,9 @@
 #define KILN_UK_NR 8
 
 #define KILN_UK_HAS_QUANTIZE_ACT_SUMS 1
-/* As quantize_act (the same int8 values and scales), plus each group's sum of
+/* As kiln_uk_quantize_act (the same int8 values and scales), plus each group's sum of
  * int8 values. g is a multiple of 8. */
-static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_t *q, int32_t k,
+static inline void kiln_uk_quantize_act_sums(const float *x, float *d, int32_t *s, int8_t *q, int32_t k,
                                      int32_t g) {
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   int32_t b, j, i;
@@ -25,12 +25,12 @@ static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_
     int32_t sum = 0;
     for (j = 0; j < g; j += 8)
       amax = _mm256_max_ps(amax, _mm256_and_ps(_mm256_loadu_ps(xb + j), absmask));
-    d[b] = hmax8(amax) / 127.0f;
+    d[b] = kiln_uk_hmax8(amax) / 127.0f;
     id = d[b] != 0.0f ? 1.0f / d[b] : 0.0f;
     for (j = 0; j < g; j += 8) {
       int32_t iv[8];
       _mm256_storeu_si256((__m256i *)(void *)iv,
-                          _mm256_cvttps_epi32(round_away8(
+                          _mm256_cvttps_epi32(kiln_uk_round_away8(
                               _mm256_mul_ps(_mm256_loadu_ps(xb + j), _mm256_set1_ps(id)))));
       for (i = 0; i < 8; ++i) {
         q[g * b + j + i] = (int8_t)iv[i];
@@ -42,14 +42,14 @@ static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_
 }
 
 /* 32-bit lanes of v shifted left by `left` bits (right for a negative one). */
-static inline __m256i panel_shift32(__m256i v, int32_t left) {
+static inline __m256i kiln_uk_panel_shift32(__m256i v, int32_t left) {
   return left >= 0 ? _mm256_sll_epi32(v, _mm_cvtsi32_si128(left))
                    : _mm256_srl_epi32(v, _mm_cvtsi32_si128(-left));
 }
 
 /* As the AVX-512 panel_tile_q45k, 8 output rows: mr k-quant activation rows
  * against super-blocks b0..b1-1 of one q4_k (five = 0) or q5_k panel. */
-KILN_UK_INLINE void panel_tile_q45k(const uint8_t *panel, int32_t five, const uint8_t *xs,
+KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, const uint8_t *xs,
                                     size_t stride, int32_t mr, int32_t k, int32_t b0, int32_t b1,
                                     float *y, int32_t ldy, int32_t valid) {
   const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u, pairs_at = xq_at + (size_t)k;
@@ -58,7 +58,7 @@ KILN_UK_INLINE void panel_tile_q45k(const uint8_t *panel, int32_t five, const ui
   __m256 acc[KILN_UK_MR_MAX];
   int32_t r, b, i, h, c;
   for (r = 0; r < mr; ++r)
-    acc[r] = b0 == 0 ? _mm256_setzero_ps() : load_lanes(y + (size_t)r * (size_t)ldy, valid);
+    acc[r] = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * bytes;
     const __m256i s0 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32)),
@@ -70,8 +70,8 @@ KILN_UK_INLINE void panel_tile_q45k(const uint8_t *panel, int32_t five, const ui
       is[r] = _mm256_setzero_si256();
     for (i = 0; i < 4; ++i)
       for (h = 0; h < 2; ++h) { /* sub-block 2i + h: the low or the high nibbles */
-        prefetch_share(gp, (int32_t)bytes, 2 * i + h, 8);
-        const __m256i sc = _mm256_and_si256(panel_shift32(h ? s1 : s0, -8 * i), six);
+        kiln_uk_prefetch_share(gp, (int32_t)bytes, 2 * i + h, 8);
+        const __m256i sc = _mm256_and_si256(kiln_uk_panel_shift32(h ? s1 : s0, -8 * i), six);
         for (r = 0; r < mr; ++r)
           part[r] = _mm256_setzero_si256();
         for (c = 0; c < 8; ++c) {
@@ -81,14 +81,14 @@ KILN_UK_INLINE void panel_tile_q45k(const uint8_t *panel, int32_t five, const ui
           if (five) /* bit 2i + h of qh: the fifth bit of sub-block 2i + h */
             v = _mm256_or_si256(
                 v, _mm256_and_si256(
-                       blocks_shift16(_mm256_loadu_si256(
+                       kiln_uk_blocks_shift16(_mm256_loadu_si256(
                                           (const __m256i *)(const void *)(gp + 128 + 32 * c)),
                                       4 - 2 * i - h),
                        _mm256_set1_epi8(0x10)));
           for (r = 0; r < mr; ++r) {
             const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at);
-            part[r] = dot_u8s8(part[r], v,
-                               _mm256_set1_epi32(load_i32(q + 256 * b + 64 * i + 32 * h + 4 * c)));
+            part[r] = kiln_uk_dot_u8s8(part[r], v,
+                               _mm256_set1_epi32(kiln_uk_load_i32(q + 256 * b + 64 * i + 32 * h + 4 * c)));
           }
         }
         for (r = 0; r < mr; ++r) {
@@ -99,9 +99,9 @@ KILN_UK_INLINE void panel_tile_q45k(const uint8_t *panel, int32_t five, const ui
     /* mins 2i and 2i+1 as 16-bit pairs: low nibbles from S2, top bits from S0 / S1 */
     for (i = 0; i < 4; ++i)
       mins[i] = _mm256_or_si256(
-          _mm256_and_si256(panel_shift32(s2, -4 * i), _mm256_set1_epi32(0x000f000f)),
-          _mm256_or_si256(_mm256_and_si256(panel_shift32(s0, -8 * i - 2), _mm256_set1_epi32(0x30)),
-                          _mm256_and_si256(panel_shift32(s1, 14 - 8 * i),
+          _mm256_and_si256(kiln_uk_panel_shift32(s2, -4 * i), _mm256_set1_epi32(0x000f000f)),
+          _mm256_or_si256(_mm256_and_si256(kiln_uk_panel_shift32(s0, -8 * i - 2), _mm256_set1_epi32(0x30)),
+                          _mm256_and_si256(kiln_uk_panel_shift32(s1, 14 - 8 * i),
                                            _mm256_set1_epi32(0x300000))));
     d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp));
     dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gp + 16)));
@@ -110,7 +110,7 @@ KILN_UK_INLINE void panel_tile_q45k(const uint8_t *panel, int32_t five, const ui
       const int32_t *pairs = (const int32_t *)(const void *)(xs + r * stride + pairs_at) + 4 * b;
       __m256i m = _mm256_setzero_si256();
       for (i = 0; i < 4; ++i)
-        m = blocks_madd_acc(m, mins[i], _mm256_set1_epi32(pairs[i]));
+        m = kiln_uk_blocks_madd_acc(m, mins[i], _mm256_set1_epi32(pairs[i]));
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[r]), _mm256_mul_ps(d, _mm256_set1_ps(xd)),
                                acc[r]);
       acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m), _mm256_mul_ps(dmin, _mm256_set1_ps(xd)),
@@ -118,12 +118,12 @@ KILN_UK_INLINE void panel_tile_q45k(const uint8_t *panel, int32_t five, const ui
     }
   }
   for (r = 0; r < mr; ++r)
-    store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+    kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
 }
 #define KILN_UK_HAS_PANEL_KQUANTS 1
 
 /* As the AVX-512 q6k_codes, 8 rows. */
-static inline __m256i q6k_codes(const uint8_t *gp, int32_t s, int32_t t) {
+static inline __m256i kiln_uk_q6k_codes(const uint8_t *gp, int32_t s, int32_t t) {
   const int32_t h = s / 8, set = (s % 8) / 2, l = 16 * (s % 2) + 4 * t;
   const __m256i ql =
       _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 * ((64 * h + 32 * (set & 1) + l) / 4)));
@@ -138,7 +138,7 @@ static inline __m256i q6k_codes(const uint8_t *gp, int32_t s, int32_t t) {
 }
 
 /* As the AVX-512 panel_tile_q6k, 8 output rows. */
-KILN_UK_INLINE void panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size_t stride,
+KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size_t stride,
                                    int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
                                    int32_t ldy, int32_t valid) {
   const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u;
@@ -146,7 +146,7 @@ KILN_UK_INLINE void panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size
   __m256 acc[KILN_UK_MR_MAX];
   int32_t r, b, s, t;
   for (r = 0; r < mr; ++r)
-    acc[r] = b0 == 0 ? _mm256_setzero_ps() : load_lanes(y + (size_t)r * (size_t)ldy, valid);
+    acc[r] = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * 210u * 8u;
     __m256i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX];
@@ -154,17 +154,17 @@ KILN_UK_INLINE void panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size
     for (r = 0; r < mr; ++r)
       is[r] = _mm256_setzero_si256();
     for (s = 0; s < 16; ++s) {
-      prefetch_share(gp, 210 * 8, s, 16);
+      kiln_uk_prefetch_share(gp, 210 * 8, s, 16);
       const __m256i words = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 * (48 + s / 4)));
-      const __m256i sc = _mm256_srai_epi32(panel_shift32(words, 24 - 8 * (s % 4)), 24);
+      const __m256i sc = _mm256_srai_epi32(kiln_uk_panel_shift32(words, 24 - 8 * (s % 4)), 24);
       const int32_t col = 128 * (s / 8) + 32 * ((s % 8) / 2) + 16 * (s % 2);
       for (r = 0; r < mr; ++r)
         part[r] = _mm256_setzero_si256();
       for (t = 0; t < 4; ++t) {
-        const __m256i v = q6k_codes(gp, s, t);
+        const __m256i v = kiln_uk_q6k_codes(gp, s, t);
         for (r = 0; r < mr; ++r) {
           const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at);
-          part[r] = dot_u8s8(part[r], v, _mm256_set1_epi32(load_i32(q + 256 * b + col + 4 * t)));
+          part[r] = kiln_uk_dot_u8s8(part[r], v, _mm256_set1_epi32(kiln_uk_load_i32(q + 256 * b + col + 4 * t)));
         }
       }
       for (r = 0; r < mr; ++r) {
@@ -181,23 +181,23 @@ KILN_UK_INLINE void panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size
     }
   }
   for (r = 0; r < mr; ++r)
-    store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+    kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
 }
 
 /* acc plus the dots of int4 codes lo and hi with activations xl and xh: int32
  * lanes with VNNI; without it vpmaddubsw's int16 pairs, summed in int16 lanes
  * and widened once per run of 32 columns by q4_widen, not once per pair (a
  * q4_0 5632 x 2048 GEMV from DRAM 1.24x). */
-static inline __m256i q4_pairs(__m256i acc, __m256i lo, __m256i xl, __m256i hi, __m256i xh) {
+static inline __m256i kiln_uk_q4_pairs(__m256i acc, __m256i lo, __m256i xl, __m256i hi, __m256i xh) {
 #if KILN_UK_VNNI
-  return dot_u8s8(dot_u8s8(acc, lo, xl), hi, xh);
+  return kiln_uk_dot_u8s8(kiln_uk_dot_u8s8(acc, lo, xl), hi, xh);
 #else
   return _mm256_add_epi16(acc, _mm256_add_epi16(_mm256_maddubs_epi16(lo, xl),
                                                 _mm256_maddubs_epi16(hi, xh)));
 #endif
 }
 
-static inline __m256i q4_widen(__m256i acc) {
+static inline __m256i kiln_uk_q4_widen(__m256i acc) {
 #if KILN_UK_VNNI
   return acc;
 #else
@@ -207,7 +207,7 @@ static inline __m256i q4_widen(__m256i acc) {
 
 /* As the AVX-512 panel_tile_int: mr quantized activation rows against groups
  * b0..b1-1 of one panel, added to y unless b0 is 0. */
-KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8_t *xs,
+KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, const uint8_t *xs,
                                    size_t stride, int32_t mr, int32_t k, int32_t g, int32_t b0,
                                    int32_t b1, float *y, int32_t ldy, int32_t valid) {
   const int32_t groups = k / g;
@@ -216,15 +216,15 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
   __m256 acc[KILN_UK_MR_MAX];
   int32_t r, b, c;
   if (family == KILN_UK_Q4_K || family == KILN_UK_Q5_K) {
-    panel_tile_q45k(panel, family == KILN_UK_Q5_K, xs, stride, mr, k, b0, b1, y, ldy, valid);
+    kiln_uk_panel_tile_q45k(panel, family == KILN_UK_Q5_K, xs, stride, mr, k, b0, b1, y, ldy, valid);
     return;
   }
   if (family == KILN_UK_Q6_K) {
-    panel_tile_q6k(panel, xs, stride, mr, k, b0, b1, y, ldy, valid);
+    kiln_uk_panel_tile_q6k(panel, xs, stride, mr, k, b0, b1, y, ldy, valid);
     return;
   }
   for (r = 0; r < mr; ++r)
-    acc[r] = b0 == 0 ? _mm256_setzero_ps() : load_lanes(y + (size_t)r * (size_t)ldy, valid);
+    acc[r] = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * group_bytes;
     __m256i is[KILN_UK_MR_MAX];
@@ -247,11 +247,11 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
 #endif
         for (r = 0; r < mr; ++r) {
           const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
-          __m256i xq = _mm256_set1_epi32(load_i32(q + g * b + 4 * c));
+          __m256i xq = _mm256_set1_epi32(kiln_uk_load_i32(q + g * b + 4 * c));
 #ifdef __AVXVNNI__
           is[r] = _mm256_dpbusd_avx_epi32(is[r], v, xq);
 #else
-          is[r] = dot_u8s8(is[r], _mm256_sign_epi8(xq, xq), _mm256_sign_epi8(ws8, xq));
+          is[r] = kiln_uk_dot_u8s8(is[r], _mm256_sign_epi8(xq, xq), _mm256_sign_epi8(ws8, xq));
 #endif
         }
       }
@@ -270,12 +270,12 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
           for (r = 0; r < mr; ++r) {
             const int8_t *q =
                 (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
-            run[r] = q4_pairs(run[r], lo, _mm256_set1_epi32(load_i32(q + g * b + 4 * c)), hi,
-                              _mm256_set1_epi32(load_i32(q + g * b + g / 2 + 4 * c)));
+            run[r] = kiln_uk_q4_pairs(run[r], lo, _mm256_set1_epi32(kiln_uk_load_i32(q + g * b + 4 * c)), hi,
+                              _mm256_set1_epi32(kiln_uk_load_i32(q + g * b + g / 2 + 4 * c)));
           }
         }
         for (r = 0; r < mr; ++r)
-          is[r] = _mm256_add_epi32(is[r], q4_widen(run[r]));
+          is[r] = _mm256_add_epi32(is[r], kiln_uk_q4_widen(run[r]));
       }
     }
     ws = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp));
@@ -293,35 +293,35 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
     }
   }
   for (r = 0; r < mr; ++r)
-    store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+    kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
 }
 
-static inline __m256 panel_load_f(int family, const uint8_t *p) {
+static inline __m256 kiln_uk_panel_load_f(int family, const uint8_t *p) {
   return family == KILN_UK_F32
              ? _mm256_loadu_ps((const float *)(const void *)p)
              : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
 }
 
 /* As the AVX-512 panel_tile_float, 8 output rows. */
-KILN_UK_INLINE void panel_tile_float(int family, const uint8_t *panel, const float *x,
+KILN_UK_INLINE void kiln_uk_panel_tile_float(int family, const uint8_t *panel, const float *x,
                                      int32_t mr, int32_t k, int32_t j0, int32_t j1, float *y,
                                      int32_t ldy, int32_t valid) {
   const size_t es = family == KILN_UK_F32 ? 32u : 16u; /* bytes of one panel column */
   __m256 acc[KILN_UK_MR_MAX];
   int32_t r, j;
   for (r = 0; r < mr; ++r)
-    acc[r] = j0 == 0 ? _mm256_setzero_ps() : load_lanes(y + (size_t)r * (size_t)ldy, valid);
+    acc[r] = j0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
   for (j = j0; j < j1; ++j) {
-    __m256 wv = panel_load_f(family, panel + es * j);
+    __m256 wv = kiln_uk_panel_load_f(family, panel + es * j);
     for (r = 0; r < mr; ++r)
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(x[(size_t)r * (size_t)k + j]), wv, acc[r]);
   }
   for (r = 0; r < mr; ++r)
-    store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+    kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
 }
 
 /* One activation row against four whole panels: four FMA chains. */
-KILN_UK_INLINE void panel_row4_float(int family, const uint8_t *panel, size_t panel_bytes,
+KILN_UK_INLINE void kiln_uk_panel_row4_float(int family, const uint8_t *panel, size_t panel_bytes,
                                      const float *x, int32_t k, float *y) {
   const size_t es = family == KILN_UK_F32 ? 32u : 16u;
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -335,10 +335,10 @@ KILN_UK_INLINE void panel_row4_float(int family, const uint8_t *panel, size_t pa
       KILN_UK_PREFETCH4(c + 2 * panel_bytes);
       KILN_UK_PREFETCH4(c + 3 * panel_bytes);
     }
-    a0 = _mm256_fmadd_ps(xj, panel_load_f(family, c), a0);
-    a1 = _mm256_fmadd_ps(xj, panel_load_f(family, c + panel_bytes), a1);
-    a2 = _mm256_fmadd_ps(xj, panel_load_f(family, c + 2 * panel_bytes), a2);
-    a3 = _mm256_fmadd_ps(xj, panel_load_f(family, c + 3 * panel_bytes), a3);
+    a0 = _mm256_fmadd_ps(xj, kiln_uk_panel_load_f(family, c), a0);
+    a1 = _mm256_fmadd_ps(xj, kiln_uk_panel_load_f(family, c + panel_bytes), a1);
+    a2 = _mm256_fmadd_ps(xj, kiln_uk_panel_load_f(family, c + 2 * panel_bytes), a2);
+    a3 = _mm256_fmadd_ps(xj, kiln_uk_panel_load_f(family, c + 3 * panel_bytes), a3);
   }
   _mm256_storeu_ps(y, a0);
   _mm256_storeu_ps(y + 8, a1);

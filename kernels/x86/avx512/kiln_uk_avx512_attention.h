@@ -9,21 +9,21 @@
 
 /* KV cache rows of one head (attention's inner loops), 16 lanes at a time. */
 #define KILN_UK_HAS_KV_F32 1
-static inline float kv_dot_f32(const float *q, const uint8_t *row, int32_t hd) {
+static inline float kiln_uk_kv_dot_f32(const float *q, const uint8_t *row, int32_t hd) {
   const float *k = (const float *)(const void *)row;
   __m512 s = _mm512_setzero_ps();
   int32_t i;
   for (i = 0; i < hd; i += 16) {
-    __mmask16 m = tail_mask(hd - i);
+    __mmask16 m = kiln_uk_tail_mask(hd - i);
     s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), _mm512_maskz_loadu_ps(m, k + i), s);
   }
   return _mm512_reduce_add_ps(s);
 }
-static inline void kv_axpy_f32(float *acc, float e, const uint8_t *row, int32_t hd) {
+static inline void kiln_uk_kv_axpy_f32(float *acc, float e, const uint8_t *row, int32_t hd) {
   const float *v = (const float *)(const void *)row;
   int32_t i;
   for (i = 0; i < hd; i += 16) {
-    __mmask16 m = tail_mask(hd - i);
+    __mmask16 m = kiln_uk_tail_mask(hd - i);
     _mm512_mask_storeu_ps(acc + i, m,
                           _mm512_fmadd_ps(_mm512_set1_ps(e), _mm512_maskz_loadu_ps(m, v + i),
                                           _mm512_maskz_loadu_ps(m, acc + i)));
@@ -31,39 +31,39 @@ static inline void kv_axpy_f32(float *acc, float e, const uint8_t *row, int32_t 
 }
 
 #define KILN_UK_HAS_KV_F16 1
-static inline __m512 kv_load_f16(const uint8_t *p, __mmask16 m) {
+static inline __m512 kiln_uk_kv_load_f16(const uint8_t *p, __mmask16 m) {
   return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
 }
-static inline float kv_dot_f16(const float *q, const uint8_t *row, int32_t hd) {
+static inline float kiln_uk_kv_dot_f16(const float *q, const uint8_t *row, int32_t hd) {
   __m512 s = _mm512_setzero_ps();
   int32_t i;
   for (i = 0; i < hd; i += 16) {
-    __mmask16 m = tail_mask(hd - i);
-    s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), kv_load_f16(row + 2 * i, m), s);
+    __mmask16 m = kiln_uk_tail_mask(hd - i);
+    s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), kiln_uk_kv_load_f16(row + 2 * i, m), s);
   }
   return _mm512_reduce_add_ps(s);
 }
-static inline void kv_axpy_f16(float *acc, float e, const uint8_t *row, int32_t hd) {
+static inline void kiln_uk_kv_axpy_f16(float *acc, float e, const uint8_t *row, int32_t hd) {
   int32_t i;
   for (i = 0; i < hd; i += 16) {
-    __mmask16 m = tail_mask(hd - i);
+    __mmask16 m = kiln_uk_tail_mask(hd - i);
     _mm512_mask_storeu_ps(acc + i, m,
-                          _mm512_fmadd_ps(_mm512_set1_ps(e), kv_load_f16(row + 2 * i, m),
+                          _mm512_fmadd_ps(_mm512_set1_ps(e), kiln_uk_kv_load_f16(row + 2 * i, m),
                                           _mm512_maskz_loadu_ps(m, acc + i)));
   }
 }
 
 #define KILN_UK_HAS_KV_I8 1
-static inline __m512 kv_load_i8(const uint8_t *p, __mmask16 m) {
+static inline __m512 kiln_uk_kv_load_i8(const uint8_t *p, __mmask16 m) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
 }
-static inline void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t hd) {
-  __m512 ed = _mm512_set1_ps(e * load_f16(row));
+static inline void kiln_uk_kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t hd) {
+  __m512 ed = _mm512_set1_ps(e * kiln_uk_load_f16(row));
   int32_t i;
   for (i = 0; i < hd; i += 16) {
-    __mmask16 m = tail_mask(hd - i);
+    __mmask16 m = kiln_uk_tail_mask(hd - i);
     _mm512_mask_storeu_ps(acc + i, m,
-                          _mm512_fmadd_ps(ed, kv_load_i8(row + 2 + i, m),
+                          _mm512_fmadd_ps(ed, kiln_uk_kv_load_i8(row + 2 + i, m),
                                           _mm512_maskz_loadu_ps(m, acc + i)));
   }
 }
@@ -71,20 +71,20 @@ static inline void kv_axpy_i8(float *acc, float e, const uint8_t *row, int32_t h
 #define KILN_UK_HAS_KV_STORE_I8 1
 /* As the portable kv_store_i8, 16 values at a time: the same scale (through
  * the same f16 rounding) and the same rounded values, so the same bytes. */
-static inline void kv_store_i8(const float *x, uint8_t *row, int32_t hd) {
+static inline void kiln_uk_kv_store_i8(const float *x, uint8_t *row, int32_t hd) {
   __m512 amax = _mm512_setzero_ps();
   float d, id;
   uint16_t h;
   int32_t i;
   for (i = 0; i < hd; i += 16)
-    amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_maskz_loadu_ps(tail_mask(hd - i), x + i)));
+    amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_maskz_loadu_ps(kiln_uk_tail_mask(hd - i), x + i)));
   h = kiln_f32_to_f16(_mm512_reduce_max_ps(amax) / 127.0f);
   memcpy(row, &h, sizeof h);
   d = kiln_f16_to_f32(h);
   id = d != 0.0f ? 1.0f / d : 0.0f;
   for (i = 0; i < hd; i += 16) {
-    const __mmask16 m = tail_mask(hd - i);
-    __m512 v = round_away_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), _mm512_set1_ps(id)));
+    const __mmask16 m = kiln_uk_tail_mask(hd - i);
+    __m512 v = kiln_uk_round_away_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), _mm512_set1_ps(id)));
     v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
     _mm_mask_storeu_epi8(row + 2 + i, m, _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(v)));
   }
@@ -93,7 +93,7 @@ static inline void kv_store_i8(const float *x, uint8_t *row, int32_t hd) {
 #define KILN_UK_HAS_KV_STORE_Q4 1
 /* As the portable kv_store_q4, a block of 32 as two vectors: the same d and m
  * (through the same f16 rounding) and the same codes, so the same bytes. */
-static inline void kv_store_q4(const float *x, uint8_t *row, int32_t hd) {
+static inline void kiln_uk_kv_store_q4(const float *x, uint8_t *row, int32_t hd) {
   int32_t b;
   for (b = 0; b < hd / 32; ++b) {
     const __m512 x0 = _mm512_loadu_ps(x + 32 * b), x1 = _mm512_loadu_ps(x + 32 * b + 16);
@@ -102,10 +102,10 @@ static inline void kv_store_q4(const float *x, uint8_t *row, int32_t hd) {
     uint8_t *blk = row + 20 * b;
     float d, m, id;
     __m512 c0, c1;
-    kv_q4_scales(blk, lo, hi, &d, &m);
+    kiln_uk_kv_q4_scales(blk, lo, hi, &d, &m);
     id = d != 0.0f ? 1.0f / d : 0.0f;
-    c0 = round_away_ps(_mm512_mul_ps(_mm512_sub_ps(x0, _mm512_set1_ps(m)), _mm512_set1_ps(id)));
-    c1 = round_away_ps(_mm512_mul_ps(_mm512_sub_ps(x1, _mm512_set1_ps(m)), _mm512_set1_ps(id)));
+    c0 = kiln_uk_round_away_ps(_mm512_mul_ps(_mm512_sub_ps(x0, _mm512_set1_ps(m)), _mm512_set1_ps(id)));
+    c1 = kiln_uk_round_away_ps(_mm512_mul_ps(_mm512_sub_ps(x1, _mm512_set1_ps(m)), _mm512_set1_ps(id)));
     c0 = _mm512_min_ps(_mm512_max_ps(c0, _mm512_setzero_ps()), _mm512_set1_ps(15.0f));
     c1 = _mm512_min_ps(_mm512_max_ps(c1, _mm512_setzero_ps()), _mm512_set1_ps(15.0f));
     _mm_storeu_si128((__m128i *)(void *)(blk + 4),
@@ -115,15 +115,15 @@ static inline void kv_store_q4(const float *x, uint8_t *row, int32_t hd) {
 }
 
 /* Dims 16j.. of an f32, f16 or i8 cache row of one head (i8: unscaled). */
-static inline __m512 kv_load(int family, const uint8_t *row, int32_t j, __mmask16 m) {
+static inline __m512 kiln_uk_kv_load(int family, const uint8_t *row, int32_t j, __mmask16 m) {
   return family == KILN_UK_F32   ? _mm512_maskz_loadu_ps(m, (const float *)(const void *)row + 16 * j)
-         : family == KILN_UK_F16 ? kv_load_f16(row + 32 * j, m)
-                                 : kv_load_i8(row + 2 + 16 * j, m);
+         : family == KILN_UK_F16 ? kiln_uk_kv_load_f16(row + 32 * j, m)
+                                 : kiln_uk_kv_load_i8(row + 2 + 16 * j, m);
 }
 
 /* Sums of the lanes of each 128-bit quarter of p0..p3: quarter L of the result
  * holds [p0, p1, p2, p3]'s sums over their quarter L. */
-static inline __m512 attend_sum4(__m512 p0, __m512 p1, __m512 p2, __m512 p3) {
+static inline __m512 kiln_uk_attend_sum4(__m512 p0, __m512 p1, __m512 p2, __m512 p3) {
   __m512 a = _mm512_add_ps(_mm512_unpacklo_ps(p0, p1), _mm512_unpackhi_ps(p0, p1));
   __m512 b = _mm512_add_ps(_mm512_unpacklo_ps(p2, p3), _mm512_unpackhi_ps(p2, p3));
   return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
@@ -132,7 +132,7 @@ static inline __m512 attend_sum4(__m512 p0, __m512 p1, __m512 p2, __m512 p3) {
 
 /* From four attend_sum4 results (keys 4m..4m+3 in c[m]), lane i = the whole
  * sum of key i's vector. */
-static inline __m512 attend_sum16(const __m512 *c) {
+static inline __m512 kiln_uk_attend_sum16(const __m512 *c) {
   __m512 d01 = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
                              _mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
   __m512 d23 = _mm512_add_ps(_mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(2, 0, 2, 0)),
@@ -157,20 +157,20 @@ typedef struct attend_query {
   float bs[KILN_UK_MAX_HEAD_DIM / 32];
 } attend_query;
 
-static inline __mmask64 byte_mask(int32_t left) {
+static inline __mmask64 kiln_uk_byte_mask(int32_t left) {
   return left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
 }
 
-KILN_UK_INLINE void attend_query_set(int family, attend_query *aq, const float *q, int32_t hd) {
+KILN_UK_INLINE void kiln_uk_attend_query_set(int family, attend_query *aq, const float *q, int32_t hd) {
   kv_query kq;
-  const int32_t g = kv_query_group(hd);
+  const int32_t g = kiln_uk_kv_query_group(hd);
   int32_t j, l;
   aq->f = q;
   if (family != KILN_UK_I8 && family != KILN_UK_Q4)
     return;
-  kv_query_set(&kq, q, hd);
+  kiln_uk_kv_query_set(&kq, q, hd);
   for (j = 0; j < (hd + 63) / 64; ++j)
-    aq->q8[j] = _mm512_maskz_loadu_epi8(byte_mask(hd - 64 * j), kq.q + 64 * j);
+    aq->q8[j] = _mm512_maskz_loadu_epi8(kiln_uk_byte_mask(hd - 64 * j), kq.q + 64 * j);
   if (family == KILN_UK_Q4) {
     for (j = 0; j < (hd + 63) / 64; ++j) { /* per block of 32: its low then its high 16 */
       aq->q4lo[j] = _mm512_shuffle_i32x4(aq->q8[j], aq->q8[j], _MM_SHUFFLE(2, 0, 2, 0));
@@ -198,7 +198,7 @@ KILN_UK_INLINE void attend_query_set(int family, attend_query *aq, const float *
  * vectors, lanes not yet reduced; a row past the block's end gives zeros.
  * int8 rows: (k + 128) x q in vpdpbusd less the correction, exact per lane,
  * times the query's scales (the row's own scale comes later). */
-KILN_UK_INLINE __m512 attend_dot(int family, const attend_query *aq, const uint8_t *row,
+KILN_UK_INLINE __m512 kiln_uk_attend_dot(int family, const attend_query *aq, const uint8_t *row,
                                  int32_t live, int32_t hd) {
   __m512 d = _mm512_setzero_ps();
   int32_t j;
@@ -206,7 +206,7 @@ KILN_UK_INLINE __m512 attend_dot(int family, const attend_query *aq, const uint8
     return d;
   if (family == KILN_UK_I8) {
     for (j = 0; j < (hd + 63) / 64; ++j) {
-      __m512i k = _mm512_maskz_loadu_epi8(byte_mask(hd - 64 * j), row + 2 + 64 * j);
+      __m512i k = _mm512_maskz_loadu_epi8(kiln_uk_byte_mask(hd - 64 * j), row + 2 + 64 * j);
       __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
                                       _mm512_xor_si512(k, _mm512_set1_epi8((char)0x80)),
                                       aq->q8[j]);
@@ -215,20 +215,20 @@ KILN_UK_INLINE __m512 attend_dot(int family, const attend_query *aq, const uint8
     return d;
   }
   for (j = 0; j < (hd + 15) / 16; ++j) {
-    __mmask16 m = tail_mask(hd - 16 * j);
-    d = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, aq->f + 16 * j), kv_load(family, row, j, m), d);
+    __mmask16 m = kiln_uk_tail_mask(hd - 16 * j);
+    d = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, aq->f + 16 * j), kiln_uk_kv_load(family, row, j, m), d);
   }
   return d;
 }
 
 /* attend_sum4 of the query against the rows at keys + off[0..3] (of which `nb`
  * are live). */
-KILN_UK_INLINE __m512 attend_dot4(int family, const attend_query *aq, const uint8_t *keys,
+KILN_UK_INLINE __m512 kiln_uk_attend_dot4(int family, const attend_query *aq, const uint8_t *keys,
                                   const size_t *off, int32_t nb, int32_t hd) {
-  return attend_sum4(attend_dot(family, aq, keys + off[0], nb > 0, hd),
-                     attend_dot(family, aq, keys + off[1], nb > 1, hd),
-                     attend_dot(family, aq, keys + off[2], nb > 2, hd),
-                     attend_dot(family, aq, keys + off[3], nb > 3, hd));
+  return kiln_uk_attend_sum4(kiln_uk_attend_dot(family, aq, keys + off[0], nb > 0, hd),
+                     kiln_uk_attend_dot(family, aq, keys + off[1], nb > 1, hd),
+                     kiln_uk_attend_dot(family, aq, keys + off[2], nb > 2, hd),
+                     kiln_uk_attend_dot(family, aq, keys + off[3], nb > 3, hd));
 }
 
 /* The query's int8 values against dims 64j.. of q4 rows a and b (two blocks
@@ -238,7 +238,7 @@ KILN_UK_INLINE __m512 attend_dot4(int family, const attend_query *aq, const uint
  * four partial sums of its block, exact. The code words come from two masked
  * loads and one permute (not a load and three inserts), and no byte past
  * either row's blocks is read. */
-KILN_UK_INLINE __m512i attend_dot2_q4(const attend_query *aq, const uint8_t *a, const uint8_t *b,
+KILN_UK_INLINE __m512i kiln_uk_attend_dot2_q4(const attend_query *aq, const uint8_t *a, const uint8_t *b,
                                       int32_t j, int32_t hd) {
   /* words 1-4 and 6-9 of each: a block is its d and m word, then four of codes */
   const __m512i codes = _mm512_setr_epi32(1, 2, 3, 4, 6, 7, 8, 9, 17, 18, 19, 20, 22, 23, 24, 25);
@@ -256,7 +256,7 @@ KILN_UK_INLINE __m512i attend_dot2_q4(const attend_query *aq, const uint8_t *a, 
  * the rows put in order), times kd[b] (the rows' d) x the query's scale, plus
  * km[b] (the rows' m) x the query's scale times its sum. Rows past the block's
  * end give values that attend masks. */
-KILN_UK_INLINE __m512 attend_scores_q4(const attend_query *aq, const uint8_t *keys,
+KILN_UK_INLINE __m512 kiln_uk_attend_scores_q4(const attend_query *aq, const uint8_t *keys,
                                        const size_t *off, const __m512 *kd, const __m512 *km,
                                        int32_t hd) {
   /* lane r: row r's sum in the attend_sum4 of rows 0-7 (r < 8) or 8-15 */
@@ -270,9 +270,9 @@ KILN_UK_INLINE __m512 attend_scores_q4(const attend_query *aq, const uint8_t *ke
     __m512 p[8], r0, r1;
     for (m = 0; m < 8; ++m)
       p[m] = _mm512_cvtepi32_ps(
-          attend_dot2_q4(aq, keys + off[2 * m], keys + off[2 * m + 1], j, hd));
-    r0 = attend_sum4(p[0], p[1], p[2], p[3]);
-    r1 = attend_sum4(p[4], p[5], p[6], p[7]);
+          kiln_uk_attend_dot2_q4(aq, keys + off[2 * m], keys + off[2 * m + 1], j, hd));
+    r0 = kiln_uk_attend_sum4(p[0], p[1], p[2], p[3]);
+    r1 = kiln_uk_attend_sum4(p[4], p[5], p[6], p[7]);
     s = _mm512_fmadd_ps(_mm512_permutex2var_ps(r0, order, r1),
                         _mm512_mul_ps(kd[2 * j], _mm512_set1_ps(aq->bd[2 * j])), s);
     if (2 * j + 1 < hd / 32)
@@ -291,7 +291,7 @@ KILN_UK_INLINE __m512 attend_scores_q4(const attend_query *aq, const uint8_t *ke
  * high nibbles' (values 16-31) sums as (a[2j + 1] - a[2j]) / 16 at the end
  * (one convert instead of a shift and a permute; the block's e m goes to
  * attend's per-block sums). */
-KILN_UK_INLINE void attend_axpy(int family, __m512 *a, float e, const float *ed, int32_t es,
+KILN_UK_INLINE void kiln_uk_attend_axpy(int family, __m512 *a, float e, const float *ed, int32_t es,
                                 const uint8_t *row, int32_t hd) {
   const __m512 ev = _mm512_set1_ps(e);
   int32_t j;
@@ -307,11 +307,11 @@ KILN_UK_INLINE void attend_axpy(int family, __m512 *a, float e, const float *ed,
     return;
   }
   for (j = 0; j < (hd + 15) / 16; ++j)
-    a[j] = _mm512_fmadd_ps(ev, kv_load(family, row, j, tail_mask(hd - 16 * j)), a[j]);
+    a[j] = _mm512_fmadd_ps(ev, kiln_uk_kv_load(family, row, j, kiln_uk_tail_mask(hd - 16 * j)), a[j]);
 }
 
 /* The 32-bit words at byte `at` of 16 cache rows (base + off[i]). */
-static inline __m512i attend_words(const uint8_t *base, const size_t *off, size_t at) {
+static inline __m512i kiln_uk_attend_words(const uint8_t *base, const size_t *off, size_t at) {
   const __m256i lo = _mm512_i64gather_epi32(_mm512_loadu_si512(off), base + at, 1);
   const __m256i hi = _mm512_i64gather_epi32(_mm512_loadu_si512(off + 8), base + at, 1);
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
@@ -322,7 +322,7 @@ static inline __m512i attend_words(const uint8_t *base, const size_t *off, size_
  * of row i. A row is 5 nbk words, block j at word 5 j, so the words wanted
  * are every fifth: per 80 words, three permutes of the five vectors put them
  * in order, and per block one or two more pick its lanes. */
-KILN_UK_INLINE void attend_q4_words(const uint8_t *p, int32_t nbk, __m512i *w) {
+KILN_UK_INLINE void kiln_uk_attend_q4_words(const uint8_t *p, int32_t nbk, __m512i *w) {
   const __m512i fifth = _mm512_setr_epi32(0, 5, 10, 15, 20, 25, 30, 3, 8, 13, 18, 23, 28, 1, 6, 11);
   __m512i u[4];
   int32_t k, j;
@@ -351,7 +351,7 @@ KILN_UK_INLINE void attend_q4_words(const uint8_t *p, int32_t nbk, __m512i *w) {
 
 /* The low (high = 0) or high halves of 16 words as f16 to floats, 0 where
  * not `live`. */
-static inline __m512 attend_halves(__m512i w, int32_t high, __mmask16 live) {
+static inline __m512 kiln_uk_attend_halves(__m512i w, int32_t high, __mmask16 live) {
   return _mm512_maskz_cvtph_ps(live, _mm512_cvtepi32_epi16(high ? _mm512_srli_epi32(w, 16) : w));
 }
 
@@ -378,46 +378,46 @@ static inline __m512 attend_halves(__m512i w, int32_t high, __mmask16 live) {
  * each other) for every head of the group, times ksv, into sc[h] (-inf where
  * not live); for q4 rows also the value rows' d and m per block into vd and
  * vm. */
-KILN_UK_INLINE void attend_block_scores(int family, const attend_query *aq, int32_t nh,
+KILN_UK_INLINE void kiln_uk_attend_block_scores(int family, const attend_query *aq, int32_t nh,
                                         const uint8_t *keys, const uint8_t *values,
                                         const size_t *off, int32_t nb, int flat, int32_t hd,
                                         __m512 ksv,
                                         float *sc, size_t scs, __m512 *vd, __m512 *vm) {
-  const __mmask16 live = tail_mask(nb);
+  const __mmask16 live = kiln_uk_tail_mask(nb);
   __m512 kd[KILN_UK_MAX_HEAD_DIM / 32], km[KILN_UK_MAX_HEAD_DIM / 32];
   int32_t h, j;
   if (family == KILN_UK_I8)
-    ksv = _mm512_mul_ps(attend_halves(attend_words(keys, off, 0), 0, live), ksv);
+    ksv = _mm512_mul_ps(kiln_uk_attend_halves(kiln_uk_attend_words(keys, off, 0), 0, live), ksv);
   if (family == KILN_UK_Q4) { /* each block's d and m */
     const int32_t nbk = hd / 32;
     __m512i kw[KILN_UK_MAX_HEAD_DIM / 32], vw[KILN_UK_MAX_HEAD_DIM / 32];
     if (flat && (nbk == 1 || nbk == 2 || nbk == 4)) {
-      attend_q4_words(keys + off[0], nbk, kw);
-      attend_q4_words(values + off[0], nbk, vw);
+      kiln_uk_attend_q4_words(keys + off[0], nbk, kw);
+      kiln_uk_attend_q4_words(values + off[0], nbk, vw);
     } else {
       for (j = 0; j < nbk; ++j) {
-        kw[j] = attend_words(keys, off, 20 * (size_t)j);
-        vw[j] = attend_words(values, off, 20 * (size_t)j);
+        kw[j] = kiln_uk_attend_words(keys, off, 20 * (size_t)j);
+        vw[j] = kiln_uk_attend_words(values, off, 20 * (size_t)j);
       }
     }
     for (j = 0; j < nbk; ++j) {
-      kd[j] = attend_halves(kw[j], 0, live);
-      km[j] = attend_halves(kw[j], 1, live);
-      vd[j] = attend_halves(vw[j], 0, live);
-      vm[j] = attend_halves(vw[j], 1, live);
+      kd[j] = kiln_uk_attend_halves(kw[j], 0, live);
+      km[j] = kiln_uk_attend_halves(kw[j], 1, live);
+      vd[j] = kiln_uk_attend_halves(vw[j], 0, live);
+      vm[j] = kiln_uk_attend_halves(vw[j], 1, live);
     }
   }
   for (h = 0; h < nh; ++h) {
     __m512 sv;
     if (family == KILN_UK_Q4) {
-      sv = attend_scores_q4(&aq[h], keys, off, kd, km, hd);
+      sv = kiln_uk_attend_scores_q4(&aq[h], keys, off, kd, km, hd);
     } else {
       __m512 c[4];
-      c[0] = attend_dot4(family, &aq[h], keys, off, nb, hd);
-      c[1] = attend_dot4(family, &aq[h], keys, off + 4, nb - 4, hd);
-      c[2] = attend_dot4(family, &aq[h], keys, off + 8, nb - 8, hd);
-      c[3] = attend_dot4(family, &aq[h], keys, off + 12, nb - 12, hd);
-      sv = attend_sum16(c);
+      c[0] = kiln_uk_attend_dot4(family, &aq[h], keys, off, nb, hd);
+      c[1] = kiln_uk_attend_dot4(family, &aq[h], keys, off + 4, nb - 4, hd);
+      c[2] = kiln_uk_attend_dot4(family, &aq[h], keys, off + 8, nb - 8, hd);
+      c[3] = kiln_uk_attend_dot4(family, &aq[h], keys, off + 12, nb - 12, hd);
+      sv = kiln_uk_attend_sum16(c);
     }
     _mm512_storeu_ps(sc + (size_t)h * scs,
                      _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), live, _mm512_mul_ps(sv, ksv)));
@@ -427,7 +427,7 @@ KILN_UK_INLINE void attend_block_scores(int family, const attend_query *aq, int3
 /* Asks for the key and value rows of 16 positions from ring row pr on: line
  * by line when they are contiguous (a head-major cache, no wrap), else row by
  * row. */
-KILN_UK_INLINE void attend_prefetch(const uint8_t *keys, const uint8_t *values, size_t stride,
+KILN_UK_INLINE void kiln_uk_attend_prefetch(const uint8_t *keys, const uint8_t *values, size_t stride,
                                     size_t head_bytes, int32_t ring, int32_t pr) {
   int32_t i;
   pr %= ring;
@@ -458,20 +458,20 @@ KILN_UK_INLINE void attend_prefetch(const uint8_t *keys, const uint8_t *values, 
 /* Loads of the lines of bytes at p, in order, for nothing but their arrival:
  * the hardware prefetcher follows such a stream (software prefetches do not
  * train it), where the value pass reads a chunk's lines out of order. */
-static inline void touch(const uint8_t *p, size_t bytes) {
+static inline void kiln_uk_touch(const uint8_t *p, size_t bytes) {
   size_t c;
   for (c = 0; c < bytes; c += 64)
     __asm__ __volatile__("" : : "v"(_mm512_loadu_si512(p + c)));
 }
 
 /* Positions t0..t1 of tile (position) p0 that are live, as lanes. */
-static inline __mmask16 tile_live(int32_t p0, int32_t t0, int32_t t1) {
+static inline __mmask16 kiln_uk_tile_live(int32_t p0, int32_t t0, int32_t t1) {
   const int32_t lo = t0 > p0 ? t0 - p0 : 0, hi = t1 - p0 + 1 < 16 ? t1 - p0 + 1 : 16;
-  return (__mmask16)(tail_mask(hi) & ~tail_mask(lo));
+  return (__mmask16)(kiln_uk_tail_mask(hi) & ~kiln_uk_tail_mask(lo));
 }
 
 /* A tile's 16 f16 (its rows' d or m) as floats, 0 where not live. */
-static inline __m512 tile_halves(const uint8_t *p, __mmask16 live) {
+static inline __m512 kiln_uk_tile_halves(const uint8_t *p, __mmask16 live) {
   return _mm512_maskz_cvtph_ps(live, _mm256_loadu_si256((const __m256i *)(const void *)p));
 }
 
@@ -483,10 +483,10 @@ typedef struct attend_q4t_query {
   float d[KILN_UK_MAX_HEAD_DIM / 32], ds[KILN_UK_MAX_HEAD_DIM / 32];
 } attend_q4t_query;
 
-static inline void attend_q4t_query_set(attend_q4t_query *aq, const float *q, int32_t hd) {
+static inline void kiln_uk_attend_q4t_query_set(attend_q4t_query *aq, const float *q, int32_t hd) {
   kv_query kq;
   int32_t j, g, w;
-  kv_query_set(&kq, q, hd);
+  kiln_uk_kv_query_set(&kq, q, hd);
   for (j = 0; j < hd / 32; ++j) {
     for (g = 0; g < 8; ++g) {
       memcpy(&w, kq.q + 32 * j + 4 * (g % 4) + 16 * (g / 4), 4);
@@ -503,7 +503,7 @@ static inline void attend_q4t_query_set(attend_q4t_query *aq, const float *q, in
  * nibbles against the query's values of dims 4g.. and 16 + 4g.. in vpdpbusd,
  * exact in int32; then d x the sum x the query's scale plus m x the query's
  * scale times its sum. */
-KILN_UK_INLINE void attend_q4t_scores(const attend_q4t_query *aq, int32_t nh, const uint8_t *kt,
+KILN_UK_INLINE void kiln_uk_attend_q4t_scores(const attend_q4t_query *aq, int32_t nh, const uint8_t *kt,
                                       int32_t hd, float scale, __mmask16 live, float *sc,
                                       size_t scs) {
   const __m512i low = _mm512_set1_epi8(15);
@@ -513,7 +513,7 @@ KILN_UK_INLINE void attend_q4t_scores(const attend_q4t_query *aq, int32_t nh, co
     s[h] = _mm512_setzero_ps();
   for (j = 0; j < hd / 32; ++j) {
     const uint8_t *b = kt + 320 * j;
-    const __m512 kd = tile_halves(b + 256, live), km = tile_halves(b + 288, live);
+    const __m512 kd = kiln_uk_tile_halves(b + 256, live), km = kiln_uk_tile_halves(b + 288, live);
     __m512i c[8];
     for (g = 0; g < 4; ++g) {
       const __m512i x = _mm512_loadu_si512(b + 64 * g);
@@ -553,7 +553,7 @@ KILN_UK_INLINE void attend_q4t_scores(const attend_q4t_query *aq, int32_t nh, co
  * chunk's largest: bytes, not 16-bit weights (two vpdpbusd a nibble), take
  * 11-15% off the step's attention at context 2048 in M, and the error stays
  * far below the int4 codes' own. */
-KILN_UK_INLINE void attend_q4t_values(__m512 *a, const uint8_t *vt, size_t tile, int32_t nt,
+KILN_UK_INLINE void kiln_uk_attend_q4t_values(__m512 *a, const uint8_t *vt, size_t tile, int32_t nt,
                                       const float (*w)[KILN_UK_MAX_HEAD_DIM / 32][16],
                                       int32_t hd) {
   const __m512i low = _mm512_set1_epi8(15);
@@ -597,7 +597,7 @@ KILN_UK_INLINE void attend_q4t_values(__m512 *a, const uint8_t *vt, size_t tile,
  * scores (attend_q4t_scores, the key tile read once for the group), then per
  * head one maximum, one rescale, the exponentials, and the weighted values
  * (attend_q4t_values). */
-KILN_UK_INLINE void attend_q4t(const float *q, int32_t nq, const uint8_t *keys,
+KILN_UK_INLINE void kiln_uk_attend_q4t(const float *q, int32_t nq, const uint8_t *keys,
                                const uint8_t *values, size_t stride, int32_t t0, int32_t t1,
                                int32_t hd, float scale, float *y) {
   enum { CT = KILN_UK_ATTEND_TILES, HB = KILN_UK_MAX_HEAD_DIM / 32 };
@@ -617,7 +617,7 @@ KILN_UK_INLINE void attend_q4t(const float *q, int32_t nq, const uint8_t *keys,
         msum[h][j] = _mm512_setzero_ps();
       sum[h] = _mm512_setzero_ps();
       mx[h] = -INFINITY;
-      attend_q4t_query_set(&aq[h], q + (size_t)(h0 + h) * (size_t)hd, hd);
+      kiln_uk_attend_q4t_query_set(&aq[h], q + (size_t)(h0 + h) * (size_t)hd, hd);
     }
     for (p = t0 & ~15; p <= t1; p += 16 * CT) {
       const int32_t nt = (t1 - p) / 16 + 1 < CT ? (t1 - p) / 16 + 1 : CT;
@@ -628,9 +628,9 @@ KILN_UK_INLINE void attend_q4t(const float *q, int32_t nq, const uint8_t *keys,
         /* the value tile the chunk's weights read next, while the keys are
          * scored: 144 heads x 2048 positions from DRAM, 1.35-2x, medians of 5
          * alternating runs, against prefetching tiles ahead into L2 */
-        touch(vt + (size_t)u * tile, tile);
-        live[u] = tile_live(p + 16 * u, t0, t1);
-        attend_q4t_scores(aq, nh, kt + (size_t)u * tile, hd, scale, live[u], &sc[0][16 * u],
+        kiln_uk_touch(vt + (size_t)u * tile, tile);
+        live[u] = kiln_uk_tile_live(p + 16 * u, t0, t1);
+        kiln_uk_attend_q4t_scores(aq, nh, kt + (size_t)u * tile, hd, scale, live[u], &sc[0][16 * u],
                           16 * CT);
       }
       for (h = 0; h < nh; ++h) {
@@ -651,18 +651,18 @@ KILN_UK_INLINE void attend_q4t(const float *q, int32_t nq, const uint8_t *keys,
         for (u = 0; u < nt; ++u) {
           const __m512 e = _mm512_maskz_mov_ps(
               live[u],
-              exp_ps(_mm512_sub_ps(_mm512_loadu_ps(&sc[h][16 * u]), _mm512_set1_ps(mx[h]))));
+              kiln_uk_exp_ps(_mm512_sub_ps(_mm512_loadu_ps(&sc[h][16 * u]), _mm512_set1_ps(mx[h]))));
           const uint8_t *b = vt + (size_t)u * tile;
           s = _mm512_add_ps(s, e);
           for (j = 0; j < hd / 32; ++j) {
-            const __m512 vd = tile_halves(b + 320 * j + 256, live[u]);
-            const __m512 vm = tile_halves(b + 320 * j + 288, live[u]);
+            const __m512 vd = kiln_uk_tile_halves(b + 320 * j + 256, live[u]);
+            const __m512 vm = kiln_uk_tile_halves(b + 320 * j + 288, live[u]);
             _mm512_storeu_ps(w[u][j], _mm512_mul_ps(e, vd));
             msum[h][j] = _mm512_fmadd_ps(e, vm, msum[h][j]);
           }
         }
         sum[h] = s;
-        attend_q4t_values(acc[h], vt, tile, nt, (const float(*)[HB][16])w, hd);
+        kiln_uk_attend_q4t_values(acc[h], vt, tile, nt, (const float(*)[HB][16])w, hd);
       }
     }
     for (h = 0; h < nh; ++h) {
@@ -671,9 +671,9 @@ KILN_UK_INLINE void attend_q4t(const float *q, int32_t nq, const uint8_t *keys,
       for (j = 0; j < hd / 32; ++j) { /* dims 32j.. and 32j + 16.., plus the block's m */
         const __m512 m = _mm512_set1_ps(_mm512_reduce_add_ps(msum[h][j]));
         _mm512_storeu_ps(yh + 32 * j,
-                         _mm512_div_ps(_mm512_add_ps(attend_sum16(acc[h] + 8 * j), m), total));
+                         _mm512_div_ps(_mm512_add_ps(kiln_uk_attend_sum16(acc[h] + 8 * j), m), total));
         _mm512_storeu_ps(yh + 32 * j + 16,
-                         _mm512_div_ps(_mm512_add_ps(attend_sum16(acc[h] + 8 * j + 4), m), total));
+                         _mm512_div_ps(_mm512_add_ps(kiln_uk_attend_sum16(acc[h] + 8 * j + 4), m), total));
       }
     }
   }
@@ -690,7 +690,7 @@ KILN_UK_INLINE void attend_q4t(const float *q, int32_t nq, const uint8_t *keys,
  * bound by one chain of fmadds. Chunks start at t0, so each head's arithmetic
  * is the same whatever the group, the rows' place in a ring or the query's
  * row. */
-KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t *keys,
+KILN_UK_INLINE void kiln_uk_attend(int family, const float *q, int32_t nq, const uint8_t *keys,
                            const uint8_t *values, size_t stride, int32_t ring, int32_t t0,
                            int32_t t1, int32_t hd, float scale, float *y) {
   enum { CR = 16 * KILN_UK_ATTEND_CHUNK, HB = KILN_UK_MAX_HEAD_DIM / 32 };
@@ -701,7 +701,7 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
                                                     : 2u + (size_t)hd;
   int32_t h0;
   if (family == KILN_UK_Q4T) {
-    attend_q4t(q, nq, keys, values, stride, t0, t1, hd, scale, y);
+    kiln_uk_attend_q4t(q, nq, keys, values, stride, t0, t1, hd, scale, y);
     return;
   }
   for (h0 = 0; h0 < nq; h0 += KILN_UK_ATTEND_HEADS) {
@@ -718,7 +718,7 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
       for (j = 0; j < hd / 32; ++j)
         msum[h][j] = _mm512_setzero_ps();
       mx[h] = -INFINITY;
-      attend_query_set(family, &aq[h], q + (size_t)(h0 + h) * (size_t)hd, hd);
+      kiln_uk_attend_query_set(family, &aq[h], q + (size_t)(h0 + h) * (size_t)hd, hd);
     }
     for (t = t0; t <= t1; t += CR) {
       const int32_t nt = t1 - t + 1 < CR ? t1 - t + 1 : CR, nblk = (nt + 15) / 16;
@@ -743,12 +743,12 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
       for (b = 0; b < nblk; ++b) {
         const int32_t nb = nt - 16 * b < 16 ? nt - 16 * b : 16;
         if (t + 16 * (b + KILN_UK_ATTEND_AHEAD) <= t1) /* the rows a few blocks on */
-          attend_prefetch(keys, values, stride, head_bytes, ring,
+          kiln_uk_attend_prefetch(keys, values, stride, head_bytes, ring,
                           (int32_t)(off[16 * b] / stride) + 16 * KILN_UK_ATTEND_AHEAD);
         if (family == KILN_UK_I8) /* each value row's scale */
-          _mm512_storeu_ps(vs + 16 * b, attend_halves(attend_words(values, off + 16 * b, 0), 0,
-                                                      tail_mask(nb)));
-        attend_block_scores(family, aq, nh, keys, values, off + 16 * b, nb, flat && nb == 16, hd,
+          _mm512_storeu_ps(vs + 16 * b, kiln_uk_attend_halves(kiln_uk_attend_words(values, off + 16 * b, 0), 0,
+                                                      kiln_uk_tail_mask(nb)));
+        kiln_uk_attend_block_scores(family, aq, nh, keys, values, off + 16 * b, nb, flat && nb == 16, hd,
                             _mm512_set1_ps(scale), &sc[0][16 * b], CR, vd[b], vm[b]);
       }
       for (h = 0; h < nh; ++h) {
@@ -770,8 +770,8 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
         }
         for (b = 0; b < nblk; ++b) {
           const __m512 e = _mm512_maskz_mov_ps(
-              tail_mask(nt - 16 * b),
-              exp_ps(_mm512_sub_ps(_mm512_loadu_ps(&sc[h][16 * b]), _mm512_set1_ps(mx[h]))));
+              kiln_uk_tail_mask(nt - 16 * b),
+              kiln_uk_exp_ps(_mm512_sub_ps(_mm512_loadu_ps(&sc[h][16 * b]), _mm512_set1_ps(mx[h]))));
           s = _mm512_add_ps(s, e);
           _mm512_storeu_ps(ev + 16 * b,
                            family == KILN_UK_I8 ? _mm512_mul_ps(e, _mm512_loadu_ps(vs + 16 * b)) : e);
@@ -786,7 +786,7 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
           for (k = 0; k < sets; ++k) {
             if (i + k >= nt)
               break;
-            attend_axpy(family, a + k * nv, ev[i + k], &ed[0][i + k], CR, values + off[i + k], hd);
+            kiln_uk_attend_axpy(family, a + k * nv, ev[i + k], &ed[0][i + k], CR, values + off[i + k], hd);
           }
         }
         for (j = 0; j < sets * nv; ++j)
@@ -808,7 +808,7 @@ KILN_UK_INLINE void attend(int family, const float *q, int32_t nq, const uint8_t
       for (j = 0; j < nv; ++j) {
         if (family == KILN_UK_Q4) /* the block's m */
           a[j] = _mm512_add_ps(a[j], _mm512_set1_ps(_mm512_reduce_add_ps(msum[h][j / 2])));
-        _mm512_mask_storeu_ps(yh + 16 * j, tail_mask(hd - 16 * j), _mm512_div_ps(a[j], total));
+        _mm512_mask_storeu_ps(yh + 16 * j, kiln_uk_tail_mask(hd - 16 * j), _mm512_div_ps(a[j], total));
       }
     }
   }

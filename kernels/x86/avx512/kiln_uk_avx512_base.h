@@ -13,12 +13,12 @@
 #include "kernels/x86/avx2/kiln_uk_avx2_base.h"
 
 /* The first `left` of 16 lanes. */
-static inline __mmask16 tail_mask(int32_t left) {
+static inline __mmask16 kiln_uk_tail_mask(int32_t left) {
   return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
 }
 
 /* roundf of 16 lanes (half away from zero), as quantize_act_sums rounds. */
-static inline __m512 round_away_ps(__m512 v) {
+static inline __m512 kiln_uk_round_away_ps(__m512 v) {
   const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
   const __mmask16 up =
       _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
@@ -29,7 +29,7 @@ static inline __m512 round_away_ps(__m512 v) {
 
 /* e^x, 16 lanes: 2^n e^r with n = round(x log2 e), |r| <= ln2 / 2, and a degree-6
  * Taylor polynomial for e^r (relative error about 1e-7). Lanes below -104 give 0. */
-static inline __m512 exp_ps(__m512 x) {
+static inline __m512 kiln_uk_exp_ps(__m512 x) {
   __m512 n, r, p;
   x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
   n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),

@@ -17,10 +17,10 @@
 #define KILN_UK_NR 16
 
 #define KILN_UK_HAS_QUANTIZE_ACT_SUMS 1
-/* As quantize_act (same scale and rounding, so the same int8 values), plus the
+/* As kiln_uk_quantize_act (same scale and rounding, so the same int8 values), plus the
  * sum of each group's int8 values: the kernels subtract bias x sum to undo the
  * unsigned bias of the weight bytes. g is a multiple of 16. */
-static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_t *q, int32_t k,
+static inline void kiln_uk_quantize_act_sums(const float *x, float *d, int32_t *s, int8_t *q, int32_t k,
                                      int32_t g) {
   const __m512 half = _mm512_set1_ps(0.5f);
   int32_t b, j;
@@ -50,7 +50,7 @@ static inline void quantize_act_sums(const float *x, float *d, int32_t *s, int8_
 
 /* A q4_k panel's mins 2i and 2i+1 in 16-bit pairs, from its words S0, S1, S2:
  * the low nibbles from S2, the top bits from S0 and S1. */
-static inline __m512i q4k_mins(__m512i s0, __m512i s1, __m512i s2, int32_t i) {
+static inline __m512i kiln_uk_q4k_mins(__m512i s0, __m512i s1, __m512i s2, int32_t i) {
   const __m512i hi1 = i < 2 ? _mm512_slli_epi32(s1, 14 - 8 * i) : _mm512_srli_epi32(s1, 8 * i - 14);
   return _mm512_or_si512(
       _mm512_and_si512(_mm512_srli_epi32(s2, 4 * i), _mm512_set1_epi32(0x000f000f)),
@@ -65,7 +65,7 @@ static inline __m512i q4k_mins(__m512i s0, __m512i s1, __m512i s2, int32_t i) {
  * its scale (vpmulld) and summed over the super-block in integers; the mins
  * meet the int16 sums of 32 activations in vpdpwssd. Two float steps per
  * super-block: d and dmin times the activations' scale. */
-KILN_UK_INLINE void panel_tile_q45k(const uint8_t *panel, int32_t five, const uint8_t *xs,
+KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, const uint8_t *xs,
                                     size_t stride, int32_t mr, int32_t k, int32_t b0, int32_t b1,
                                     float *y, int32_t ldy, int32_t rows_valid) {
   const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
@@ -87,7 +87,7 @@ KILN_UK_INLINE void panel_tile_q45k(const uint8_t *panel, int32_t five, const ui
       is[r] = _mm512_setzero_si512();
     for (i = 0; i < 4; ++i)
       for (h = 0; h < 2; ++h) { /* sub-block 2i + h: the low or the high nibbles */
-        prefetch_share(gp, (int32_t)bytes, 2 * i + h, 8);
+        kiln_uk_prefetch_share(gp, (int32_t)bytes, 2 * i + h, 8);
         const __m512i sc = _mm512_and_si512(_mm512_srli_epi32(h ? s1 : s0, 8 * i), six);
         for (r = 0; r < mr; ++r)
           part[r] = _mm512_setzero_si512();
@@ -104,7 +104,7 @@ KILN_UK_INLINE void panel_tile_q45k(const uint8_t *panel, int32_t five, const ui
           for (r = 0; r < mr; ++r) {
             const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at);
             part[r] = _mm512_dpbusd_epi32(
-                part[r], v, _mm512_set1_epi32(load_i32(q + 256 * b + 64 * i + 32 * h + 4 * c)));
+                part[r], v, _mm512_set1_epi32(kiln_uk_load_i32(q + 256 * b + 64 * i + 32 * h + 4 * c)));
           }
         }
         for (r = 0; r < mr; ++r) {
@@ -113,7 +113,7 @@ KILN_UK_INLINE void panel_tile_q45k(const uint8_t *panel, int32_t five, const ui
         }
       }
     for (i = 0; i < 4; ++i)
-      mins[i] = q4k_mins(s0, s1, s2, i);
+      mins[i] = kiln_uk_q4k_mins(s0, s1, s2, i);
     d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)gp));
     dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 32)));
     for (r = 0; r < mr; ++r) {
@@ -137,7 +137,7 @@ KILN_UK_INLINE void panel_tile_q45k(const uint8_t *panel, int32_t five, const ui
  * a panel's super-block gp of nr rows: a nibble of an ql quad, two bits of a
  * qh quad. Shifts of 16-bit lanes are exact here: the masks drop the bits that
  * cross a byte. */
-static inline __m512i q6k_codes(const uint8_t *gp, int32_t s, int32_t t) {
+static inline __m512i kiln_uk_q6k_codes(const uint8_t *gp, int32_t s, int32_t t) {
   const int32_t h = s / 8, set = (s % 8) / 2, l = 16 * (s % 2) + 4 * t;
   const __m512i ql = _mm512_loadu_si512(gp + 64 * ((64 * h + 32 * (set & 1) + l) / 4));
   const __m512i qh = _mm512_loadu_si512(gp + 64 * (32 + (32 * h + l) / 4));
@@ -154,7 +154,7 @@ static inline __m512i q6k_codes(const uint8_t *gp, int32_t s, int32_t t) {
  * activations (vpdpbusd), less 32 times the activations' sum, times the int8
  * scale; the super-block summed in integers, then d times the activations'
  * scale. */
-KILN_UK_INLINE void panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size_t stride,
+KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size_t stride,
                                    int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
                                    int32_t ldy, int32_t rows_valid) {
   const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
@@ -172,18 +172,18 @@ KILN_UK_INLINE void panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size
     for (r = 0; r < mr; ++r)
       is[r] = _mm512_setzero_si512();
     for (s = 0; s < 16; ++s) {
-      prefetch_share(gp, 210 * 16, s, 16);
+      kiln_uk_prefetch_share(gp, 210 * 16, s, 16);
       const __m512i words = _mm512_loadu_si512(gp + 64 * (48 + s / 4));
       const __m512i sc = _mm512_srai_epi32(_mm512_slli_epi32(words, 24 - 8 * (s % 4)), 24);
       const int32_t col = 128 * (s / 8) + 32 * ((s % 8) / 2) + 16 * (s % 2);
       for (r = 0; r < mr; ++r)
         part[r] = _mm512_setzero_si512();
       for (t = 0; t < 4; ++t) {
-        const __m512i v = q6k_codes(gp, s, t);
+        const __m512i v = kiln_uk_q6k_codes(gp, s, t);
         for (r = 0; r < mr; ++r) {
           const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at);
           part[r] = _mm512_dpbusd_epi32(part[r], v,
-                                        _mm512_set1_epi32(load_i32(q + 256 * b + col + 4 * t)));
+                                        _mm512_set1_epi32(kiln_uk_load_i32(q + 256 * b + col + 4 * t)));
         }
       }
       for (r = 0; r < mr; ++r) {
@@ -208,7 +208,7 @@ KILN_UK_INLINE void panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size
  * results go to y + r * ldy (the first rows_valid lanes), added to what is there unless
  * b0 is 0. Carrying the sums through y keeps the order of the additions, so the
  * K block does not change the result. */
-KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8_t *xs,
+KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, const uint8_t *xs,
                                    size_t stride, int32_t mr, int32_t k, int32_t g, int32_t b0,
                                    int32_t b1, float *y, int32_t ldy, int32_t rows_valid) {
   const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
@@ -219,11 +219,11 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
   __m512 acc[KILN_UK_MR_MAX];
   int32_t r, b, c;
   if (family == KILN_UK_Q4_K || family == KILN_UK_Q5_K) {
-    panel_tile_q45k(panel, family == KILN_UK_Q5_K, xs, stride, mr, k, b0, b1, y, ldy, rows_valid);
+    kiln_uk_panel_tile_q45k(panel, family == KILN_UK_Q5_K, xs, stride, mr, k, b0, b1, y, ldy, rows_valid);
     return;
   }
   if (family == KILN_UK_Q6_K) {
-    panel_tile_q6k(panel, xs, stride, mr, k, b0, b1, y, ldy, rows_valid);
+    kiln_uk_panel_tile_q6k(panel, xs, stride, mr, k, b0, b1, y, ldy, rows_valid);
     return;
   }
   for (r = 0; r < mr; ++r)
@@ -242,7 +242,7 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
         __m512i v = _mm512_loadu_si512(gp + 32 + 64 * c);
         for (r = 0; r < mr; ++r) {
           const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
-          is[r] = _mm512_dpbusd_epi32(is[r], v, _mm512_set1_epi32(load_i32(q + g * b + 4 * c)));
+          is[r] = _mm512_dpbusd_epi32(is[r], v, _mm512_set1_epi32(kiln_uk_load_i32(q + g * b + 4 * c)));
         }
       }
     } else {
@@ -252,9 +252,9 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
         __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
         for (r = 0; r < mr; ++r) {
           const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
-          is[r] = _mm512_dpbusd_epi32(is[r], lo, _mm512_set1_epi32(load_i32(q + g * b + 4 * c)));
+          is[r] = _mm512_dpbusd_epi32(is[r], lo, _mm512_set1_epi32(kiln_uk_load_i32(q + g * b + 4 * c)));
           is[r] = _mm512_dpbusd_epi32(is[r], hi,
-                                      _mm512_set1_epi32(load_i32(q + g * b + g / 2 + 4 * c)));
+                                      _mm512_set1_epi32(kiln_uk_load_i32(q + g * b + g / 2 + 4 * c)));
         }
       }
     }
@@ -279,7 +279,7 @@ KILN_UK_INLINE void panel_tile_int(int family, const uint8_t *panel, const uint8
  * sums as panel_tile_int, so the same results. Int4 keeps the high nibbles in
  * place (v & ~15, 16 times the code) in a chain of their own, shifted back
  * exactly at the group's end: two logic ops per 64 bytes instead of three. */
-KILN_UK_INLINE void panel_row_int(int family, const uint8_t *panel, const uint8_t *xs, int32_t k,
+KILN_UK_INLINE void kiln_uk_panel_row_int(int family, const uint8_t *panel, const uint8_t *xs, int32_t k,
                                   int32_t g, float *y) {
   const int32_t groups = k / g;
   const size_t group_bytes = 32u + (size_t)(family == KILN_UK_I8 ? 16 * g : 8 * g);
@@ -291,7 +291,7 @@ KILN_UK_INLINE void panel_row_int(int family, const uint8_t *panel, const uint8_
   __m512 acc = _mm512_setzero_ps();
   int32_t b, c;
   if (kiln_uk_is_block_family(family)) { /* the k-quants: the tile's one-row instance */
-    panel_tile_int(family, panel, xs, 0, 1, k, g, 0, k / 256, y, 0, 16);
+    kiln_uk_panel_tile_int(family, panel, xs, 0, 1, k, g, 0, k / 256, y, 0, 16);
     return;
   }
   for (b = 0; b < groups; ++b) {
@@ -301,14 +301,14 @@ KILN_UK_INLINE void panel_row_int(int family, const uint8_t *panel, const uint8_
     if (family == KILN_UK_I8) {
       for (c = 0; c < g / 4; ++c)
         is = _mm512_dpbusd_epi32(is, _mm512_loadu_si512(gp + 32 + 64 * c),
-                                 _mm512_set1_epi32(load_i32(q + g * b + 4 * c)));
+                                 _mm512_set1_epi32(kiln_uk_load_i32(q + g * b + 4 * c)));
     } else {
       for (c = 0; c < g / 8; ++c) {
         __m512i v = _mm512_loadu_si512(gp + 32 + 64 * c);
         is = _mm512_dpbusd_epi32(is, _mm512_and_si512(v, low),
-                                 _mm512_set1_epi32(load_i32(q + g * b + 4 * c)));
+                                 _mm512_set1_epi32(kiln_uk_load_i32(q + g * b + 4 * c)));
         hi = _mm512_dpbusd_epi32(hi, _mm512_andnot_si512(low, v),
-                                 _mm512_set1_epi32(load_i32(q + g * b + g / 2 + 4 * c)));
+                                 _mm512_set1_epi32(kiln_uk_load_i32(q + g * b + g / 2 + 4 * c)));
       }
       is = _mm512_add_epi32(is, _mm512_srai_epi32(hi, 4));
     }
@@ -320,7 +320,7 @@ KILN_UK_INLINE void panel_row_int(int family, const uint8_t *panel, const uint8_
 }
 #define KILN_UK_HAS_PANEL_ROW_INT 1
 
-static inline __m512 panel_load_f(int family, const uint8_t *p) {
+static inline __m512 kiln_uk_panel_load_f(int family, const uint8_t *p) {
   return family == KILN_UK_F32
              ? _mm512_loadu_ps((const float *)(const void *)p)
              : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
@@ -330,7 +330,7 @@ static inline __m512 panel_load_f(int family, const uint8_t *p) {
  * added to y unless j0 is 0. Every lane sums its products in column order, as
  * the four-panel decode tile does, so a token gives the same logits whether it
  * is decoded or prefilled in a chunk, whatever the tile. */
-KILN_UK_INLINE void panel_tile_float(int family, const uint8_t *panel, const float *x,
+KILN_UK_INLINE void kiln_uk_panel_tile_float(int family, const uint8_t *panel, const float *x,
                                      int32_t mr, int32_t k, int32_t j0, int32_t j1, float *y,
                                      int32_t ldy, int32_t rows_valid) {
   const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
@@ -341,7 +341,7 @@ KILN_UK_INLINE void panel_tile_float(int family, const uint8_t *panel, const flo
     acc[r] = j0 == 0 ? _mm512_setzero_ps()
                      : _mm512_maskz_loadu_ps(valid, y + (size_t)r * (size_t)ldy);
   for (j = j0; j < j1; ++j) {
-    __m512 wv = panel_load_f(family, panel + es * j);
+    __m512 wv = kiln_uk_panel_load_f(family, panel + es * j);
     for (r = 0; r < mr; ++r)
       acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(x[(size_t)r * (size_t)k + j]), wv, acc[r]);
   }
@@ -354,7 +354,7 @@ KILN_UK_INLINE void panel_tile_float(int family, const uint8_t *panel, const flo
  * panel_row_int, four panels at once: one chain per panel, panel after panel,
  * read f16 from DRAM 1.04-1.18x as fast but made model A's cache-resident f16
  * decode 0.68x as fast. */
-KILN_UK_INLINE void panel_row4_float(int family, const uint8_t *panel, size_t panel_bytes,
+KILN_UK_INLINE void kiln_uk_panel_row4_float(int family, const uint8_t *panel, size_t panel_bytes,
                                      const float *x, int32_t k, float *y) {
   const size_t es = family == KILN_UK_F32 ? 64u : 32u;
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -368,10 +368,10 @@ KILN_UK_INLINE void panel_row4_float(int family, const uint8_t *panel, size_t pa
       KILN_UK_PREFETCH4(c + 2 * panel_bytes);
       KILN_UK_PREFETCH4(c + 3 * panel_bytes);
     }
-    a0 = _mm512_fmadd_ps(xj, panel_load_f(family, c), a0);
-    a1 = _mm512_fmadd_ps(xj, panel_load_f(family, c + panel_bytes), a1);
-    a2 = _mm512_fmadd_ps(xj, panel_load_f(family, c + 2 * panel_bytes), a2);
-    a3 = _mm512_fmadd_ps(xj, panel_load_f(family, c + 3 * panel_bytes), a3);
+    a0 = _mm512_fmadd_ps(xj, kiln_uk_panel_load_f(family, c), a0);
+    a1 = _mm512_fmadd_ps(xj, kiln_uk_panel_load_f(family, c + panel_bytes), a1);
+    a2 = _mm512_fmadd_ps(xj, kiln_uk_panel_load_f(family, c + 2 * panel_bytes), a2);
+    a3 = _mm512_fmadd_ps(xj, kiln_uk_panel_load_f(family, c + 3 * panel_bytes), a3);
   }
   _mm512_storeu_ps(y, a0);
   _mm512_storeu_ps(y + 16, a1);

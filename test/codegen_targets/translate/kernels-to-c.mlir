@@ -34,13 +34,13 @@
 // CHECK: #include "kernels/c99/kiln_uk_c99.h"
 // CHECK: void net_bias_add_w8(
 // CHECK-NEXT: const int32_t r0 = 0, r1 = rows;
-// CHECK-NEXT: bias_add_rows(x, (const float *)(const void *)b, y, r0, r1, 8);
+// CHECK-NEXT: kiln_uk_bias_add_rows(x, (const float *)(const void *)b, y, r0, r1, 8);
 // CHECK: void net_embed_f32_d16(
-// CHECK: embed_rows(KILN_UK_F32, table, tokens, y, r0, r1, 16,
+// CHECK: kiln_uk_embed_rows(KILN_UK_F32, table, tokens, y, r0, r1, 16,
 // CHECK: void net_layer_norm_d16_e{{[0-9a-f]+}}(
-// CHECK: layer_norm_rows(x, (const float *)(const void *)w, (const float *)(const void *)b, y, r0, r1, 16, 9.999999747e-06f);
+// CHECK: kiln_uk_layer_norm_rows(x, (const float *)(const void *)w, (const float *)(const void *)b, y, r0, r1, 16, 9.999999747e-06f);
 // CHECK: void net_softmax_w8(
-// CHECK: softmax_rows(x, y, r0, r1, 8);
+// CHECK: kiln_uk_softmax_rows(x, y, r0, r1, 8);
 
 module @net {
   func.func @forward(%tokens: tensor<4xi32>, %pos: i32) -> tensor<4x8xf32> {

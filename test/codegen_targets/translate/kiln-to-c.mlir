@@ -58,7 +58,7 @@
 // CHECK-LABEL: //--- t_kernels.c
 // CHECK: void t_kv_shift_f32_w16_h16_r16_b{{[0-9a-f]+}}_r8_hm(uint8_t *k, uint8_t *v, int32_t pos, int32_t keep, int32_t drop) {
 // CHECK-NEXT: int32_t r0, r1;
-// CHECK-NEXT: kv_shift_heads(k, v, 1, 512u, 64u, 8, 0, 0, pos, keep, drop, &r0, &r1);
+// CHECK-NEXT: kiln_uk_kv_shift_heads(k, v, 1, 512u, 64u, 8, 0, 0, pos, keep, drop, &r0, &r1);
 
 // CHECK-LABEL: //--- CMakeLists.txt
 // CHECK: add_library(t STATIC t.c t_kernels.c)
