@@ -265,7 +265,8 @@ def main():
     name = [f for f in os.listdir(out) if f.endswith("_kernels.c")][0][:-len("_kernels.c")]
     for i, (src, part) in enumerate([(name + ".c", "model"), (name + "_kernels.c", "model")] +
                                     [("runtime/src/%s.c" % f, "runtime")
-                                     for f in ("status", "pack", "tokenizer", "sampler")]):
+                                     for f in ("status", "pack", "tokenizer", "pretokenize",
+                                               "chat", "sampler")]):
         obj = os.path.join(scratch, "%d.o" % i)
         run(["gcc", "-O2", "-std=c99", "-ffp-contract=off", "-fcallgraph-info=su", "-c", "-I", out,
              "-I", os.path.join(out, "runtime", "include"), os.path.join(out, src), "-o", obj])

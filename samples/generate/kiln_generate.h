@@ -1,0 +1,50 @@
+/* What kiln-generate's files share: the options, the model state, logits and
+ * tokens (defined once, in kiln_generate.c) and the helpers more than one
+ * mode uses. The KILN_MODEL_* definitions come from the generated CMakeLists. */
+#ifndef KILN_GENERATE_H
+#define KILN_GENERATE_H
+
+#include KILN_MODEL_HEADER
+#include "kiln/kiln_model.h"
+#include "kiln/kiln_sampler.h"
+#include "kiln/kiln_tokenizer.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+extern const kiln_model_api KILN_MODEL_API;
+
+typedef struct options {
+  const char *pack, *prompt, *ids, *dump, *perplexity, *kl_base, *system, *profile;
+  double bandwidth_gbs;
+  int32_t n_generate, ctx, chunks, threads, keep;
+  int prefill, tokenize, ignore_eos, chat;
+  kiln_sampler_params sampling;
+} options;
+
+/* kiln_generate.c: the one model, its logits (a prefill chunk of rows) and
+ * the tokens of the context. */
+extern KILN_MODEL_TYPE model;
+extern float logits[(size_t)KILN_PREFILL_CHUNK * KILN_VOCAB];
+extern int32_t tokens[KILN_MAX_CONTEXT];
+
+double now(void);
+int fail(const char *what, kiln_status s);
+kiln_status encode(const kiln_tokenizer *t, const char *text, size_t len, int special,
+                   int32_t *out, int32_t cap, int32_t *n);
+int dump_rows(FILE *out, const float *rows, int32_t n);
+void print_piece(const kiln_tokenizer *t, int32_t id, int is_first);
+
+/* perplexity.c: --perplexity; chat.c: --chat. */
+int perplexity(const kiln_model_api *api, const kiln_tokenizer *t, const options *o);
+int chat(const kiln_model_api *api, const kiln_tokenizer *t, const options *o);
+
+#ifdef KILN_PROFILE
+/* profile.c: the model's clock, and the profile printed and written. */
+uint64_t clock_ns(void);
+void print_profile(void);
+int write_profile(const char *html, double bandwidth_gbs);
+#endif
+
+#endif
