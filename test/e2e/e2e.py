@@ -1130,6 +1130,118 @@ def sanitized_runs(res, args, out, name, tokens):
                   + ("" if clean else f": {(r1.stderr + rn.stderr).strip()[-600:]}"))
 
 
+VARIANTS_APP = r"""/* Every variant of model A in one program: each opened on its own pack, in
+ * the order given; an x86 variant this CPU cannot run refuses with
+ * KILN_ERR_CPU. Prints each variant's status and its last logits row. */
+#define _POSIX_C_SOURCE 200112L
+#include "kiln/kiln.h"
+#include "kiln/kiln_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+%(declarations)s
+static const kiln_model_api *const apis[] = {%(apis)s};
+
+int main(int argc, char **argv) {
+  const int32_t n = argc - 1 - (int32_t)(sizeof apis / sizeof apis[0]);
+  int32_t *tokens = malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
+  size_t v;
+  int32_t i;
+  if (n <= 0 || !tokens)
+    return 2;
+  for (i = 0; i < n; ++i)
+    tokens[i] = atoi(argv[1 + (int)(sizeof apis / sizeof apis[0]) + i]);
+  for (v = 0; v < sizeof apis / sizeof apis[0]; ++v) {
+    const kiln_model_api *api = apis[v];
+    kiln_pack_source src;
+    void *model = malloc(api->model_bytes), *arena = NULL;
+    float *logits = malloc(sizeof(float) * (size_t)api->vocab);
+    kiln_status s = kiln_pack_source_open_file(&src, argv[1 + v]);
+    if (!model || !logits || posix_memalign(&arena, 64, api->arena_bytes) != 0)
+      return 2;
+    if (s == KILN_OK) {
+      s = api->open(model, &src, arena, api->arena_bytes);
+      if (s == KILN_OK)
+        s = api->prefill_last(model, tokens, n, logits);
+      if (s == KILN_OK)
+        api->close(model);
+      kiln_pack_source_close(&src);
+    }
+    printf("%%s %%s", api->name,
+           s == KILN_OK ? "KILN_OK" : s == KILN_ERR_CPU ? "KILN_ERR_CPU" : "other-error");
+    for (i = 0; s == KILN_OK && i < api->vocab; ++i)
+      printf(" %%.9g", logits[i]);
+    printf("\n");
+    free(model), free(arena), free(logits);
+  }
+  free(tokens);
+  return 0;
+}
+"""
+
+
+def variants(args):
+    """Every ISA variant of this machine's architecture and c99, each compiled
+    as its own model (--name), linked into one program with one runtime: the
+    names never collide, each variant this CPU runs gives model A's reference
+    logits, and each it cannot run refuses with KILN_ERR_CPU at open."""
+    res = Results()
+    gguf = os.path.join(MODEL_A, "tiny-llama-A-f32.gguf")
+    machine = os.uname().machine
+    names = ["c99"] + [v for v, row in VARIANTS.items() if row["arch"] == machine]
+    cc = args.cc[0]
+    objs, packs = [], []
+    for v in names:
+        out = os.path.join(args.work, v)
+        shutil.rmtree(out, ignore_errors=True)
+        name = "a_" + v.replace("-", "_")
+        run([args.kiln_compile, gguf, "-o", out, f"--target={v}", f"--name={name}"])
+        packs.append(os.path.join(out, name + ".kpack"))
+        flags = VARIANTS.get(v, {}).get("flags", "").split()
+        for src in (name + ".c", name + "_kernels.c"):
+            obj = os.path.join(args.work, src + ".o")
+            run([cc, "-std=c99", *STRICT.split(), "-O2", "-ffp-contract=off", *flags, "-I", out,
+                 "-I", os.path.join(out, "runtime", "include"), "-c", os.path.join(out, src),
+                 "-o", obj])
+            objs.append(obj)
+    runtime = os.path.join(args.work, "c99", "runtime")
+    for src in sorted(os.listdir(os.path.join(runtime, "src"))):
+        if src.endswith(".c") and src != "pool.c":
+            obj = os.path.join(args.work, "runtime-" + src + ".o")
+            run([cc, "-std=c99", *STRICT.split(), "-O2", "-I", os.path.join(runtime, "include"),
+                 "-c", os.path.join(runtime, "src", src), "-o", obj])
+            objs.append(obj)
+    app = os.path.join(args.work, "variants.c")
+    models = ["a_" + v.replace("-", "_") for v in names]
+    with open(app, "w") as f:
+        f.write(VARIANTS_APP % {
+            "declarations": "".join(f"extern const kiln_model_api {m}_api;\n" for m in models),
+            "apis": ", ".join(f"&{m}_api" for m in models)})
+    exe = os.path.join(args.work, "variants")
+    run([cc, "-std=c99", *STRICT.split(), "-O2", "-I", os.path.join(runtime, "include"), app,
+         *objs, "-o", exe, "-lm"])
+    res.check(True, f"{len(names)} variants link into one program: {', '.join(names)}")
+    refs = json.load(open(os.path.join(MODEL_A, "tiny-llama-A-refs.json")))
+    p = refs["prompts"][0]
+    want = npy_rows(os.path.join(MODEL_A, p["logits_file"]))[-1]
+    lines = run([exe, *packs, *map(str, p["token_ids"])]).stdout.splitlines()
+    for v, m, line in zip(names, models, lines):
+        fields = line.split()
+        lacks = cpu_lacks(v, args.work)
+        if lacks:
+            res.check(fields[:2] == [m, "KILN_ERR_CPU"],
+                      f"{v}: this CPU lacks {', '.join(lacks)}, open refuses: {' '.join(fields[:2])}")
+            continue
+        got = [float(x) for x in fields[2:]]
+        err = max((abs(a - b) for a, b in zip(got, want)), default=float("inf"))
+        res.check(fields[:2] == [m, "KILN_OK"] and len(got) == len(want) and err <= 1e-4,
+                  f"{v}: last logits of prompt {p['index']} within 1e-4 of the reference "
+                  f"(max abs error {err:.3g})")
+    res.check(len(lines) == len(names), f"one line per variant: {len(lines)} of {len(names)}")
+    return res.finish()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--kiln-compile", required=True)
@@ -1163,6 +1275,7 @@ def main():
     c.add_argument("--chunks", type=int, default=4)
     sub.add_parser("gpt2-vocab")
     sub.add_parser("shift")
+    sub.add_parser("variants")
     args = ap.parse_args()
     args.cc = args.cc or ["gcc"]
     global WORK_ROOT
@@ -1177,7 +1290,8 @@ def main():
         return 77  # ctest's SKIP_RETURN_CODE: reported as skipped, not passed
     return {"model-a": model_a, "random": random_model, "bad-packs": bad_packs, "app": app,
             "baremetal": baremetal, "quant": quant, "block-formats": block_formats, "mixes": mixes, "gpt2-vocab": gpt2_vocab,
-            "cross": cross, "sanitize": sanitize, "threads": threads, "shift": shift}[args.cmd](args)
+            "cross": cross, "sanitize": sanitize, "threads": threads, "shift": shift,
+            "variants": variants}[args.cmd](args)
 
 
 if __name__ == "__main__":
