@@ -1061,7 +1061,9 @@ def threads(args):
          "--seed", "5", "--name", "odd", "--n-embd", "96", "--n-layer", "2", "--n-head", "3",
          "--n-head-kv", "1", "--n-ff", "170", "--vocab", "300", "--ctx", "64"])
     model_a = os.path.join(MODEL_A, "tiny-llama-A-f32.gguf")
-    configs = [("model-a-f32", model_a, ["--prefill-chunk=16"], (1, 2, 3, 4)),
+    # Thread counts: an odd one that divides no chunk (3), and 4 with a pool of
+    # 3; each pool size n and n - 1 runs.
+    configs = [("model-a-f32", model_a, ["--prefill-chunk=16"], (1, 4)),
                ("model-a-q4_0", model_a, ["--prefill-chunk=16", "--quant=q4_0"], (1, 3)),
                ("odd-q8_0", odd, ["--prefill-chunk=7", "--quant=q8_0", "--min-split-work=1"],
                 (1, 2, 3, 4)),
