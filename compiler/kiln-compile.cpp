@@ -1,5 +1,6 @@
 // kiln-compile: a model file in, static C (or an earlier phase) out.
 #include "compiler/Compile.h"
+#include "dialects/Kiln/IR/KilnDialect.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -29,18 +30,17 @@ static cl::opt<Weights> weights(
                clEnumValN(Weights::Embed, "embed",
                           "also a const array in <name>_weights.c, for flash/XIP")),
     cl::cat(category));
-static cl::opt<std::string> quant(
-    "quant",
-    cl::desc("Format of every 2-D f32/f16 weight: f32, f16, bf16, q8_0, q6_k, q5_k, q5_1, "
-             "q5_0, q4_k, q4_1, q4_0, iq4_nl, q3_k, q2_k, i8g<G>, i4g<G> (G = 32, 64, 128, "
-             "256), or the mixes q4_k_m / q5_k_m; default: as in the model. As "
-             "llama-quantize does, formats below 6 bits keep the output head (output.weight, "
-             "or a tied token_embd.weight) at q6_k (q8_0 if its rows are not whole blocks of "
-             "256); the mixes also give attn_v and ffn_down q6_k in the first and last eighth "
-             "of the layers and every third between; a k-quant falls back to q5_0 / q5_1 / "
-             "q8_0 / iq4_nl for rows that are not whole blocks of 256. --quant-override wins "
-             "over these rules; --pure drops them"),
-    cl::cat(category));
+// The formats are the rows of the format table (kernels/kiln_uk_abi.h).
+static const std::string quantHelp =
+    "Format of every 2-D f32/f16 weight: " + kiln::weightFormatNames() +
+    "; or the mixes q4_k_m / q5_k_m; default: as in the model. As "
+    "llama-quantize does, formats below 6 bits keep the output head (output.weight, "
+    "or a tied token_embd.weight) at q6_k (q8_0 if its rows are not whole blocks of "
+    "256); the mixes also give attn_v and ffn_down q6_k in the first and last eighth "
+    "of the layers and every third between; a k-quant falls back to q5_0 / q5_1 / "
+    "q8_0 / iq4_nl for rows that are not whole blocks of 256. --quant-override wins "
+    "over these rules; --pure drops them";
+static cl::opt<std::string> quant("quant", cl::desc(quantHelp), cl::cat(category));
 static cl::opt<bool> pureQuant("pure",
                                cl::desc("--quant applies to every 2-D weight, output head "
                                         "included (no default rules)"),

@@ -113,10 +113,11 @@ static inline const char *kiln_uk_family_name(int family) {
 }
 
 /* Whether a family is a GGUF block format beyond q8_0/q4_0 (read by
- * matmul_blocks and the k-quant panels, with blocks_quantize_row's input). */
+ * matmul_blocks and the k-quant panels, with blocks_quantize_row's input):
+ * every family but the float ones, the int8/int4 groups and the KV cache's. */
 static inline int kiln_uk_is_block_family(int family) {
-  return family == KILN_UK_Q4_K || family == KILN_UK_Q5_K || family == KILN_UK_Q6_K ||
-         (family >= KILN_UK_Q4_1 && family <= KILN_UK_Q3_K);
+  return family >= KILN_UK_Q4_K && family < KILN_UK_FAMILIES && family != KILN_UK_Q4 &&
+         family != KILN_UK_Q4T && family != KILN_UK_BF16;
 }
 
 /* Values and bytes per block of a block family, from the format table. */

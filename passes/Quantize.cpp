@@ -100,7 +100,7 @@ struct QuantizePass : kiln::impl::QuantizeBase<QuantizePass> {
   void retypeCache(AttentionOp op) {
     MLIRContext *ctx = &getContext();
     Type element = kv == "f16"  ? Type(Float16Type::get(ctx))
-                   : kv == "q4" ? Type(Q4_1Type::get(ctx))
+                   : kv == "q4" ? getWeightFormatType(ctx, KILN_UK_FORMAT_Q4_1)
                                 : Type(I8GroupType::get(ctx, op.getHeadDim()));
     for (Value cache : {op.getKeys(), op.getValues()}) {
       auto type = cast<RankedTensorType>(cache.getType());

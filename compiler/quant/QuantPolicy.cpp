@@ -1,5 +1,7 @@
 #include "compiler/quant/QuantPolicy.h"
 
+#include "kernels/kiln_uk_abi.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -9,17 +11,36 @@ using namespace kiln;
 
 namespace {
 
-bool isKQuant(llvm::StringRef f) { return f.ends_with("_k"); }
+/// The format table's row named f (as --quant spells it: "q4_k", "i4g64").
+const kiln_uk_format_info *formatRow(llvm::StringRef f) {
+  for (int code = 0; code < KILN_UK_FORMAT_END; ++code) {
+    const kiln_uk_format_info *row = kiln_uk_format(code);
+    llvm::StringRef rest = f;
+    if (rest.consume_front(row->name) && (rest.empty() || !row->elements))
+      return row;
+  }
+  return nullptr;
+}
 
-/// Formats whose output head llama-quantize keeps at more bits.
+/// Formats of super-blocks of 256, which need a fallback for other rows.
+bool isSuperBlock(llvm::StringRef f) {
+  const kiln_uk_format_info *row = formatRow(f);
+  return row && row->elements == 256;
+}
+
+/// Formats whose output head llama-quantize keeps at more bits: those of
+/// fewer bits per weight than q6_k's 6.56 (q5_1's 6.0 and below).
 bool belowSixBits(llvm::StringRef f) {
-  return isKQuant(f) ? f != "q6_k"
-                     : llvm::is_contained({"q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"}, f) ||
-                           f.starts_with("i4g");
+  const kiln_uk_format_info *row = formatRow(f);
+  if (!row || row->family == KILN_UK_F32 || row->family == KILN_UK_F16 ||
+      row->family == KILN_UK_BF16)
+    return false;
+  double bits = row->elements ? 8.0 * row->bytes / row->elements : row->bits;
+  return bits < 6.5;
 }
 
 /// The nearest format whose blocks of 32 fit a row that is no whole number of
-/// a k-quant's super-blocks.
+/// super-blocks.
 std::string fallback(llvm::StringRef f) {
   if (f == "q4_k") return "q5_0";
   if (f == "q5_k") return "q5_1";
@@ -59,7 +80,7 @@ QuantPolicy kiln::quantPolicy(const gguf::File &model, const std::string &quant,
     if (t.ne.size() != 2)
       continue;
     bool whole = t.ne[0] % 256 == 0;
-    if (isKQuant(base) && !whole)
+    if (isSuperBlock(base) && !whole)
       add(t.name, fallback(base));
     llvm::StringRef n(t.name);
     bool head = n == "output.weight" || (n == "token_embd.weight" && !model.findTensor("output.weight"));

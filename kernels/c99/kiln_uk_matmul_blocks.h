@@ -7,7 +7,9 @@
  * where an ISA header defines KILN_UK_HAS_QDOT_BLOCKS before including this
  * one, its dots straight from the blocks (qdot_isa_q45k, qdot_isa_q6k,
  * qdot_isa_q23k and qdot_isa_b32, declared below), row by row or, with
- * KILN_UK_QDOT_ROWS, several activation rows per weight row. */
+ * KILN_UK_QDOT_ROWS, several activation rows per weight row, for the formats
+ * those dots read (kiln_uk_isa_dots_blocks); any other block format takes the
+ * portable kernel on every ISA. */
 #ifndef KILN_UK_MATMUL_BLOCKS_H
 #define KILN_UK_MATMUL_BLOCKS_H
 
@@ -210,7 +212,6 @@ static inline int32_t kiln_uk_idot_i8_i16(const int8_t *x, const int16_t *v, int
   return s;
 }
 
-#ifndef KILN_UK_HAS_QDOT_BLOCKS
 /* One unpacked block of `groups` groups of 32 against one activation row's,
  * whose scale for the block is xd. */
 static inline float kiln_uk_block_dot(const int8_t *xq, float xd, const float *xa, const int16_t *v,
@@ -222,7 +223,19 @@ static inline float kiln_uk_block_dot(const int8_t *xq, float xd, const float *x
            (wm[2 * g] * xa[2 * g] + wm[2 * g + 1] * xa[2 * g + 1]);
   return acc;
 }
+
+/* Whether an ISA's qdot_isa_* read format fmt: the k-quants and q4_1, q5_0,
+ * q5_1, iq4_nl. */
+static inline int kiln_uk_isa_dots_blocks(int fmt) {
+#ifdef KILN_UK_HAS_QDOT_BLOCKS
+  return fmt == KILN_UK_Q2_K || fmt == KILN_UK_Q3_K || fmt == KILN_UK_Q4_K ||
+         fmt == KILN_UK_Q5_K || fmt == KILN_UK_Q6_K || fmt == KILN_UK_Q4_1 ||
+         fmt == KILN_UK_Q5_0 || fmt == KILN_UK_Q5_1 || fmt == KILN_UK_IQ4_NL;
+#else
+  (void)fmt;
+  return 0;
 #endif
+}
 
 /* Columns [j0, j1) of y (rows x n) = the rows quantized in scratch (by
  * blocks_quantize_row) times the transpose of the n x k weights w in format
@@ -233,50 +246,52 @@ KILN_UK_INLINE void kiln_uk_matmul_blocks(int fmt, const uint8_t *w, float *y, c
   const int32_t e = kiln_uk_block_elements(fmt), bb = kiln_uk_block_bytes(fmt);
   const size_t stride = kiln_uk_act_stride(KILN_UK_ACT_BLOCKS, k, e), rb = (size_t)(k / e) * (size_t)bb;
   const uint8_t *s = (const uint8_t *)scratch;
-  int32_t j, r;
+  int16_t v[256];
+  float ws[8], wm[16];
+  int32_t j, r, b;
 #ifdef KILN_UK_HAS_QDOT_BLOCKS
+  if (kiln_uk_isa_dots_blocks(fmt)) {
 #ifdef KILN_UK_QDOT_ROWS
-  /* q4_k, q5_k, q6_k: a weight row's super-blocks unpacked once per
-   * KILN_UK_QDOT_ROWS activation rows (one row: its own instance) */
-  if (fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K || fmt == KILN_UK_Q6_K) {
-    for (j = j0; j < j1; ++j)
-      for (r = 0; r < rows; r += KILN_UK_QDOT_ROWS) {
-        const int32_t nr = rows - r < KILN_UK_QDOT_ROWS ? rows - r : KILN_UK_QDOT_ROWS;
-        const uint8_t *row = w + (size_t)j * rb, *sr = s + (size_t)r * stride;
-        float *yr = y + (size_t)r * (size_t)n + j;
-        if (fmt == KILN_UK_Q6_K) {
-          if (nr == 1)
-            kiln_uk_qdot_isa_q6k(sr, stride, 1, row, k, yr, (size_t)n);
+    /* q4_k, q5_k, q6_k: a weight row's super-blocks unpacked once per
+     * KILN_UK_QDOT_ROWS activation rows (one row: its own instance) */
+    if (fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K || fmt == KILN_UK_Q6_K) {
+      for (j = j0; j < j1; ++j)
+        for (r = 0; r < rows; r += KILN_UK_QDOT_ROWS) {
+          const int32_t nr = rows - r < KILN_UK_QDOT_ROWS ? rows - r : KILN_UK_QDOT_ROWS;
+          const uint8_t *row = w + (size_t)j * rb, *sr = s + (size_t)r * stride;
+          float *yr = y + (size_t)r * (size_t)n + j;
+          if (fmt == KILN_UK_Q6_K) {
+            if (nr == 1)
+              kiln_uk_qdot_isa_q6k(sr, stride, 1, row, k, yr, (size_t)n);
+            else
+              kiln_uk_qdot_isa_q6k(sr, stride, nr, row, k, yr, (size_t)n);
+          } else if (nr == 1)
+            kiln_uk_qdot_isa_q45k(sr, stride, 1, row, k, fmt == KILN_UK_Q5_K, yr, (size_t)n);
           else
-            kiln_uk_qdot_isa_q6k(sr, stride, nr, row, k, yr, (size_t)n);
-        } else if (nr == 1)
-          kiln_uk_qdot_isa_q45k(sr, stride, 1, row, k, fmt == KILN_UK_Q5_K, yr, (size_t)n);
-        else
-          kiln_uk_qdot_isa_q45k(sr, stride, nr, row, k, fmt == KILN_UK_Q5_K, yr, (size_t)n);
+            kiln_uk_qdot_isa_q45k(sr, stride, nr, row, k, fmt == KILN_UK_Q5_K, yr, (size_t)n);
+        }
+      return;
+    }
+#endif
+    /* the ISA's dot, row by row */
+    for (j = j0; j < j1; ++j)
+      for (r = 0; r < rows; ++r) {
+        const float *xd = (const float *)(const void *)(s + (size_t)r * stride), *xa = xd + k / e;
+        const int8_t *xq = (const int8_t *)(const void *)(xa + k / 16);
+        const uint8_t *row = w + (size_t)j * rb;
+        y[(size_t)r * (size_t)n + j] =
+#ifndef KILN_UK_QDOT_ROWS
+            fmt == KILN_UK_Q6_K ? kiln_uk_qdot_isa_q6k(xq, xd, xa, row, k)
+            : fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K
+                ? kiln_uk_qdot_isa_q45k(xq, xd, xa, row, k, fmt == KILN_UK_Q5_K) :
+#endif
+            fmt == KILN_UK_Q2_K || fmt == KILN_UK_Q3_K
+                ? kiln_uk_qdot_isa_q23k(xq, xd, xa, row, k, fmt == KILN_UK_Q3_K)
+                : kiln_uk_qdot_isa_b32(fmt, xq, xd, xa, row, k);
       }
     return;
   }
 #endif
-  /* the ISA's dot, row by row */
-  for (j = j0; j < j1; ++j)
-    for (r = 0; r < rows; ++r) {
-      const float *xd = (const float *)(const void *)(s + (size_t)r * stride), *xa = xd + k / e;
-      const int8_t *xq = (const int8_t *)(const void *)(xa + k / 16);
-      const uint8_t *row = w + (size_t)j * rb;
-      y[(size_t)r * (size_t)n + j] =
-#ifndef KILN_UK_QDOT_ROWS
-          fmt == KILN_UK_Q6_K ? kiln_uk_qdot_isa_q6k(xq, xd, xa, row, k)
-          : fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K
-              ? kiln_uk_qdot_isa_q45k(xq, xd, xa, row, k, fmt == KILN_UK_Q5_K) :
-#endif
-          fmt == KILN_UK_Q2_K || fmt == KILN_UK_Q3_K
-              ? kiln_uk_qdot_isa_q23k(xq, xd, xa, row, k, fmt == KILN_UK_Q3_K)
-              : kiln_uk_qdot_isa_b32(fmt, xq, xd, xa, row, k);
-    }
-#else
-  int16_t v[256];
-  float ws[8], wm[16];
-  int32_t b;
   for (j = j0; j < j1; ++j) {
     const uint8_t *row = w + (size_t)j * rb;
     for (r = 0; r < rows; ++r)
@@ -291,7 +306,6 @@ KILN_UK_INLINE void kiln_uk_matmul_blocks(int fmt, const uint8_t *w, float *y, c
       }
     }
   }
-#endif
 }
 
 #endif /* KILN_UK_MATMUL_BLOCKS_H */

@@ -12,7 +12,12 @@ def Kiln_Dialect : Dialect {
     Weights are `kiln.weight` constants naming a tensor of the source model: their
     bytes never enter the IR. The KV cache is persistent state named by layer and kind.
   }];
-  let useDefaultTypePrinterParser = 1;
+  // Block formats print as their table names (KilnDialect.cpp).
+  let useDefaultTypePrinterParser = 0;
+  let extraClassDeclaration = [{
+    ::mlir::Type parseType(::mlir::DialectAsmParser &parser) const override;
+    void printType(::mlir::Type type, ::mlir::DialectAsmPrinter &printer) const override;
+  }];
   let useDefaultAttributePrinterParser = 1;
   // What the importer and the passes record on modules, functions and ops, as
   // `kiln.<name>` attributes (KilnDialect::get<Name>AttrHelper).

@@ -51,6 +51,43 @@ LogicalResult I4GroupType::verify(function_ref<InFlightDiagnostic()> emitError,
   return verifyGroupSize(emitError, groupSize);
 }
 
+/// Rows of the format table whose blocks hold a fixed number of values (and
+/// are not the builtin float types): the formats of !kiln.<name>.
+static bool isBlockRow(int code) {
+  const kiln_uk_format_info *f = kiln_uk_format(code);
+  return f && f->elements > 1;
+}
+
+LogicalResult BlockType::verify(function_ref<InFlightDiagnostic()> emitError, int format) {
+  if (!isBlockRow(format))
+    return emitError() << "format " << format << " is not a block format of the format table";
+  return success();
+}
+
+const kiln_uk_format_info &BlockType::getInfo() const { return *kiln_uk_format(getFormat()); }
+
+Type KilnDialect::parseType(DialectAsmParser &parser) const {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef mnemonic;
+  Type type;
+  OptionalParseResult parsed = generatedTypeParser(parser, &mnemonic, type);
+  if (parsed.has_value())
+    return type;
+  for (int code = 0; code < KILN_UK_FORMAT_END; ++code)
+    if (isBlockRow(code) && mnemonic == kiln_uk_format(code)->name)
+      return BlockType::get(getContext(), code);
+  parser.emitError(loc) << "unknown kiln type '" << mnemonic << "'; the weight formats are "
+                        << weightFormatNames();
+  return {};
+}
+
+void KilnDialect::printType(Type type, DialectAsmPrinter &printer) const {
+  if (auto block = dyn_cast<BlockType>(type))
+    printer << block.getInfo().name;
+  else
+    (void)generatedTypePrinter(type, printer);
+}
+
 ModelAttr kiln::getModelConfig(Operation *op) {
   auto module = isa<ModuleOp>(op) ? cast<ModuleOp>(op) : op->getParentOfType<ModuleOp>();
   return module ? getModelAttr(module) : nullptr;
@@ -69,20 +106,15 @@ WeightFormat kiln::getWeightFormat(Type element) {
       .Case([&](Float32Type) { return fixed(KILN_UK_FORMAT_F32); })
       .Case([&](Float16Type) { return fixed(KILN_UK_FORMAT_F16); })
       .Case([&](BFloat16Type) { return fixed(KILN_UK_FORMAT_BF16); })
-      .Case([&](Q8_0Type) { return fixed(KILN_UK_FORMAT_Q8_0); })
-      .Case([&](Q4_0Type) { return fixed(KILN_UK_FORMAT_Q4_0); })
+      .Case([&](BlockType t) { return fixed(t.getFormat()); })
       .Case([](I8GroupType t) { return WeightFormat{KILN_UK_FORMAT_I8G, t.getGroupSize()}; })
       .Case([](I4GroupType t) { return WeightFormat{KILN_UK_FORMAT_I4G, t.getGroupSize()}; })
-      .Case([&](Q4_1Type) { return fixed(KILN_UK_FORMAT_Q4_1); })
-      .Case([&](Q5_0Type) { return fixed(KILN_UK_FORMAT_Q5_0); })
-      .Case([&](Q5_1Type) { return fixed(KILN_UK_FORMAT_Q5_1); })
-      .Case([&](IQ4_NLType) { return fixed(KILN_UK_FORMAT_IQ4_NL); })
-      .Case([&](Q2_KType) { return fixed(KILN_UK_FORMAT_Q2_K); })
-      .Case([&](Q3_KType) { return fixed(KILN_UK_FORMAT_Q3_K); })
-      .Case([&](Q4_KType) { return fixed(KILN_UK_FORMAT_Q4_K); })
-      .Case([&](Q5_KType) { return fixed(KILN_UK_FORMAT_Q5_K); })
-      .Case([&](Q6_KType) { return fixed(KILN_UK_FORMAT_Q6_K); })
       .Default([](Type) { return WeightFormat{}; });
+}
+
+bool kiln::isBlockFormat(Type type, int code) {
+  auto block = dyn_cast<BlockType>(type);
+  return block && block.getFormat() == code;
 }
 
 Type kiln::getWeightFormatType(MLIRContext *ctx, int code, unsigned group) {
@@ -90,20 +122,9 @@ Type kiln::getWeightFormatType(MLIRContext *ctx, int code, unsigned group) {
   case KILN_UK_FORMAT_F32: return Float32Type::get(ctx);
   case KILN_UK_FORMAT_F16: return Float16Type::get(ctx);
   case KILN_UK_FORMAT_BF16: return BFloat16Type::get(ctx);
-  case KILN_UK_FORMAT_Q8_0: return Q8_0Type::get(ctx);
-  case KILN_UK_FORMAT_Q4_0: return Q4_0Type::get(ctx);
   case KILN_UK_FORMAT_I8G: return I8GroupType::get(ctx, group);
   case KILN_UK_FORMAT_I4G: return I4GroupType::get(ctx, group);
-  case KILN_UK_FORMAT_Q4_1: return Q4_1Type::get(ctx);
-  case KILN_UK_FORMAT_Q5_0: return Q5_0Type::get(ctx);
-  case KILN_UK_FORMAT_Q5_1: return Q5_1Type::get(ctx);
-  case KILN_UK_FORMAT_IQ4_NL: return IQ4_NLType::get(ctx);
-  case KILN_UK_FORMAT_Q2_K: return Q2_KType::get(ctx);
-  case KILN_UK_FORMAT_Q3_K: return Q3_KType::get(ctx);
-  case KILN_UK_FORMAT_Q4_K: return Q4_KType::get(ctx);
-  case KILN_UK_FORMAT_Q5_K: return Q5_KType::get(ctx);
-  case KILN_UK_FORMAT_Q6_K: return Q6_KType::get(ctx);
-  default: return nullptr;
+  default: return isBlockRow(code) ? BlockType::get(ctx, code) : nullptr;
   }
 }
 

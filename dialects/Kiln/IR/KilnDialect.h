@@ -70,6 +70,10 @@ struct WeightFormat {
 /// The format an element type stores, or code -1.
 WeightFormat getWeightFormat(mlir::Type element);
 
+/// Whether `type` is the block format with table code `code` (`!kiln.q4_1`
+/// for KILN_UK_FORMAT_Q4_1).
+bool isBlockFormat(mlir::Type type, int code);
+
 /// The element type of a format (`group` for the formats with a chosen group),
 /// or null.
 mlir::Type getWeightFormatType(mlir::MLIRContext *context, int code, unsigned group = 0);
