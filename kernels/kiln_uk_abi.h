@@ -32,7 +32,8 @@ enum {
   KILN_UK_IQ4_NL = 13,
   KILN_UK_Q2_K = 14,
   KILN_UK_Q3_K = 15,
-  KILN_UK_FAMILIES = 16
+  KILN_UK_TQ2_0 = 16,
+  KILN_UK_FAMILIES = 17
 };
 
 /* The formats a weight can be stored in, one row each:
@@ -62,7 +63,8 @@ enum {
   X(Q3_K, "q3_k", 12, 11, 256, 110, 0, Q3_K)                                             \
   X(Q4_K, "q4_k", 13, 12, 256, 144, 0, Q4_K)                                             \
   X(Q5_K, "q5_k", 14, 13, 256, 176, 0, Q5_K)                                             \
-  X(Q6_K, "q6_k", 15, 14, 256, 210, 0, Q6_K)
+  X(Q6_K, "q6_k", 15, 14, 256, 210, 0, Q6_K)                                             \
+  X(TQ2_0, "tq2_0", 16, 35, 256, 66, 0, TQ2_0)
 
 /* KILN_UK_FORMAT_<ID>: a format's code (its `pack` column). */
 enum {
@@ -108,7 +110,7 @@ static inline int32_t kiln_uk_format_bytes(int code, int32_t g) {
 static inline const char *kiln_uk_family_name(int family) {
   static const char *const names[KILN_UK_FAMILIES] = {
       "f32", "f16", "i8", "i4", "q4_k", "q5_k", "q6_k", "q4", "q4t", "bf16",
-      "q4_1", "q5_0", "q5_1", "iq4_nl", "q2_k", "q3_k"};
+      "q4_1", "q5_0", "q5_1", "iq4_nl", "q2_k", "q3_k", "tq2_0"};
   return family >= 0 && family < KILN_UK_FAMILIES ? names[family] : "?";
 }
 

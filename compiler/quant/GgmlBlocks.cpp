@@ -363,6 +363,18 @@ void encodeQ6_K(const float *x, uint8_t *out) {
   }
 }
 
+// Ternary values against one scale: the symmetric fit of codes -1..1, and
+// each value rounded against the scale the decoder reads.
+void encodeTQ2_0(const float *x, uint8_t *out) {
+  const float d = storeHalf(out + 64, fitSymmetric(x, 256, -1, 1));
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  std::memset(out, 0, 64);
+  for (int e = 0; e < 256; ++e) {
+    const int u = code(x[e] * id, -1, 1) + 1, h = e / 128, j = e % 128 / 32, l = e % 32;
+    out[32 * h + l] |= static_cast<uint8_t>(u << (2 * j));
+  }
+}
+
 } // namespace
 
 void encodeBlock(Format format, const float *x, uint8_t *out) {
@@ -388,6 +400,7 @@ void encodeBlock(Format format, const float *x, uint8_t *out) {
   case Format::Q4_K: return encodeQ45_K(x, false, out);
   case Format::Q5_K: return encodeQ45_K(x, true, out);
   case Format::Q6_K: return encodeQ6_K(x, out);
+  case Format::TQ2_0: return encodeTQ2_0(x, out);
   default: return;
   }
 }
@@ -404,6 +417,7 @@ void decodeBlock(Format format, const uint8_t *in, float *y) {
   case Format::Q4_K: return kiln_uk_row_q4_k(in, y, 256);
   case Format::Q5_K: return kiln_uk_row_q5_k(in, y, 256);
   case Format::Q6_K: return kiln_uk_row_q6_k(in, y, 256);
+  case Format::TQ2_0: return kiln_uk_row_tq2_0(in, y, 256);
   default: return;
   }
 }

@@ -32,6 +32,8 @@
 //           d. Element 128h + 32i + l: low 4 bits from ql[64h + 32(i & 1) + l]
 //           (low nibble for i < 2), high 2 bits from bits 2i of qh[32h + l];
 //                                          y = (d * sc) * (q - 32)
+//   tq2_0   256 / 66: qs[64] as q2_k's (element 128h + 32j + l in bits 2j of
+//           qs[32h + l]), f16 d;           y = (q - 1) * d
 //
 // The encoders are Kiln's own: per sub-block a small search for the scale (and
 // min) of least squared error, refined by least squares, then the sub-block

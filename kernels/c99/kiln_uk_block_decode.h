@@ -1,6 +1,6 @@
 /* What a block of each GGUF format beyond q8_0/q4_0 holds: bf16, q4_1, q5_0,
  * q5_1, iq4_nl (blocks of 32) and the k-quants q2_k ... q6_k (super-blocks of
- * 256), in the model's row layout (compiler/quant/GgmlBlocks.h gives each).
+ * 256) and the ternary tq2_0, in the model's row layout (compiler/quant/GgmlBlocks.h gives each).
  * unpack_* give a block's integer codes; row_<fmt>(w, y, k) decodes a row as
  * ggml does, each product rounded, with no fused multiply-add (the generated
  * library and kiln-compile, which decodes with these, build with
@@ -128,6 +128,15 @@ static inline void kiln_uk_unpack_q2k(const uint8_t *qs, int8_t *v) {
         v[128 * h + 32 * j + l] = (int8_t)((qs[32 * h + l] >> (2 * j)) & 3);
 }
 
+/* tq2_0's ternary values of a block: q2_k's 2-bit codes, less one (code 3,
+ * which no writer uses, decodes to 2 as in ggml). */
+static inline void kiln_uk_unpack_tq2_0(const uint8_t *qs, int8_t *v) {
+  int32_t e;
+  kiln_uk_unpack_q2k(qs, v);
+  for (e = 0; e < 256; ++e)
+    v[e] = (int8_t)(v[e] - 1);
+}
+
 /* --- rows ----------------------------------------------------------------- */
 
 static inline void kiln_uk_row_bf16(const uint8_t *w, float *y, int32_t k) {
@@ -240,6 +249,19 @@ static inline void kiln_uk_row_q6_k(const uint8_t *w, float *y, int32_t k) {
     kiln_uk_unpack_q6k(blk, blk + 128, v);
     for (e = 0; e < 256; ++e)
       y[256 * sb + e] = (d * (float)sc[e / 16]) * (float)v[e];
+  }
+}
+
+/* tq2_0: blocks of 256 ternary values (qs[64] as q2_k's, then f16 d). */
+static inline void kiln_uk_row_tq2_0(const uint8_t *w, float *y, int32_t k) {
+  int8_t v[256];
+  int32_t b, e;
+  for (b = 0; b < k / 256; ++b) {
+    const uint8_t *blk = w + 66 * b;
+    const float d = kiln_uk_load_f16(blk + 64);
+    kiln_uk_unpack_tq2_0(blk, v);
+    for (e = 0; e < 256; ++e)
+      y[256 * b + e] = (float)v[e] * d;
   }
 }
 

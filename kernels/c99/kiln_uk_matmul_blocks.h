@@ -190,6 +190,11 @@ KILN_UK_INLINE void kiln_uk_unpack_block(int fmt, const uint8_t *blk, int16_t *v
     }
     break;
   }
+  case KILN_UK_TQ2_0:
+    kiln_uk_unpack_tq2_0(blk, c);
+    for (g = 0; g < 8; ++g)
+      ws[g] = kiln_uk_load_f16(blk + 64), wm[2 * g] = wm[2 * g + 1] = 0.0f;
+    break;
   default: { /* KILN_UK_Q6_K */
     int32_t sc[16];
     for (g = 0; g < 16; ++g)

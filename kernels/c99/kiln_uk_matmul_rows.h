@@ -157,6 +157,7 @@ KILN_UK_INLINE void kiln_uk_row(int family, const uint8_t *w, float *y, int32_t 
   case KILN_UK_Q3_K: kiln_uk_row_q3_k(w, y, k); break;
   case KILN_UK_Q4_K: kiln_uk_row_q4_k(w, y, k); break;
   case KILN_UK_Q5_K: kiln_uk_row_q5_k(w, y, k); break;
+  case KILN_UK_TQ2_0: kiln_uk_row_tq2_0(w, y, k); break;
   default: kiln_uk_row_q6_k(w, y, k); break;
   }
 }

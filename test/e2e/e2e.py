@@ -237,6 +237,9 @@ def check_no_heap(res, build_dir, name):
 # products do), while the reference dequantizes and computes in double: those
 # shapes are held to 3% of the largest logit instead of 1e-4.
 QUANTIZED_RTOL = 0.03
+# Wider matrices of ternary weights: on llama-tq2_0's shape the int8 activations
+# alone move the logits by 3.2% (q2_k 3.1%, q4_k 4.5% on the same shape).
+QUANTIZED_RTOL_FOR = {"llama-tq2_0": 0.05}
 # A context shift against a recompute from scratch on the kept tokens: the
 # shift keeps what the dropped tokens left in the kept ones' deeper keys, so
 # only a loose bound, 20% of the largest logit, holds (see shift()).
@@ -274,6 +277,9 @@ SHAPES = {
     "qwen3-q4_k": (["--arch", "qwen3", "--n-embd", "256", "--n-layer", "2", "--n-head", "4",
                     "--n-head-kv", "2", "--head-dim", "128", "--n-ff", "256", "--vocab", "64",
                     "--ctx", "20", "--type", "q4_k"], 6),
+    # Ternary weights (tq2_0) in every matrix.
+    "llama-tq2_0": (["--n-embd", "256", "--n-layer", "2", "--n-head", "4", "--n-head-kv", "2",
+                     "--n-ff", "512", "--vocab", "64", "--ctx", "20", "--type", "tq2_0"], 6),
     # gemma3: scaled embeddings, q/k norms, post-norms, GELU, a window on all but
     # every sixth layer (whose rope base is the file's), tied output.
     "gemma3-f32": (["--arch", "gemma3", "--n-embd", "64", "--n-layer", "7", "--n-head", "4",
@@ -348,8 +354,10 @@ def random_model(args):
     first = next((i for i, (a, b) in enumerate(zip(ids, want_ids)) if a != b), None)
     same = len(ref_rows) if first is None else len(prompt_rows) + first
     err, r, c = llama_ref.max_abs_diff(rows[:same], ref_rows[:same])
-    quantized = any(t in args.shape for t in ("q8_0", "q4_0", "q4_k"))
-    tol = QUANTIZED_RTOL * max(abs(x) for row in ref_rows for x in row) if quantized else args.tol
+    # Weights in a block format: int8 activations, a bound relative to the logits.
+    quantized = "--type" in flags and flags[flags.index("--type") + 1] not in ("f32", "f16")
+    rtol = QUANTIZED_RTOL_FOR.get(args.shape, QUANTIZED_RTOL)
+    tol = rtol * max(abs(x) for row in ref_rows for x in row) if quantized else args.tol
     res.check(len(rows) == len(ref_rows) and err <= tol,
               f"{args.shape}: {same} of {len(rows)} rows vs naive reference, max abs error "
               f"{err:.3g} (row {r}, col {c}) <= {tol:.3g}")

@@ -50,6 +50,20 @@ void ref_row(int family, const uint8_t *w, float *y, int32_t k, int32_t g) {
     kiln_uk_row_i4(w, y, k, g);
 }
 
+/* tq2_0 as its definition reads (ggml's dequantize_row_tq2_0): per block, each
+ * half of qs in four passes, bits 2l of its 32 bytes, value (code - 1) * d. */
+void ref_row_tq2_0(const uint8_t *w, float *y, int32_t k) {
+  int32_t b, j, l, m, n = 0;
+  for (b = 0; b < k / 256; ++b) {
+    const uint8_t *qs = w + 66 * b;
+    const float d = kiln_uk_load_f16(qs + 64);
+    for (j = 0; j < 64; j += 32)
+      for (l = 0; l < 4; ++l)
+        for (m = 0; m < 32; ++m)
+          y[n++] = (float)(((qs[j + m] >> (2 * l)) & 3) - 1) * d;
+  }
+}
+
 void ref_vec(int add, const float *a, const float *b, float *y, int32_t n) {
   if (add)
     kiln_uk_vec_add(a, b, y, n);

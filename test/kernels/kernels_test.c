@@ -570,6 +570,20 @@ static void test_rope(int32_t rd, int32_t hd, int neox) {
   check(ok, what);
 }
 
+/* tq2_0's decoder against the format's definition, bit for bit. */
+static void test_tq2_0_decode(void) {
+  static uint8_t w[66 * 4];
+  static float y[1024], want[1024];
+  int32_t i;
+  for (i = 0; i < (int32_t)sizeof w; ++i)
+    w[i] = byte();
+  for (i = 0; i < 4; ++i)
+    put_f16(w + 66 * i + 64, uniform());
+  kiln_uk_row_tq2_0(w, y, 1024);
+  ref_row_tq2_0(w, want, 1024);
+  check(memcmp(y, want, sizeof y) == 0, KILN_TEST_ISA_NAME " row_tq2_0: the definition's values");
+}
+
 /* Embedding rows (f16, i8, i4) and the elementwise add and mul: exact, so
  * c99's bits. */
 static void test_rows_exact(int32_t k, int32_t g) {
@@ -673,6 +687,7 @@ static void block_row(int fmt, const uint8_t *w, float *out, int32_t k) {
   case KILN_UK_Q3_K: kiln_uk_row_q3_k(w, out, k); break;
   case KILN_UK_Q4_K: kiln_uk_row_q4_k(w, out, k); break;
   case KILN_UK_Q5_K: kiln_uk_row_q5_k(w, out, k); break;
+  case KILN_UK_TQ2_0: kiln_uk_row_tq2_0(w, out, k); break;
   default: kiln_uk_row_q6_k(w, out, k); break;
   }
 }
@@ -734,11 +749,11 @@ static void test_kquant_panels(int fmt, int32_t rows, int32_t n, int32_t k, size
  * scale (and min, or -1) within a block. */
 static const int block_formats[] = {KILN_UK_Q4_1, KILN_UK_Q5_0, KILN_UK_Q5_1, KILN_UK_IQ4_NL,
                                     KILN_UK_Q2_K, KILN_UK_Q3_K, KILN_UK_Q4_K, KILN_UK_Q5_K,
-                                    KILN_UK_Q6_K};
+                                    KILN_UK_Q6_K, KILN_UK_TQ2_0};
 
 static const int32_t *block_scale_at(int fmt) {
   static const int32_t at[][2] = {{0, 2}, {0, -1}, {0, 2}, {0, -1}, {80, 82},
-                                  {108, -1}, {0, 2}, {0, 2}, {208, -1}};
+                                  {108, -1}, {0, 2}, {0, 2}, {208, -1}, {64, -1}};
   size_t i;
   for (i = 0; i < sizeof block_formats / sizeof block_formats[0]; ++i)
     if (block_formats[i] == fmt)
@@ -1197,6 +1212,7 @@ int main(void) {
   test_rows_exact(96, 32);
   test_rows_exact(512, 64);
   test_rows_exact(256, 256);
+  test_tq2_0_decode();
   for (hd = 2; hd <= 256; hd += hd < 40 ? 2 : 24) {
     test_rope(hd, hd, 0);
     test_rope(hd, hd, 1);

@@ -28,6 +28,7 @@ void ref_rms_norm_row(const float *x, const float *g, float *y, int32_t d, float
 void ref_silu(const float *x, float *y, int32_t n);
 void ref_kv_axpy(int family, float *acc, float e, const uint8_t *row, int32_t hd);
 void ref_row(int family, const uint8_t *w, float *y, int32_t k, int32_t g);
+void ref_row_tq2_0(const uint8_t *w, float *y, int32_t k);
 void ref_vec(int add, const float *a, const float *b, float *y, int32_t n);
 void ref_kv_store(int family, const float *x, uint8_t *row, int32_t hd);
 void ref_rope_head(const float *x, float *y, const float *cc, const float *ss, int32_t rd,

@@ -79,6 +79,7 @@ GGML_Q5_K = 13
 GGML_Q6_K = 14
 GGML_IQ4_NL = 20
 GGML_BF16 = 30
+GGML_TQ2_0 = 35
 
 # ggml type id -> (name, values per block, bytes per block). Only sizes matter for the
 # types this tool cannot decode; they let files using them be read and dumped.
@@ -104,13 +105,14 @@ GGML_TYPES = {
     27: ("I64", 1, 8),
     28: ("F64", 1, 8),
     30: ("BF16", 1, 2),
+    35: ("TQ2_0", 256, 66),
 }
 
 TYPE_BY_NAME = {
     "f32": GGML_F32, "f16": GGML_F16, "bf16": GGML_BF16, "q8_0": GGML_Q8_0,
     "q4_0": GGML_Q4_0, "q4_1": GGML_Q4_1, "q5_0": GGML_Q5_0, "q5_1": GGML_Q5_1,
     "q2_k": GGML_Q2_K, "q3_k": GGML_Q3_K, "q4_k": GGML_Q4_K, "q5_k": GGML_Q5_K,
-    "q6_k": GGML_Q6_K, "iq4_nl": GGML_IQ4_NL,
+    "q6_k": GGML_Q6_K, "iq4_nl": GGML_IQ4_NL, "tq2_0": GGML_TQ2_0,
 }
 
 # general.file_type (llama.h's llama_ftype) for a model whose matrices use the given
@@ -118,7 +120,7 @@ TYPE_BY_NAME = {
 FILE_TYPE_FOR = {
     GGML_F32: 0, GGML_F16: 1, GGML_Q4_0: 2, GGML_Q4_1: 3, GGML_Q8_0: 7, GGML_Q5_0: 8,
     GGML_Q5_1: 9, GGML_Q2_K: 10, GGML_Q3_K: 12, GGML_Q4_K: 15, GGML_Q5_K: 17,
-    GGML_Q6_K: 18, GGML_IQ4_NL: 25, GGML_BF16: 32,
+    GGML_Q6_K: 18, GGML_IQ4_NL: 25, GGML_BF16: 32, GGML_TQ2_0: 37,
 }
 
 GGML_MAX_DIMS = 4
@@ -765,6 +767,34 @@ def _dequantize_bf16(data):
     return list(struct.unpack("<%df" % (len(data) // 2), wide))
 
 
+def _quantize_tq2_0(values):
+    """TQ2_0 as ggml's reference quantizer writes it: per block of 256, d = max |x|
+    and the code round(x / d) + 1 (0, 1, 2 for -1, 0, 1)."""
+    xs = _blocks(values, 256)
+    out = bytearray()
+    for i in range(0, len(xs), 256):
+        block = xs[i:i + 256]
+        d = max(abs(v) for v in block)
+        inv = f32(1.0 / d) if d else 0.0
+        qs = bytearray(64)
+        for e, v in enumerate(block):
+            q = _round_half_away(f32(v * inv)) + 1
+            qs[(e >> 7) * 32 + (e & 31)] |= (q & 3) << (2 * ((e >> 5) & 3))
+        out += qs + struct.pack("<e", d)
+    return bytes(out)
+
+
+def _dequantize_tq2_0(data):
+    """TQ2_0, 66 bytes: qs[64], f16 d. Element e (0..255) has the code
+    (qs[32*(e // 128) + e % 32] >> (2 * ((e // 32) % 4))) & 3 and is (code - 1) * d."""
+    out = []
+    for qs, d in struct.iter_unpack("<64se", data):
+        for e in range(256):
+            q = (qs[(e >> 7) * 32 + (e & 31)] >> (2 * ((e >> 5) & 3))) & 3
+            out.append(f32((q - 1) * d))
+    return out
+
+
 _ENCODERS = {
     GGML_Q8_0: _quantize_q8_0,
     GGML_Q4_0: _quantize_q4_0,
@@ -778,6 +808,7 @@ _ENCODERS = {
     GGML_Q6_K: _quantize_q6_k,
     GGML_IQ4_NL: _quantize_iq4_nl,
     GGML_BF16: _quantize_bf16,
+    GGML_TQ2_0: _quantize_tq2_0,
 }
 
 _DECODERS = {
@@ -791,6 +822,7 @@ _DECODERS = {
     GGML_Q6_K: _dequantize_q6_k,
     GGML_IQ4_NL: _dequantize_iq4_nl,
     GGML_BF16: _dequantize_bf16,
+    GGML_TQ2_0: _dequantize_tq2_0,
 }
 
 
@@ -1382,7 +1414,8 @@ def set_file_type(metadata, ggml_type):
 
 # Types convert can read back (quantize() encodes all of them too).
 DECODABLE = (GGML_F32, GGML_F16, GGML_BF16, GGML_Q8_0, GGML_Q4_0, GGML_Q4_1, GGML_Q5_0,
-             GGML_Q5_1, GGML_Q2_K, GGML_Q3_K, GGML_Q4_K, GGML_Q5_K, GGML_Q6_K, GGML_IQ4_NL)
+             GGML_Q5_1, GGML_Q2_K, GGML_Q3_K, GGML_Q4_K, GGML_Q5_K, GGML_Q6_K, GGML_IQ4_NL,
+             GGML_TQ2_0)
 
 
 def convert_tensors(tensors, ggml_type):
@@ -1420,7 +1453,7 @@ MIXES = {
 
 # What llama.cpp falls back to when ne[0] is not a whole number of the chosen type's
 # blocks (then F16 if that does not fit either).
-_FALLBACK = {GGML_Q2_K: GGML_IQ4_NL, GGML_Q3_K: GGML_IQ4_NL, GGML_Q4_K: GGML_Q5_0,
+_FALLBACK = {GGML_Q2_K: GGML_IQ4_NL, GGML_Q3_K: GGML_IQ4_NL, GGML_TQ2_0: GGML_IQ4_NL, GGML_Q4_K: GGML_Q5_0,
              GGML_Q5_K: GGML_Q5_1, GGML_Q6_K: GGML_Q8_0}
 
 

@@ -59,6 +59,7 @@ FORMATS = {
     "q5_k": (gguf_tool.GGML_Q5_K, 256, 176, (0, 2)),
     "q6_k": (gguf_tool.GGML_Q6_K, 256, 210, (208,)),
     "iq4_nl": (gguf_tool.GGML_IQ4_NL, 32, 18, (0,)),
+    "tq2_0": (gguf_tool.GGML_TQ2_0, 256, 66, (64,)),
     "bf16": (gguf_tool.GGML_BF16, 1, 2, ()),
 }
 

@@ -715,7 +715,7 @@ void testGgmlBlockFormats() {
     size_t elements, bytes;
   } sizes[] = {{"bf16", 1, 2},     {"q4_1", 32, 20},  {"q5_0", 32, 22},  {"q5_1", 32, 24},
                {"iq4_nl", 32, 18}, {"q2_k", 256, 84}, {"q3_k", 256, 110}, {"q4_k", 256, 144},
-               {"q5_k", 256, 176}, {"q6_k", 256, 210}};
+               {"q5_k", 256, 176}, {"q6_k", 256, 210}, {"tq2_0", 256, 66}};
   for (const auto &e : sizes) {
     FormatSpec t = spec(e.name);
     check(formatName(t) == e.name, std::string("parse/name round trip ") + e.name);
@@ -773,6 +773,9 @@ void testGgmlBlockFormats() {
         "q4_1, iq4_nl below q4_0; five bits below four");
   check(err("bf16") < 4e-3 && err("q6_k") < 0.02 && err("q4_k") < 0.1 && err("q2_k") < 0.4,
         "k-quant errors in the expected range");
+  // Ternary values with one scale per 256: the best fit of N(0,1) leaves about
+  // half the signal's RMS (0.53 at the optimal threshold).
+  check(err("tq2_0") > err("q2_k") && err("tq2_0") < 0.6, "tq2_0 error above q2_k's, below 0.6");
   for (const auto &e : sizes) {
     FormatSpec t = spec(e.name);
     std::vector<uint8_t> p(rowBytes(t, n));
