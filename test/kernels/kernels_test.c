@@ -673,25 +673,6 @@ static void test_quantize_sums(int32_t k, int32_t g) {
 }
 #endif
 
-/* The GGUF block formats: matmul_blocks against a naive double sum of the
- * decoded weights (row_<fmt>) times the dequantized activations, within float
- * rounding; and each output the same bits whatever the rows and columns of
- * the call (decode vs prefill, thread shares). */
-static void block_row(int fmt, const uint8_t *w, float *out, int32_t k) {
-  switch (fmt) {
-  case KILN_UK_Q4_1: kiln_uk_row_q4_1(w, out, k); break;
-  case KILN_UK_Q5_0: kiln_uk_row_q5_0(w, out, k); break;
-  case KILN_UK_Q5_1: kiln_uk_row_q5_1(w, out, k); break;
-  case KILN_UK_IQ4_NL: kiln_uk_row_iq4_nl(w, out, k); break;
-  case KILN_UK_Q2_K: kiln_uk_row_q2_k(w, out, k); break;
-  case KILN_UK_Q3_K: kiln_uk_row_q3_k(w, out, k); break;
-  case KILN_UK_Q4_K: kiln_uk_row_q4_k(w, out, k); break;
-  case KILN_UK_Q5_K: kiln_uk_row_q5_k(w, out, k); break;
-  case KILN_UK_TQ2_0: kiln_uk_row_tq2_0(w, out, k); break;
-  default: kiln_uk_row_q6_k(w, out, k); break;
-  }
-}
-
 #ifdef KILN_UK_HAS_PANEL_KQUANTS
 /* q4_k, q5_k or q6_k repacked into panels (the weights and activations test_blocks
  * made): each output against the naive sum of the decoded row, and the same
@@ -710,7 +691,7 @@ static void test_kquant_panels(int fmt, int32_t rows, int32_t n, int32_t k, size
   kiln_uk_pack_panels(family, w_rows, w_panels, n, k, 256, KILN_UK_NR);
   kiln_uk_matmul_panel_int(family, w_panels, y_panel, scratch, rows, n, k, 256, 8, k, 0, panels);
   for (j = 0; j < n; ++j) {
-    block_row(fmt, w_rows + (size_t)j * rb, wrow, k);
+    kiln_uk_row(fmt, w_rows + (size_t)j * rb, wrow, k, 0);
     for (r = 0; r < rows; ++r) {
       const float *d = (const float *)(const void *)(scratch + (size_t)r * stride);
       const int8_t *q = (const int8_t *)(const void *)(d + k / 256 + k / 16);
@@ -765,6 +746,10 @@ static int is_kquant_panel(int fmt) {
   return fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K || fmt == KILN_UK_Q6_K;
 }
 
+/* The GGUF block formats: matmul_blocks against a naive double sum of the
+ * decoded weights (kiln_uk_row) times the dequantized activations, within float
+ * rounding; and each output the same bits whatever the rows and columns of
+ * the call (decode vs prefill, thread shares). */
 static void test_blocks(int fmt, int32_t rows, int32_t n, int32_t k) {
   /* Offsets of each format's f16 scale (and min) within a block. */
   const int32_t *scale_at = block_scale_at(fmt);
@@ -788,7 +773,7 @@ static void test_blocks(int fmt, int32_t rows, int32_t n, int32_t k) {
     kiln_uk_blocks_quantize_row(x + (size_t)r * (size_t)k, scratch + (size_t)r * stride, k, e);
   kiln_uk_matmul_blocks(fmt, w_rows, y, scratch, rows, n, k, 0, n);
   for (j = 0; j < n; ++j) {
-    block_row(fmt, w_rows + (size_t)j * rb, wrow, k);
+    kiln_uk_row(fmt, w_rows + (size_t)j * rb, wrow, k, 0);
     for (r = 0; r < rows; ++r) {
       const float *d = (const float *)(const void *)(scratch + (size_t)r * stride);
       const int8_t *q = (const int8_t *)(const void *)(d + k / e + k / 16);
