@@ -6,8 +6,16 @@
 #                                   BLOCK_PANELS (a list), L2, VECTOR_BYTES, REGISTERS
 #   KILN_ARCHES                     the architectures of `arches`
 #   KILN_ARCH_<arch>_<FIELD>        CC, CC_FLAGS, CMAKE (a list), RUN
+#   KILN_ISA_<name>_BOARD           the board a microcontroller variant's tests boot
+#   KILN_BOARDS                     the boards of `boards`
+#   KILN_BOARD_<board>_<FIELD>      MACHINE, VARIANTS (a list), UART, CLOCK_HZ,
+#                                   REGIONS (names), and per region
+#                                   KILN_BOARD_<board>_<region>_{ORIGIN,BYTES,ROLES}
 # Editing the table re-runs CMake.
-set(KILN_ISA_TABLE ${PROJECT_SOURCE_DIR}/codegen_targets/isa_variants.json)
+# An installed package sets KILN_ISA_TABLE to its copy first.
+if(NOT KILN_ISA_TABLE)
+  set(KILN_ISA_TABLE ${PROJECT_SOURCE_DIR}/codegen_targets/isa_variants.json)
+endif()
 
 macro(kiln_json_list out)
   set(${out})
@@ -35,6 +43,11 @@ function(kiln_read_isa_table)
       string(JSON value GET "${_table}" variants ${i} ${field})
       set(KILN_ISA_${name}_${upper} "${value}" PARENT_SCOPE)
     endforeach()
+    string(JSON board ERROR_VARIABLE no_board GET "${_table}" variants ${i} board)
+    if(no_board)
+      set(board "")
+    endif()
+    set(KILN_ISA_${name}_BOARD "${board}" PARENT_SCOPE)
     kiln_json_list(cpu variants ${i} cpu)
     kiln_json_list(block_panels variants ${i} block_panels)
     set(KILN_ISA_${name}_CPU "${cpu}" PARENT_SCOPE)
@@ -57,6 +70,37 @@ function(kiln_read_isa_table)
     set(KILN_ARCH_${arch}_CMAKE "${cmake_args}" PARENT_SCOPE)
   endforeach()
   set(KILN_ARCHES ${arches} PARENT_SCOPE)
+
+  set(boards)
+  string(JSON count LENGTH "${_table}" boards)
+  math(EXPR last "${count} - 1")
+  foreach(i RANGE ${last})
+    string(JSON board GET "${_table}" boards ${i} name)
+    list(APPEND boards ${board})
+    foreach(field machine uart clock_hz)
+      string(TOUPPER ${field} upper)
+      string(JSON value GET "${_table}" boards ${i} ${field})
+      set(KILN_BOARD_${board}_${upper} "${value}" PARENT_SCOPE)
+    endforeach()
+    kiln_json_list(variants boards ${i} variants)
+    set(KILN_BOARD_${board}_VARIANTS "${variants}" PARENT_SCOPE)
+    set(regions)
+    string(JSON nregions LENGTH "${_table}" boards ${i} regions)
+    math(EXPR rlast "${nregions} - 1")
+    foreach(r RANGE ${rlast})
+      string(JSON region GET "${_table}" boards ${i} regions ${r} name)
+      list(APPEND regions ${region})
+      foreach(field origin bytes)
+        string(TOUPPER ${field} upper)
+        string(JSON value GET "${_table}" boards ${i} regions ${r} ${field})
+        set(KILN_BOARD_${board}_${region}_${upper} "${value}" PARENT_SCOPE)
+      endforeach()
+      kiln_json_list(roles boards ${i} regions ${r} roles)
+      set(KILN_BOARD_${board}_${region}_ROLES "${roles}" PARENT_SCOPE)
+    endforeach()
+    set(KILN_BOARD_${board}_REGIONS "${regions}" PARENT_SCOPE)
+  endforeach()
+  set(KILN_BOARDS ${boards} PARENT_SCOPE)
 endfunction()
 
 kiln_read_isa_table()
@@ -73,4 +117,40 @@ function(kiln_isa_cpu_check name out)
   endif()
   string(REPLACE ";" "&&" check "${check}")
   set(${out} "${check}" PARENT_SCOPE)
+endfunction()
+
+# Writes `out`, the memory map of `board` for a linker script to INCLUDE: its
+# regions, and the aliases KILN_CODE, KILN_WEIGHTS, KILN_DATA and KILN_ARENA
+# naming the region of each role (samples/firmware/boot/firmware.ld places the
+# sections by them). A third argument names the role whose region takes the
+# data instead (the kernel tests' large statics go to the arena's).
+function(kiln_board_memory_script board out)
+  set(data_role data)
+  if(ARGC GREATER 2)
+    set(data_role ${ARGV2})
+  endif()
+  if(NOT board IN_LIST KILN_BOARDS)
+    string(REPLACE ";" ", " known "${KILN_BOARDS}")
+    message(FATAL_ERROR "unknown board '${board}' (known: ${known})")
+  endif()
+  set(text "/* Generated from Kiln's board table for ${board}. */\nMEMORY\n{\n")
+  foreach(r ${KILN_BOARD_${board}_REGIONS})
+    string(APPEND text "  ${r} : ORIGIN = ${KILN_BOARD_${board}_${r}_ORIGIN}, "
+      "LENGTH = ${KILN_BOARD_${board}_${r}_BYTES}\n")
+  endforeach()
+  string(APPEND text "}\n")
+  foreach(role code weights data arena)
+    set(find ${role})
+    if(role STREQUAL "data")
+      set(find ${data_role})
+    endif()
+    foreach(r ${KILN_BOARD_${board}_REGIONS})
+      if(find IN_LIST KILN_BOARD_${board}_${r}_ROLES)
+        string(TOUPPER ${role} upper)
+        string(APPEND text "REGION_ALIAS(\"KILN_${upper}\", ${r});\n")
+        break()
+      endif()
+    endforeach()
+  endforeach()
+  file(CONFIGURE OUTPUT ${out} CONTENT "${text}")
 endfunction()

@@ -1,5 +1,5 @@
-// The ISA table (isa_variants.json), compiled in: CMake writes its rows into
-// IsaVariants.inc.
+// The ISA table and the boards (isa_variants.json), compiled in: CMake writes
+// their rows into IsaVariants.inc and Boards.inc.
 #include "codegen_targets/Target.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -20,4 +20,38 @@ std::string IsaVariant::cpuCheck() const {
   for (const char *f : cpuFeatures)
     tests.push_back(std::string("__builtin_cpu_supports(\"") + f + "\")");
   return llvm::join(tests, " && ");
+}
+
+static const std::vector<Board> &boards() {
+  static const std::vector<Board> all = {
+#include "codegen_targets/Boards.inc"
+  };
+  return all;
+}
+
+bool BoardRegion::takes(llvm::StringRef role) const {
+  llvm::SmallVector<llvm::StringRef, 4> parts;
+  llvm::StringRef(roles).split(parts, ',', -1, /*KeepEmpty=*/false);
+  return llvm::is_contained(parts, role);
+}
+
+const BoardRegion *Board::regionFor(llvm::StringRef role) const {
+  for (const BoardRegion &r : regions)
+    if (r.takes(role))
+      return &r;
+  return nullptr;
+}
+
+const Board *kiln::lookupBoard(llvm::StringRef name) {
+  for (const Board &b : boards())
+    if (name == b.name)
+      return &b;
+  return nullptr;
+}
+
+std::vector<std::string> kiln::boardNames() {
+  std::vector<std::string> names;
+  for (const Board &b : boards())
+    names.push_back(b.name);
+  return names;
 }

@@ -54,6 +54,34 @@ struct IsaVariant {
 /// The ISA table, in its order.
 const std::vector<IsaVariant> &isaVariants();
 
+/// A memory region of a board and the roles it takes in a firmware image:
+/// "code", "weights", "data", "arena" (comma-separated; empty: none).
+struct BoardRegion {
+  const char *name;
+  uint64_t origin;
+  uint64_t bytes;
+  const char *roles;
+
+  bool takes(llvm::StringRef role) const;
+};
+
+/// An emulated microcontroller board (the `boards` of isa_variants.json).
+struct Board {
+  const char *name;
+  const char *machine;               // qemu-system-arm -M
+  std::vector<const char *> variants; // ISA variants its core runs; the first is the default
+  uint64_t uart;                      // CMSDK APB UART 0
+  uint64_t clockHz;                   // core clock
+  std::vector<BoardRegion> regions;
+
+  /// The region that takes `role`; null when none does.
+  const BoardRegion *regionFor(llvm::StringRef role) const;
+};
+
+/// The board named `name`, or null.
+const Board *lookupBoard(llvm::StringRef name);
+std::vector<std::string> boardNames();
+
 /// A code generation target: what it knows about the SoC and how it writes
 /// one kernel. `c99` is the portable fallback every other target is compared to.
 class TargetDescription {

@@ -1,5 +1,6 @@
 #include "compiler/Compile.h"
 
+#include "codegen_targets/BoardPlacement.h"
 #include "codegen_targets/TranslateToC.h"
 #include "compiler/pack/PackWriter.h"
 #include "compiler/pack/VocabSegment.h"
@@ -175,6 +176,23 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
     return report(errs, options.target,
                   "unknown target (available: " + llvm::join(targetNames(), ", ") + ")");
 
+  const Board *board = nullptr;
+  if (!options.board.empty()) {
+    board = lookupBoard(options.board);
+    if (!board)
+      return report(errs, options.board,
+                    "unknown board (available: " + llvm::join(boardNames(), ", ") + ")");
+    if (target->name() != "c99" && !llvm::is_contained(board->variants, target->name()))
+      return report(errs, options.input,
+                    llvm::formatv("--target={0} does not run on board {1} (its targets: c99, {2})",
+                                  target->name(), board->name,
+                                  llvm::join(board->variants, ", ")));
+    if (!options.embedWeights)
+      return report(errs, options.input,
+                    "--board places the weights in the board's memory: add --weights=embed");
+    if (options.threads != 1)
+      return report(errs, options.input, "--board: a microcontroller runs one thread (--threads=1)");
+  }
   if (options.threads < 1 || options.threads > kMaxThreads)
     return report(errs, options.input,
                   llvm::formatv("--threads={0}: expected 1 to {1}", options.threads, kMaxThreads));
@@ -254,6 +272,11 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
                                       pack->vocabBytes));
   FailureOr<std::vector<GeneratedFile>> sources =
       translateToC(**module, *target, options.embedWeights);
+  if (board && succeeded(sources)) {
+    if (llvm::Error e = checkBoardFit(*board, pack->fileSize,
+                                      getArenaBytesAttr(**module).getInt()))
+      return report(errs, options.input, llvm::toString(std::move(e)));
+  }
   Operation *where = **module;
   if (failed(sources) ||
       failed(writeGeneratedFiles(where, options.outputDir, *sources)) ||

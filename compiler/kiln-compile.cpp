@@ -1,4 +1,5 @@
 // kiln-compile: a model file in, static C (or an earlier phase) out.
+#include "codegen_targets/Target.h"
 #include "compiler/Compile.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
 
@@ -82,11 +83,18 @@ static cl::opt<std::string> fuse(
     cl::desc("kiln-fuse's patterns, comma-separated: residual, swiglu, qkv, norm (default: all); "
              "'none' keeps one kernel per graph op"),
     cl::init("residual,swiglu,qkv,norm"), cl::cat(category));
-static cl::opt<std::string> target(
-    "target",
-    cl::desc("Code generation target: c99, x86-avx2, x86-avxvnni, x86-avx512, arm-neon, "
-             "arm-neon-i8mm, riscv-rvv, or host (the best one for this machine)"),
-    cl::init("c99"), cl::cat(category));
+static const std::string targetHelp =
+    "Code generation target: " + llvm::join(kiln::targetNames(), ", ") +
+    " (host: the best one for this machine; default: c99, or --board's core)";
+static cl::opt<std::string> target("target", cl::desc(targetHelp), cl::init("c99"),
+                                   cl::cat(category));
+static const std::string boardHelp =
+    "Place the model on an emulated microcontroller board (" +
+    llvm::join(kiln::boardNames(), ", ") +
+    "): its core's target unless --target says otherwise, and an error naming the region and "
+    "the overflow when the weights or the arena do not fit the board's memory (with "
+    "--weights=embed)";
+static cl::opt<std::string> board("board", cl::desc(boardHelp), cl::cat(category));
 static cl::opt<int64_t> prefillChunk(
     "prefill-chunk", cl::desc("Tokens per prefill call (default: min(64, context))"),
     cl::init(0), cl::cat(category));
@@ -134,6 +142,10 @@ int main(int argc, char **argv) {
   options.outputDir = outputDir;
   options.emit = emit;
   options.target = target;
+  options.board = board;
+  if (!board.empty() && target.getNumOccurrences() == 0)
+    if (const kiln::Board *b = kiln::lookupBoard(board))
+      options.target = b->variants.front();
   options.embedWeights = weights == Weights::Embed;
   options.quant = quant;
   options.quantOverrides = llvm::join(quantOverride, ",");

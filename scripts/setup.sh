@@ -9,6 +9,7 @@ packages=(
   libflatbuffers-dev flatbuffers-compiler ccache
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-riscv64-linux-gnu libc6-dev-riscv64-cross
   qemu-user
+  gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
 )
 # Headless Chromium opens the compile report's page.
 if [ "${1:-}" = "--test" ]; then

@@ -32,11 +32,19 @@ static inline float kiln_uk_load_f16(const uint8_t *p) {
   memcpy(&h, p, sizeof h);
 #if defined(__F16C__)
   return _cvtsh_ss(h);
-#elif defined(__aarch64__)
+#elif defined(__aarch64__) || defined(__ARM_FP16_FORMAT_IEEE)
   {
     __fp16 f;
     memcpy(&f, &h, sizeof f);
     return (float)f;
+  }
+#elif defined(__thumb2__) && defined(__ARM_FP) && (__ARM_FP & 2)
+  { /* Armv7-M FPv5 (Cortex-M7): vcvtb, which GCC reaches only through __fp16 */
+    uint32_t bits = h;
+    float in, f;
+    memcpy(&in, &bits, sizeof in);
+    __asm__("vcvtb.f32.f16 %0, %1" : "=t"(f) : "t"(in));
+    return f;
   }
 #else
   return kiln_f16_to_f32(h);

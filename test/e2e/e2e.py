@@ -589,61 +589,6 @@ def app(args):
     return res.finish()
 
 
-def baremetal(args):
-    """samples/baremetal: weights as const data, static arena, no OS services in
-    the model path; built for the host and for aarch64 (run under qemu-user).
-    Model A at q8_0 (a 5 MB pack; its greedy continuation of the prompt is the
-    f32 reference's), since each build compiles the pack as C source."""
-    res = Results()
-    out = os.path.join(args.work, "out")
-    name = compile_model(args, os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"), out,
-                         "--weights=embed", "--quant=q8_0")
-    refs = json.load(open(os.path.join(MODEL_A, "tiny-llama-A-refs.json")))
-    prompt = refs["prompts"][0]
-    hosted_build = build(out, args.cc[0])
-    hosted = run([os.path.join(hosted_build, "kiln-generate"), "--pack",
-                  os.path.join(out, name + ".kpack"), "-p", prompt["text"], "-n", "32",
-                  "--ignore-eos"]).stdout
-    res.check(hosted == prompt["full_text"] + "\n", "hosted kiln-generate gives the reference text")
-    targets = [("host", "gcc", [], [])]
-    cc, defs, qemu = CROSS["aarch64"]
-    if shutil.which(cc) and shutil.which(qemu[0]):
-        targets.append(("aarch64", cc, ["-DCMAKE_SYSTEM_NAME=Linux", *defs], qemu))
-    else:
-        res.check(False, "aarch64 cross gcc and qemu-aarch64 are installed (scripts/setup.sh)")
-    for target, cc, defs, runner in targets:
-        b = os.path.join(args.work, "bm-" + target)
-        shutil.rmtree(b, ignore_errors=True)
-        cmake_build(os.path.join(ROOT, "samples", "baremetal"), b, cc, STRICT, *defs,
-                    f"-DKILN_MODEL_DIR={out}", f"-DKILN_MODEL_NAME={name}",
-                    "-DKILN_PROMPT=" + prompt["text"])
-        exe = os.path.join(b, "kiln-baremetal")
-        text = run(runner + [exe]).stdout
-        res.check(text == hosted, f"{target}: bare-metal output equals the hosted run: {text!r}")
-        nm = "aarch64-linux-gnu-nm" if target == "aarch64" else "nm"
-        libs = [os.path.join(b, "model", f"lib{name}.a"), os.path.join(b, "model", "libkiln_runtime.a"),
-                os.path.join(b, "CMakeFiles", "kiln-baremetal.dir", "main.c.o")]
-        undefined = set(run([nm, "-u", *libs]).stdout.split())
-        banned = sorted(undefined & {"malloc", "calloc", "realloc", "free", "fopen", "fread",
-                                     "printf", "fprintf", "mmap", "munmap", "open", "madvise"})
-        res.check(not banned, f"{target}: the app and model path reference no heap, file or "
-                  f"stdio symbols ({banned or 'none'})")
-        size = run(["size" if target == "host" else "aarch64-linux-gnu-size", exe]).stdout
-        print(f"{target} binary size:\n{size}")
-        # The sampler draws the same tokens for a seed on this target as on the
-        # host: its golden sequences come from an independent Python model.
-        sampler = os.path.join(b, "sampler-test")
-        run([cc, "-std=c99", "-O2", "-static", "-I", os.path.join(ROOT, "runtime", "include"),
-             os.path.join(ROOT, "test", "runtime", "sampler_test.c"),
-             os.path.join(ROOT, "runtime", "src", "sampler.c"), "-lm", "-o", sampler])
-        r = subprocess.run([sys.executable, os.path.join(ROOT, "test", "runtime", "sampler_reference.py"),
-                            *(["--runner", runner[0]] if runner else []), sampler],
-                           text=True, capture_output=True)
-        res.check(r.returncode == 0, f"{target}: seeded sampling matches the reference draws: "
-                  f"{r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr.strip()}")
-    return res.finish()
-
-
 # Quantized model A on the validation text (protocol of ../shared/models/README.md,
 # 32 chunks of 256): perplexity relative to f32 and mean KL divergence from the
 # f32 logits. Bounds: q8_0 +1% (the issue's), the others set from measurements
@@ -938,6 +883,17 @@ def chat_model(args, res, gguf, md, vocab, decode):
 # intrinsics) with the cross gcc's sysroot, and needs qemu's vector unit enabled.
 
 
+def sampler_on_arch(res, cc, runner, work):
+    sampler = os.path.join(work, "sampler-test")
+    run([cc, "-std=c99", "-O2", "-static", "-I", os.path.join(ROOT, "runtime", "include"),
+         os.path.join(ROOT, "test", "runtime", "sampler_test.c"),
+         os.path.join(ROOT, "runtime", "src", "sampler.c"), "-lm", "-o", sampler])
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "test", "runtime", "sampler_reference.py"),
+                        "--runner", runner, sampler], text=True, capture_output=True)
+    res.check(r.returncode == 0, f"seeded sampling under {runner} matches the reference draws: "
+              f"{r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr.strip()}")
+
+
 def cross(args):
     """The generated folder cross-built for another architecture and run under
     qemu-user: model A's logits against the reference, and q4_0 and q4_k_m
@@ -964,6 +920,10 @@ def cross(args):
         res.check(err <= 1e-4 and ids == p["greedy_ids"],
                   f"{args.arch} {args.target} prompt {p['index']}: max abs error {err:.3g} <= 1e-4, "
                   f"greedy ids equal")
+    # The sampler draws the same tokens for a seed on AArch64 as on the host:
+    # its golden sequences come from an independent Python model.
+    if args.arch == "aarch64":
+        sampler_on_arch(res, cc, qemu[0], args.work)
     ppl_args = ["--perplexity", os.path.join(MODEL_A, "val.txt"), "--ctx", str(args.ctx),
                 "--chunks", str(args.chunks)]
     # q4_0 (with its q6_k output head) and the q4_k_m mix: the panel kernels
@@ -1240,7 +1200,6 @@ def main():
     r.add_argument("--tol", type=float, default=1e-4)
     sub.add_parser("bad-packs")
     sub.add_parser("app")
-    sub.add_parser("baremetal")
     sub.add_parser("quant")
     bf = sub.add_parser("block-formats")
     bf.add_argument("--chunks", type=int, default=16)
@@ -1269,7 +1228,7 @@ def main():
         print(f"skipped: this CPU lacks {', '.join(missing)} for --target={args.target}")
         return 77  # ctest's SKIP_RETURN_CODE: reported as skipped, not passed
     return {"model-a": model_a, "random": random_model, "bad-packs": bad_packs, "app": app,
-            "baremetal": baremetal, "quant": quant, "block-formats": block_formats, "gpt2-vocab": gpt2_vocab,
+            "quant": quant, "block-formats": block_formats, "gpt2-vocab": gpt2_vocab,
             "cross": cross, "sanitize": sanitize, "threads": threads, "shift": shift,
             "variants": variants}[args.cmd](args)
 
