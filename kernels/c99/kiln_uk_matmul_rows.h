@@ -210,6 +210,18 @@ KILN_UK_INLINE void kiln_uk_matmul_rows(int family, const float *x, const uint8_
   const size_t rb = kiln_uk_row_bytes(family, k, g);
   const size_t stride = kiln_uk_act_stride(KILN_UK_ACT_ROWS, k, g);
   int32_t j, r;
+#ifdef KILN_UK_HAS_QDOT_PAIR
+  /* The ISA's dot of two weight rows at once, then the last odd one alone. */
+  if (family == KILN_UK_I8 || family == KILN_UK_I4) {
+    for (; lo + 1 < hi; lo += 2)
+      for (r = 0; r < rows; ++r) {
+        const uint8_t *sr = (const uint8_t *)scratch + (size_t)r * stride;
+        kiln_uk_qdot_pair(family, (const int8_t *)(const void *)(sr + (size_t)(k / g) * 4u),
+                          (const float *)(const void *)sr, w + (size_t)lo * rb, rb, k, g,
+                          y + (size_t)r * (size_t)n + lo);
+      }
+  }
+#endif
   for (j = lo; j < hi; ++j) {
     const uint8_t *row = w + (size_t)j * rb;
     for (r = 0; r < rows; ++r) {

@@ -124,9 +124,9 @@ def main():
     # near-ties that the last bits of libm's functions may break either way.
     images = [
         ("mps3-an547", "arm-cortex-m55", MODEL_A_F32, "q8_0", ()),
-        ("mps3-an547", "arm-cortex-m55", MODEL_A_F32, "q4_0", ("--pure",)),
+        ("mps3-an547", "arm-cortex-m55", MODEL_A_F32, "q4_0", ("--pure", "--kv-type=q8")),
         ("mps3-an547", "c99", MODEL_A_F32, "q8_0", ()),
-        ("mps2-an500", "arm-cortex-m7", small, "q8_0", ()),
+        ("mps2-an500", "arm-cortex-m7", small, "q8_0", ("--kv-type=f16",)),
         ("mps2-an500", "arm-cortex-m7", small, "q4_0", ("--pure",)),
         # Cortex-M4's FPU has no doubles: newlib's float functions, which
         # compute in double, round their last bits otherwise than where fma

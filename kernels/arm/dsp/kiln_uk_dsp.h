@@ -15,13 +15,23 @@
 
 #include "kernels/c99/kiln_uk_base.h"
 
-/* The odd bytes in the even places: sxtb16's own rotation. */
-static inline uint32_t kiln_uk_dsp_ror8(uint32_t x) { return (x >> 8) | (x << 24); }
+/* The odd bytes of x, sign-extended into two 16-bit lanes: sxtb16 with its
+ * own rotation, which GCC does not fold from a separate rotate. */
+static inline uint32_t kiln_uk_dsp_odd(uint32_t x) {
+  uint32_t r;
+  __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+  return r;
+}
 
 /* Four int8 products of the bytes of x and w added to s. */
 static inline int32_t kiln_uk_dsp_dot4(uint32_t x, uint32_t w, int32_t s) {
   s = __smlad(__sxtb16(x), __sxtb16(w), s);
-  return __smlad(__sxtb16(kiln_uk_dsp_ror8(x)), __sxtb16(kiln_uk_dsp_ror8(w)), s);
+  return __smlad(kiln_uk_dsp_odd(x), kiln_uk_dsp_odd(w), s);
+}
+
+/* The int4 codes of a word's low (shift 0) or high (shift 4) nibbles, less 8. */
+static inline uint32_t kiln_uk_dsp_nibbles(uint32_t raw, int shift) {
+  return (uint32_t)__ssub8((raw >> shift) & 0x0f0f0f0fu, 0x08080808u);
 }
 
 /* A word from any address: Armv7-M loads unaligned words in one instruction. */
@@ -56,7 +66,6 @@ static inline float kiln_uk_qdot_i8(const int8_t *xq, const float *xd, const uin
  * + 8; ssub8 takes the 8 off four nibbles at once. */
 static inline float kiln_uk_qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
                                     int32_t g) {
-  const uint32_t nibbles = 0x0f0f0f0fu, eights = 0x08080808u;
   float acc = 0.0f;
   int32_t b, j, h = g / 2;
   for (b = 0; b < k / g; ++b) {
@@ -65,13 +74,58 @@ static inline float kiln_uk_qdot_i4(const int8_t *xq, const float *xd, const uin
     int32_t s = 0;
     for (j = 0; j < h; j += 4) {
       const uint32_t raw = kiln_uk_dsp_word(blk + 2 + j);
-      s = kiln_uk_dsp_dot4(kiln_uk_dsp_word(xb + j), (uint32_t)__ssub8(raw & nibbles, eights), s);
-      s = kiln_uk_dsp_dot4(kiln_uk_dsp_word(xb + h + j),
-                           (uint32_t)__ssub8((raw >> 4) & nibbles, eights), s);
+      s = kiln_uk_dsp_dot4(kiln_uk_dsp_word(xb + j), kiln_uk_dsp_nibbles(raw, 0), s);
+      s = kiln_uk_dsp_dot4(kiln_uk_dsp_word(xb + h + j), kiln_uk_dsp_nibbles(raw, 4), s);
     }
     acc += (float)s * (xd[b] * kiln_uk_load_f16(blk));
   }
   return acc;
+}
+
+#define KILN_UK_HAS_QDOT_PAIR 1
+/* Two weight rows (w and w + rb) against one activation row: each word of
+ * activations is spread into 16-bit lanes once for both, a quarter fewer
+ * instructions than two row dots. Each output is the row dot's bits. */
+static inline void kiln_uk_qdot_pair(int family, const int8_t *xq, const float *xd,
+                                     const uint8_t *w, size_t rb, int32_t k, int32_t g,
+                                     float *y) {
+  const int32_t four = family == KILN_UK_I4, bb = four ? 2 + g / 2 : 2 + g;
+  const uint8_t *w1 = w + rb;
+  float acc0 = 0.0f, acc1 = 0.0f;
+  int32_t b, j;
+  for (b = 0; b < k / g; ++b) {
+    const uint8_t *b0 = w + bb * b, *b1 = w1 + bb * b;
+    const int8_t *xb = xq + g * b;
+    int32_t s0 = 0, s1 = 0;
+    if (four) {
+      const int32_t h = g / 2;
+      for (j = 0; j < h; j += 4) {
+        const uint32_t xl = kiln_uk_dsp_word(xb + j), xh = kiln_uk_dsp_word(xb + h + j);
+        const uint32_t le = __sxtb16(xl), lo = kiln_uk_dsp_odd(xl);
+        const uint32_t he = __sxtb16(xh), ho = kiln_uk_dsp_odd(xh);
+        const uint32_t r0 = kiln_uk_dsp_word(b0 + 2 + j), r1 = kiln_uk_dsp_word(b1 + 2 + j);
+        uint32_t q = kiln_uk_dsp_nibbles(r0, 0);
+        s0 = __smlad(lo, kiln_uk_dsp_odd(q), __smlad(le, __sxtb16(q), s0));
+        q = kiln_uk_dsp_nibbles(r0, 4);
+        s0 = __smlad(ho, kiln_uk_dsp_odd(q), __smlad(he, __sxtb16(q), s0));
+        q = kiln_uk_dsp_nibbles(r1, 0);
+        s1 = __smlad(lo, kiln_uk_dsp_odd(q), __smlad(le, __sxtb16(q), s1));
+        q = kiln_uk_dsp_nibbles(r1, 4);
+        s1 = __smlad(ho, kiln_uk_dsp_odd(q), __smlad(he, __sxtb16(q), s1));
+      }
+    } else {
+      for (j = 0; j < g; j += 4) {
+        const uint32_t x = kiln_uk_dsp_word(xb + j), xe = __sxtb16(x), xo = kiln_uk_dsp_odd(x);
+        const uint32_t q0 = kiln_uk_dsp_word(b0 + 2 + j), q1 = kiln_uk_dsp_word(b1 + 2 + j);
+        s0 = __smlad(xo, kiln_uk_dsp_odd(q0), __smlad(xe, __sxtb16(q0), s0));
+        s1 = __smlad(xo, kiln_uk_dsp_odd(q1), __smlad(xe, __sxtb16(q1), s1));
+      }
+    }
+    acc0 += (float)s0 * (xd[b] * kiln_uk_load_f16(b0));
+    acc1 += (float)s1 * (xd[b] * kiln_uk_load_f16(b1));
+  }
+  y[0] = acc0;
+  y[1] = acc1;
 }
 
 #endif /* KILN_UK_DSP_H */

@@ -118,6 +118,8 @@ void kiln_reset(void) {
   SYST_RVR = 0xFFFFFFu;
   SYST_CVR = 0;
   SYST_CSR = 7u; /* the core clock, the wrap interrupt, enabled */
+  while (SYST_CVR == 0) /* the first tick loads the reload value, uncounted */
+    ;
 #ifdef KILN_SEMIHOSTING_STDIO
   initialise_monitor_handles();
 #endif
