@@ -65,7 +65,7 @@ static cl::opt<std::string> report(
 static cl::opt<std::string> device(
     "device", cl::value_desc("NAME|FILE"),
     cl::desc("Print the decode and prefill speed a roofline model predicts on a device: "
-             "cortex-a76, cortex-a55, cortex-m7, riscv-rvv, or a JSON file of a host's "
+             "cortex-a76, cortex-a55, cortex-m7, cortex-m55, riscv-rvv, or a JSON file of a host's "
              "figures (bench/probes.c's line); --report=DIR lists them all"),
     cl::init(""), cl::cat(category));
 static cl::opt<int64_t> memoryBudget(

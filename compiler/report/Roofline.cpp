@@ -59,6 +59,9 @@ const std::vector<Device> &kiln::deviceTable() {
       {"cortex-m7", "Cortex-M7 MCU (STM32H7 class: 480 MHz, one FPU FMA and SMLAD a cycle, "
                     "weights in external SDRAM; 16 KiB D-cache)",
        0.4, 16384, 1.9, 0.96, 1.92},
+      {"cortex-m55", "Cortex-M55 MCU (Alif Ensemble class: 400 MHz, Helium dual-beat: 8 int8 "
+                     "MACs and 2 FP32 FMAs a cycle, weights in external flash; 256 KiB DTCM)",
+       0.8, 262144, 3.2, 1.6, 6.4},
       {"riscv-rvv", "RISC-V RVV board core (SpacemiT X60 class: 1.6 GHz, VLEN 256; 512 KiB L2)",
        5.0, 524288, 20.0, 25.6, 51.2},
   };

@@ -101,6 +101,23 @@ static inline int32_t kiln_uk_load_i32(const int8_t *p) {
   return v;
 }
 
+/* The row dot of int8 (codes_per_byte 1) or int4 (2) weights, each group of g
+ * an f16 scale and its codes, against int8 activations with a float scale per
+ * group: `group(xq, codes, g)` gives one group's exact int32 dot, and the float
+ * steps around it are the portable ones, so an ISA that brings only the group
+ * dot gives the portable bits. */
+#define KILN_UK_QDOT_ROW(name, codes_per_byte, group)                                        \
+  static inline float name(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,  \
+                           int32_t g) {                                                     \
+    float acc = 0.0f;                                                                       \
+    int32_t b;                                                                              \
+    for (b = 0; b < k / g; ++b) {                                                           \
+      const uint8_t *blk = w + (2 + g / (codes_per_byte)) * b;                              \
+      acc += (float)group(xq + g * b, blk + 2, g) * (xd[b] * kiln_uk_load_f16(blk));        \
+    }                                                                                       \
+    return acc;                                                                             \
+  }
+
 /* Quantizes k activations per group of g: one f32 scale (amax / 127) and g
  * int8 values each, rounded half away from zero, as ggml's q8 activations. */
 static inline void kiln_uk_quantize_act(const float *x, float *d, int8_t *q, int32_t k, int32_t g) {

@@ -42,48 +42,33 @@ static inline float kiln_uk_dot_f16(const float *x, const uint8_t *w, int32_t k)
 #endif
 
 #ifndef KILN_UK_HAS_QDOT_I8
-/* int8 weights (f16 scale + g int8 per group) against int8 activations: an
- * exact int32 sum per group, then one float multiply-add. */
-static inline float kiln_uk_qdot_i8(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
-                     int32_t g) {
-  float acc = 0.0f;
-  int32_t b, j;
-  for (b = 0; b < k / g; ++b) {
-    const uint8_t *blk = w + (2 + g) * b;
-    const int8_t *q = (const int8_t *)(const void *)(blk + 2);
-    const int8_t *xb = xq + g * b;
-    int32_t s = 0;
-    for (j = 0; j < g; ++j)
-      s += (int32_t)xb[j] * (int32_t)q[j];
-    acc += (float)s * (xd[b] * kiln_uk_load_f16(blk));
-  }
-  return acc;
+/* int8 weights (f16 scale + g int8 per group) against int8 activations. */
+static inline int32_t kiln_uk_group_i8(const int8_t *x, const uint8_t *codes, int32_t g) {
+  const int8_t *q = (const int8_t *)(const void *)codes;
+  int32_t s = 0, j;
+  for (j = 0; j < g; ++j)
+    s += (int32_t)x[j] * (int32_t)q[j];
+  return s;
 }
+KILN_UK_QDOT_ROW(kiln_uk_qdot_i8, 1, kiln_uk_group_i8)
 #endif
 
 #ifndef KILN_UK_HAS_QDOT_I4
 /* int4 weights (f16 scale + g/2 bytes per group; byte j holds value j in its
  * low nibble and value j + g/2 in its high nibble, each stored as value + 8).
  * Unpacking a group to int8 first keeps both loops simple enough to vectorize. */
-static inline float kiln_uk_qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
-                     int32_t g) {
+static inline int32_t kiln_uk_group_i4(const int8_t *x, const uint8_t *codes, int32_t g) {
   int8_t v[256];
-  float acc = 0.0f;
-  int32_t b, j, h = g / 2;
-  for (b = 0; b < k / g; ++b) {
-    const uint8_t *blk = w + (2 + h) * b;
-    const int8_t *xb = xq + g * b;
-    int32_t s = 0;
-    for (j = 0; j < h; ++j) {
-      v[j] = (int8_t)((blk[2 + j] & 15) - 8);
-      v[j + h] = (int8_t)((blk[2 + j] >> 4) - 8);
-    }
-    for (j = 0; j < g; ++j)
-      s += (int32_t)xb[j] * (int32_t)v[j];
-    acc += (float)s * (xd[b] * kiln_uk_load_f16(blk));
+  int32_t s = 0, j, h = g / 2;
+  for (j = 0; j < h; ++j) {
+    v[j] = (int8_t)((codes[j] & 15) - 8);
+    v[j + h] = (int8_t)((codes[j] >> 4) - 8);
   }
-  return acc;
+  for (j = 0; j < g; ++j)
+    s += (int32_t)x[j] * (int32_t)v[j];
+  return s;
 }
+KILN_UK_QDOT_ROW(kiln_uk_qdot_i4, 2, kiln_uk_group_i4)
 #endif
 
 #ifndef KILN_UK_HAS_ROW_F32

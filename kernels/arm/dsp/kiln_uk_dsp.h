@@ -42,45 +42,27 @@ static inline uint32_t kiln_uk_dsp_word(const void *p) {
 }
 
 #define KILN_UK_HAS_QDOT_I8 1
-/* As the portable dot: an exact int32 sum per group, then the same float
- * multiply-add, so the result is the same bits. */
-static inline float kiln_uk_qdot_i8(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
-                                    int32_t g) {
-  float acc = 0.0f;
-  int32_t b, j;
-  for (b = 0; b < k / g; ++b) {
-    const uint8_t *blk = w + (2 + g) * b;
-    const int8_t *xb = xq + g * b;
-    int32_t s = 0;
-    for (j = 0; j < g; j += 8) {
-      s = kiln_uk_dsp_dot4(kiln_uk_dsp_word(xb + j), kiln_uk_dsp_word(blk + 2 + j), s);
-      s = kiln_uk_dsp_dot4(kiln_uk_dsp_word(xb + j + 4), kiln_uk_dsp_word(blk + 6 + j), s);
-    }
-    acc += (float)s * (xd[b] * kiln_uk_load_f16(blk));
-  }
-  return acc;
+static inline int32_t kiln_uk_dsp_group_i8(const int8_t *x, const uint8_t *q, int32_t g) {
+  int32_t s = 0, j;
+  for (j = 0; j < g; j += 4)
+    s = kiln_uk_dsp_dot4(kiln_uk_dsp_word(x + j), kiln_uk_dsp_word(q + j), s);
+  return s;
 }
+KILN_UK_QDOT_ROW(kiln_uk_qdot_i8, 1, kiln_uk_dsp_group_i8)
 
 #define KILN_UK_HAS_QDOT_I4 1
 /* int4: byte j of a group holds value j (low nibble) and j + g/2 (high), each
  * + 8; ssub8 takes the 8 off four nibbles at once. */
-static inline float kiln_uk_qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
-                                    int32_t g) {
-  float acc = 0.0f;
-  int32_t b, j, h = g / 2;
-  for (b = 0; b < k / g; ++b) {
-    const uint8_t *blk = w + (2 + h) * b;
-    const int8_t *xb = xq + g * b;
-    int32_t s = 0;
-    for (j = 0; j < h; j += 4) {
-      const uint32_t raw = kiln_uk_dsp_word(blk + 2 + j);
-      s = kiln_uk_dsp_dot4(kiln_uk_dsp_word(xb + j), kiln_uk_dsp_nibbles(raw, 0), s);
-      s = kiln_uk_dsp_dot4(kiln_uk_dsp_word(xb + h + j), kiln_uk_dsp_nibbles(raw, 4), s);
-    }
-    acc += (float)s * (xd[b] * kiln_uk_load_f16(blk));
+static inline int32_t kiln_uk_dsp_group_i4(const int8_t *x, const uint8_t *q, int32_t g) {
+  int32_t s = 0, j, h = g / 2;
+  for (j = 0; j < h; j += 4) {
+    const uint32_t raw = kiln_uk_dsp_word(q + j);
+    s = kiln_uk_dsp_dot4(kiln_uk_dsp_word(x + j), kiln_uk_dsp_nibbles(raw, 0), s);
+    s = kiln_uk_dsp_dot4(kiln_uk_dsp_word(x + h + j), kiln_uk_dsp_nibbles(raw, 4), s);
   }
-  return acc;
+  return s;
 }
+KILN_UK_QDOT_ROW(kiln_uk_qdot_i4, 2, kiln_uk_dsp_group_i4)
 
 #define KILN_UK_HAS_QDOT_PAIR 1
 /* Two weight rows (w and w + rb) against one activation row: each word of

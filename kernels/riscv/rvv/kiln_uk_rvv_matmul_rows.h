@@ -23,47 +23,34 @@ static inline float kiln_uk_dot_f32(const float *x, const uint8_t *w, int32_t k)
 }
 
 #define KILN_UK_HAS_QDOT_I8 1
-static inline float kiln_uk_qdot_i8(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
-                     int32_t g) {
-  float acc = 0.0f;
-  int32_t b;
-  for (b = 0; b < k / g; ++b) {
-    const uint8_t *blk = w + (2 + g) * b;
-    int32_t s = kiln_uk_dot_i8(xq + g * b, (const int8_t *)(const void *)(blk + 2), g);
-    acc += (float)s * (xd[b] * kiln_uk_load_f16(blk));
-  }
-  return acc;
+static inline int32_t kiln_uk_rvv_group_i8(const int8_t *x, const uint8_t *q, int32_t g) {
+  return kiln_uk_dot_i8(x, (const int8_t *)(const void *)q, g);
 }
+KILN_UK_QDOT_ROW(kiln_uk_qdot_i8, 1, kiln_uk_rvv_group_i8)
 
 #define KILN_UK_HAS_QDOT_I4 1
 /* int4 weights: byte j of a group holds value j (low nibble) and j + g/2 (high
  * nibble), each + 8; both halves are spread to int8 and dotted like int8. */
-static inline float kiln_uk_qdot_i4(const int8_t *xq, const float *xd, const uint8_t *w, int32_t k,
-                     int32_t g) {
-  float acc = 0.0f;
-  int32_t b, h = g / 2;
-  for (b = 0; b < k / g; ++b) {
-    const uint8_t *blk = w + (2 + h) * b;
-    const int8_t *xb = xq + g * b;
-    vint32m1_t sum = __riscv_vmv_s_x_i32m1(0, 1);
-    int32_t j = 0;
-    while (j < h) {
-      size_t vl = __riscv_vsetvl_e8m1((size_t)(h - j));
-      vuint8m1_t raw = __riscv_vle8_v_u8m1(blk + 2 + j, vl);
-      vint8m1_t lo = __riscv_vsub_vx_i8m1(
-          __riscv_vreinterpret_v_u8m1_i8m1(__riscv_vand_vx_u8m1(raw, 15, vl)), 8, vl);
-      vint8m1_t hi = __riscv_vsub_vx_i8m1(
-          __riscv_vreinterpret_v_u8m1_i8m1(__riscv_vsrl_vx_u8m1(raw, 4, vl)), 8, vl);
-      sum = __riscv_vwredsum_vs_i16m2_i32m1(
-          __riscv_vwmul_vv_i16m2(__riscv_vle8_v_i8m1(xb + j, vl), lo, vl), sum, vl);
-      sum = __riscv_vwredsum_vs_i16m2_i32m1(
-          __riscv_vwmul_vv_i16m2(__riscv_vle8_v_i8m1(xb + h + j, vl), hi, vl), sum, vl);
-      j += (int32_t)vl;
-    }
-    acc += (float)__riscv_vmv_x_s_i32m1_i32(sum) * (xd[b] * kiln_uk_load_f16(blk));
+static inline int32_t kiln_uk_rvv_group_i4(const int8_t *xb, const uint8_t *q, int32_t g) {
+  const int32_t h = g / 2;
+  vint32m1_t sum = __riscv_vmv_s_x_i32m1(0, 1);
+  int32_t j = 0;
+  while (j < h) {
+    size_t vl = __riscv_vsetvl_e8m1((size_t)(h - j));
+    vuint8m1_t raw = __riscv_vle8_v_u8m1(q + j, vl);
+    vint8m1_t lo = __riscv_vsub_vx_i8m1(
+        __riscv_vreinterpret_v_u8m1_i8m1(__riscv_vand_vx_u8m1(raw, 15, vl)), 8, vl);
+    vint8m1_t hi = __riscv_vsub_vx_i8m1(
+        __riscv_vreinterpret_v_u8m1_i8m1(__riscv_vsrl_vx_u8m1(raw, 4, vl)), 8, vl);
+    sum = __riscv_vwredsum_vs_i16m2_i32m1(
+        __riscv_vwmul_vv_i16m2(__riscv_vle8_v_i8m1(xb + j, vl), lo, vl), sum, vl);
+    sum = __riscv_vwredsum_vs_i16m2_i32m1(
+        __riscv_vwmul_vv_i16m2(__riscv_vle8_v_i8m1(xb + h + j, vl), hi, vl), sum, vl);
+    j += (int32_t)vl;
   }
-  return acc;
+  return __riscv_vmv_x_s_i32m1_i32(sum);
 }
+KILN_UK_QDOT_ROW(kiln_uk_qdot_i4, 2, kiln_uk_rvv_group_i4)
 
 /* Embedding rows: halves converted, int8 and int4 groups times their scale,
  * the same products as the portable rows. */

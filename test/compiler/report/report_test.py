@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
 import gguf_tool  # noqa: E402
 from e2e import Results  # noqa: E402
 
-TABLE_DEVICES = ["cortex-a76", "cortex-a55", "cortex-m7", "riscv-rvv"]
+TABLE_DEVICES = ["cortex-a76", "cortex-a55", "cortex-m7", "cortex-m55", "riscv-rvv"]
 # A host's figures as bench/probes.c prints them.
 HOST = {"name": "probe-host", "bandwidth_gbs": 12.5, "cache_bytes": 8388608, "cache_gbs": 30.0,
         "fma_gflops": 150.0, "int8_gops": 600.0}
