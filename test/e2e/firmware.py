@@ -179,6 +179,22 @@ def main():
                       figures.strip()))
         print(link[link.find("Memory region"):].strip() if "Memory region" in link else "")
 
+    # The image has no heap: the same boot code and link, with a call to malloc, fails to link.
+    heap = os.path.join(args.work, "heap.c")
+    with open(heap, "w") as f:
+        f.write("#include <stdlib.h>\nint main(void) { return malloc(16) != 0; }\n")
+    memory = os.path.join(args.work, f"mps3-an547-arm-cortex-m55-{os.path.basename(MODEL_A_F32)}-q8_0")
+    boot_dir = os.path.join(ROOT, "samples", "firmware")
+    r = subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard",
+                        "-O2", f"-I{boot_dir}", "-DKILN_UART_BASE=0x59303000u", "-nostartfiles",
+                        "--specs=nano.specs", f"-L{memory}",
+                        f"-T{os.path.join(boot_dir, 'boot', 'firmware.ld')}", heap,
+                        os.path.join(boot_dir, "boot", "startup.c"),
+                        "-o", os.path.join(args.work, "heap.elf")], text=True, capture_output=True)
+    res.check(r.returncode != 0 and "_sbrk" in r.stderr,
+              "a firmware that calls malloc does not link: "
+              f"{[l for l in r.stderr.splitlines() if '_sbrk' in l][:1]}")
+
     # A model that does not fit: model A at q8_0 (5.3 MB) on the 4 MB flash of mps2-an500.
     r = subprocess.run([args.kiln_compile, MODEL_A_F32, "--quant=q8_0", "--board=mps2-an500",
                         "--weights=embed", "-o", os.path.join(args.work, "too-big")],
