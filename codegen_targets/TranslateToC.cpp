@@ -261,7 +261,8 @@ private:
   bool standalone;
 };
 
-/// The bodies of `shift_cache(m, keep, drop)` and `shift_fits(m, keep, drop)`: the context
+/// The bodies of `shift_cache(m, keep, drop)`, `shift_fits(m, keep, drop)` and
+/// `truncate_fits(m, n)`: the context
 /// shift of every layer's cache, read off the decode function: a kernel per
 /// cache shape moves each block (a head's rows when head-major) with the
 /// library's kiln_uk_kv_shift_heads and turns the moved keys back; a wrapped ring with
@@ -270,7 +271,7 @@ private:
 LogicalResult shiftValues(func::FuncOp decode, const TargetDescription &target,
                           const ModelInfo &info, std::map<std::string, KernelCall> &kernels,
                           TemplateValues &values) {
-  std::string moves, fits;
+  std::string moves, fits, truncateFits;
   for (auto cache : decode.getBody().front().getOps<KvCacheOp>()) {
     if (cache.getKind() != CacheKind::key)
       continue;
@@ -315,11 +316,17 @@ LogicalResult shiftValues(func::FuncOp decode, const TargetDescription &target,
     kernels.try_emplace(shift.name, shift);
     moves += formatv("  {0}(m->arena + {1}u, m->arena + {2}u, m->pos, keep, drop); /* layer {3} */\n",
                      shift.name, slotOffset(cache), slotOffset(values), cache.getLayer());
-    if (ring)
+    if (ring) {
       fits += formatv("  if (m->pos > {0} && m->pos - drop - {1} + 1 < keep)\n    return 0;\n",
                       rows, window);
+      // Rows written at positions n..pos-1 replaced those of n-rows..pos-1-rows;
+      // the window at n reads back to n-window+1.
+      truncateFits += formatv("  if (m->pos > {0} && m->pos - n > {0} - {1} + 1)\n    return 0;\n",
+                              rows, window);
+    }
   }
   values["SHIFT_FITS"] = fits;
+  values["TRUNCATE_FITS"] = truncateFits;
   values["SHIFT_MOVES"] = moves;
   return success();
 }

@@ -58,6 +58,7 @@ static void usage(void) {
           "                     [--dump-logits FILE] [--kl-base FILE]\n"
           "       kiln-generate [--pack FILE] --tokenize -p TEXT\n"
           "       kiln-generate [--pack FILE] --chat [-sys TEXT] [-n N] [sampling options]\n"
+          "       kiln-generate [--pack FILE] -p TEXT --draft-lookup D [--draft-ngram G] [-n N]\n"
           "  -t N           threads (at most the --threads the model was compiled with)\n"
           "  --dump-logits  float32 logits, one row of vocab floats per evaluated\n"
           "                 position (prompt positions, then generated ones)\n"
@@ -71,6 +72,9 @@ static void usage(void) {
           "  --chat         a conversation in the model's chat template: each line of\n"
           "                 stdin is a user turn, answered with at most -n tokens\n"
           "  -sys TEXT      the system turn that opens the conversation\n"
+          "  --draft-lookup D  greedy, with drafts of up to D tokens looked up in the\n"
+          "                 context after its last G tokens (--draft-ngram, default 3),\n"
+          "                 each checked in one pass: plain greedy's text, fewer passes\n"
           "  --profile FILE.html  (a KILN_PROFILE build) also write the kernel calls'\n"
           "                 times as FILE.json and a layer x kernel heatmap as FILE.html\n"
           "  --bandwidth GB/s  the host's read bandwidth, for the heatmap's fractions\n");
@@ -96,6 +100,7 @@ static int parse(int argc, char **argv, options *o) {
   o->prefill = 1;
   o->threads = 1;
   o->keep = -1;
+  o->draft_ngram = 3;
   kiln_sampler_default_params(&o->sampling);
   for (i = 1; i < argc; ++i) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -110,6 +115,8 @@ static int parse(int argc, char **argv, options *o) {
     else if (!strcmp(a, "-n")) o->n_generate = atoi(v), ++i;
     else if (!strcmp(a, "-t")) o->threads = atoi(v), ++i;
     else if (!strcmp(a, "--keep")) o->keep = atoi(v), ++i;
+    else if (!strcmp(a, "--draft-lookup")) o->draft_lookup = atoi(v), ++i;
+    else if (!strcmp(a, "--draft-ngram")) o->draft_ngram = atoi(v), ++i;
     else if (!strcmp(a, "--dump-logits")) o->dump = v, ++i;
     else if (!strcmp(a, "--perplexity")) o->perplexity = v, ++i;
     else if (!strcmp(a, "--ctx")) o->ctx = atoi(v), ++i;
@@ -127,7 +134,8 @@ static int parse(int argc, char **argv, options *o) {
   }
   return (o->prompt || o->ids || o->perplexity || o->chat) && o->n_generate >= 0 &&
          o->threads >= 1 && (!o->system || o->chat) && o->keep >= -1 &&
-         o->keep < KILN_MAX_CONTEXT;
+         o->keep < KILN_MAX_CONTEXT && o->draft_lookup >= 0 && o->draft_ngram >= 1 &&
+         (!o->draft_lookup || (!o->chat && !o->perplexity && !o->tokenize));
 }
 
 /* Tokenizes `len` bytes into `out` (at most `cap` ids). */
@@ -141,7 +149,7 @@ kiln_status encode(const kiln_tokenizer *t, const char *text, size_t len, int sp
   return s;
 }
 
-static int32_t parse_ids(const char *ids) {
+int32_t parse_ids(const char *ids) {
   int32_t n = 0;
   while (*ids && n < KILN_MAX_CONTEXT) {
     char *end;
@@ -339,8 +347,10 @@ int main(int argc, char **argv) {
 #endif
   if (!start_threads(&o))
     return 1;
-  rc = o.perplexity ? perplexity(api, &tok, &o) : o.chat ? chat(api, &tok, &o)
-                                                         : generate(api, &tok, &o);
+  rc = o.perplexity     ? perplexity(api, &tok, &o)
+       : o.chat         ? chat(api, &tok, &o)
+       : o.draft_lookup ? speculate(api, &tok, &o)
+                        : generate(api, &tok, &o);
 #ifdef KILN_PROFILE
   print_profile();
   if (o.profile && !write_profile(o.profile, o.bandwidth_gbs))

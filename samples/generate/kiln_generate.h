@@ -18,7 +18,7 @@ extern const kiln_model_api KILN_MODEL_API;
 typedef struct options {
   const char *pack, *prompt, *ids, *dump, *perplexity, *kl_base, *system, *profile;
   double bandwidth_gbs;
-  int32_t n_generate, ctx, chunks, threads, keep;
+  int32_t n_generate, ctx, chunks, threads, keep, draft_lookup, draft_ngram;
   int prefill, tokenize, ignore_eos, chat;
   kiln_sampler_params sampling;
 } options;
@@ -35,10 +35,13 @@ kiln_status encode(const kiln_tokenizer *t, const char *text, size_t len, int sp
                    int32_t *out, int32_t cap, int32_t *n);
 int dump_rows(FILE *out, const float *rows, int32_t n);
 void print_piece(const kiln_tokenizer *t, int32_t id, int is_first);
+/* --tokens: the ids into tokens; their count. */
+int32_t parse_ids(const char *ids);
 
-/* perplexity.c: --perplexity; chat.c: --chat. */
+/* perplexity.c: --perplexity; chat.c: --chat; speculate.c: --draft-lookup. */
 int perplexity(const kiln_model_api *api, const kiln_tokenizer *t, const options *o);
 int chat(const kiln_model_api *api, const kiln_tokenizer *t, const options *o);
+int speculate(const kiln_model_api *api, const kiln_tokenizer *t, const options *o);
 
 #ifdef KILN_PROFILE
 /* profile.c: the model's clock, and the profile printed and written. */

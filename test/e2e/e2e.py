@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import struct
 import subprocess
@@ -586,6 +587,70 @@ def app(args):
     want = refs["perplexity"]["ppl"]
     res.check(abs(ppl - want) / want <= 1e-3,
               f"perplexity {ppl:.5f} within 0.1% of the reference {want:.5f}")
+    return res.finish()
+
+
+def speculate(args):
+    """kiln-generate --draft-lookup: plain greedy's text, token for token, for every
+    prompt, draft length and n-gram size (with and without a repetition penalty),
+    in fewer passes than tokens on text that repeats; the same on a model with a
+    sliding-window ring; the model API's truncate against a model that never saw
+    the rolled-back tokens (test/e2e/Inputs/truncate_test.c)."""
+    res = Results()
+    refs = json.load(open(os.path.join(MODEL_A, "tiny-llama-A-refs.json")))
+    out = os.path.join(args.work, "a")
+    name = compile_model(args, os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"), out)
+    b = build(out, args.cc[0])
+    gen = [os.path.join(b, "kiln-generate"), "--pack", os.path.join(out, name + ".kpack")]
+    repeats = "The cat sat on the mat. The dog sat on the log. The cat sat on the mat. The dog"
+    prompts = [p["text"] for p in refs["prompts"]] + [repeats]
+    per_pass = {}
+    for prompt in prompts:
+        for extra in ([], ["--repeat-penalty", "1.1"]):
+            plain = run(gen + ["-p", prompt, "-n", "48", "--ignore-eos", *extra]).stdout
+            bad = []
+            for d in (1, 2, 4, 8):
+                for g in (1, 3):
+                    r = run(gen + ["-p", prompt, "-n", "48", "--ignore-eos", *extra,
+                                   "--draft-lookup", str(d), "--draft-ngram", str(g)])
+                    if r.stdout != plain:
+                        bad.append((d, g))
+                    m = re.search(r"([0-9.]+) tokens per pass", r.stderr)
+                    per_pass[(prompt, d, g, bool(extra))] = float(m.group(1)) if m else 0.0
+            res.check(not bad, f"{prompt[:24]!r}{' penalty 1.1' if extra else ''}: draft lengths "
+                      f"1, 2, 4, 8 and n-grams 1, 3 give plain greedy's text (differ: {bad or 'none'})")
+    best = max(v for (p, d, g, e), v in per_pass.items() if p == repeats)
+    res.check(best >= 1.5, f"text that repeats: up to {best:.2f} tokens per pass (at least 1.5)")
+    r = subprocess.run(gen + ["-p", "It was", "--draft-lookup", "4", "--temp", "0.8"],
+                       text=True, capture_output=True)
+    res.check(r.returncode != 0 and "--draft-lookup" in r.stderr,
+              f"sampling with --draft-lookup is refused: {r.stderr.strip()}")
+    # A sliding-window ring: drafts never reach back past what the ring keeps.
+    flags, chunk = SHAPES["llama-kvwindow-f32"]
+    gguf = os.path.join(args.work, "ring.gguf")
+    run([sys.executable, os.path.join(ROOT, "test", "tools", "gguf_tool.py"), "model", gguf,
+         "--seed", "7", "--name", "ring", *flags])
+    ring_out = os.path.join(args.work, "ring")
+    ring = compile_model(args, gguf, ring_out, f"--prefill-chunk={chunk}",
+                         f"--kv-window={KV_WINDOW['llama-kvwindow-f32']}")
+    rb = build(ring_out, args.cc[0])
+    rgen = [os.path.join(rb, "kiln-generate"), "--pack", os.path.join(ring_out, ring + ".kpack")]
+    ctx = int(flags[flags.index("--ctx") + 1])
+    ids = ["--tokens", "5,6,7,5,6,7,5,6", "-n", str(ctx - 9)]
+    plain = run(rgen + ids).stdout
+    spec = run(rgen + ids + ["--draft-lookup", str(chunk - 1), "--draft-ngram", "1"]).stdout
+    res.check(spec == plain, f"ring of a {KV_WINDOW['llama-kvwindow-f32']}-token window: "
+              f"drafts of {chunk - 1} give plain greedy's text")
+    # truncate, through the C API.
+    upper = name.upper()
+    exe = os.path.join(args.work, "truncate_test")
+    run([args.cc[0], "-std=c99", "-O2", "-I", out, "-I", os.path.join(out, "runtime", "include"),
+         f'-DMODEL_HEADER="{name}.h"', f"-DMODEL_API={name}_api", f"-DMODEL_TYPE={name}_model",
+         f"-DARENA_BYTES={upper}_ARENA_BYTES", f"-DVOCAB={upper}_VOCAB",
+         os.path.join(HERE, "Inputs", "truncate_test.c"), os.path.join(b, f"lib{name}.a"),
+         os.path.join(b, "libkiln_runtime.a"), "-lm", "-o", exe])
+    r = subprocess.run([exe, os.path.join(out, name + ".kpack")], text=True, capture_output=True)
+    res.check(r.returncode == 0, "truncate: " + " | ".join(r.stdout.splitlines()))
     return res.finish()
 
 
@@ -1215,6 +1280,7 @@ def main():
     sub.add_parser("gpt2-vocab")
     sub.add_parser("shift")
     sub.add_parser("variants")
+    sub.add_parser("speculate")
     args = ap.parse_args()
     args.cc = args.cc or ["gcc"]
     global WORK_ROOT
@@ -1230,7 +1296,7 @@ def main():
     return {"model-a": model_a, "random": random_model, "bad-packs": bad_packs, "app": app,
             "quant": quant, "block-formats": block_formats, "gpt2-vocab": gpt2_vocab,
             "cross": cross, "sanitize": sanitize, "threads": threads, "shift": shift,
-            "variants": variants}[args.cmd](args)
+            "variants": variants, "speculate": speculate}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,8 @@ typedef struct kiln_model_api {
   void (*reset)(void *model);
   /* Context shift: keep the first `keep` tokens, drop the next `drop`. */
   kiln_status (*shift)(void *model, int32_t keep, int32_t drop);
+  /* Rolls back to position n (n <= position): rejected speculative drafts. */
+  kiln_status (*truncate)(void *model, int32_t n);
   /* The workers for split kernels; ignored by a model compiled for one thread. */
   void (*set_workers)(void *model, const kiln_workers *workers);
   void (*close)(void *model);
