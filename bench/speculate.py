@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""Speculative decoding with prompt-lookup drafts (kiln-generate --draft-lookup)
-against plain greedy decode, model A on this machine, in the same run.
+"""Speculative decoding (kiln-generate --draft-lookup and --draft-model) against
+plain greedy decode, model A on this machine (--target=host), in the same run.
 
   python3 bench/speculate.py [--build build] [--work /tmp/kiln-spec-bench] [--repeat 5]
 
-For each format, prompt and draft length: the acceptance rate, the tokens per
-target pass, decode tokens/s (median of --repeat runs) and the speedup over plain
-greedy. A lookup draft costs nothing, so the expected-tokens-per-pass formula
-allows a speedup of tokens-per-pass x (decode time / pass time); the last column
-is the measured speedup over the tokens per pass, the efficiency if a pass cost
-one decode."""
+For each target, draft kind, prompt and draft length D: the acceptance rate a
+(accepted / drafted), the tokens per target pass, decode tokens/s (median of
+--repeat runs) and the speedup over plain greedy. The standard formula allows
+(1 - a^(D+1)) / (1 - a) tokens per pass at a cost of c*D + 1 target decodes
+(c: a draft token's cost over a target decode's, 0 for lookup, measured for a
+draft model); `efficiency` is the measured speedup over that allowance."""
 import argparse
 import os
 import re
@@ -41,6 +41,20 @@ def decode_rate(gen, prompt, n, extra, repeat):
     return statistics.median(rates), accept
 
 
+def allowed(a, d, c):
+    per_pass = d + 1 if a >= 1.0 else (1 - a ** (d + 1)) / (1 - a)
+    return per_pass / (c * d + 1)
+
+
+def build(args, name, *flags):
+    out = os.path.join(args.work, name)
+    run([os.path.join(args.build, "bin", "kiln-compile"), MODEL, "-o", out, "--target=host", *flags])
+    run(["cmake", "-S", out, "-B", os.path.join(out, "build"), "-DCMAKE_BUILD_TYPE=Release"])
+    run(["cmake", "--build", os.path.join(out, "build"), "-j2"])
+    return [os.path.join(out, "build", "kiln-generate"), "--pack",
+            os.path.join(out, "tiny_llama_A.kpack")]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -48,25 +62,26 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("-n", type=int, default=128)
     args = ap.parse_args()
-    print("| format | prompt | draft | accepted | tokens/pass | decode tok/s | speedup | "
-          "speedup / tokens-per-pass |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for fmt in ("f32", "q4_0"):
-        out = os.path.join(args.work, fmt)
-        run([os.path.join(args.build, "bin", "kiln-compile"), MODEL, "-o", out, "--target=host",
-             *([f"--quant={fmt}"] if fmt != "f32" else [])])
-        run(["cmake", "-S", out, "-B", os.path.join(out, "build"), "-DCMAKE_BUILD_TYPE=Release"])
-        run(["cmake", "--build", os.path.join(out, "build"), "-j2"])
-        gen = [os.path.join(out, "build", "kiln-generate"), "--pack",
-               os.path.join(out, "tiny_llama_A.kpack")]
+    print("| target | draft | prompt | D | accepted | tokens/pass | decode tok/s | speedup | "
+          "allowed | efficiency |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    q4 = build(args, "q4_0", "--quant=q4_0")
+    for fmt in ("f32", "f16"):
+        gen = build(args, fmt + "-draft", *([f"--quant={fmt}"] if fmt != "f32" else []),
+                    f"--draft={MODEL}", "--draft-quant=q4_0")
         for name, prompt in PROMPTS.items():
             plain, _ = decode_rate(gen, prompt, args.n, [], args.repeat)
-            print(f"| {fmt} | {name} | none | | 1.00 | {plain:.0f} | 1.00x | |")
-            for d in (2, 4, 8):
-                rate, (acc, per_pass) = decode_rate(gen, prompt, args.n,
-                                                    ["--draft-lookup", str(d)], args.repeat)
-                print(f"| {fmt} | {name} | {d} | {acc:.0f}% | {per_pass:.2f} | {rate:.0f} | "
-                      f"{rate / plain:.2f}x | {rate / plain / per_pass:.2f} |")
+            draft_rate, _ = decode_rate(q4, prompt, args.n, [], args.repeat)
+            print(f"| {fmt} | none | {name} | | | 1.00 | {plain:.0f} | 1.00x | | |")
+            for kind, c in (("lookup", 0.0), ("model", plain / draft_rate)):
+                for d in (2, 4):
+                    rate, (acc, per_pass) = decode_rate(gen, prompt, args.n,
+                                                        [f"--draft-{kind}", str(d)], args.repeat)
+                    allow = allowed(acc / 100, d, c)
+                    label = kind if kind == "lookup" else f"q4_0 model (c {c:.2f})"
+                    print(f"| {fmt} | {label} | {name} | {d} | {acc:.0f}% | {per_pass:.2f} | "
+                          f"{rate:.0f} | {rate / plain:.2f}x | {allow:.2f}x | "
+                          f"{rate / plain / allow:.2f} |")
     return 0
 
 

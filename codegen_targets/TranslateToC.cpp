@@ -392,6 +392,16 @@ std::string cpuCheckText(const IsaVariant &isa) {
 
 } // namespace
 
+/// The generated CMakeLists.txt's line giving `library`'s kernels the ISA's flags.
+static std::string kernelFlags(const TargetDescription &target, llvm::StringRef library) {
+  const IsaVariant &isa = target.isaVariant();
+  if (!*isa.compileOptions)
+    return "";
+  return formatv("# Kernels for {0}.\ntarget_compile_options({1} PRIVATE {2})\n", isa.name,
+                 library, isa.compileOptions)
+      .str();
+}
+
 FailureOr<std::vector<GeneratedFile>>
 kiln::translateToC(ModuleOp module, const TargetDescription &target, bool embedWeights) {
   ModelInfo info = moduleNames(module);
@@ -485,7 +495,6 @@ kiln::translateToC(ModuleOp module, const TargetDescription &target, bool embedW
   files.push_back({info.name + ".c", fillTemplate("model.c.in", values)});
   addKernelFiles(info, target, kernels, files);
 
-  const IsaVariant &isa = target.isaVariant();
   files.push_back(
       {"CMakeLists.txt",
        fillTemplate(
@@ -493,12 +502,7 @@ kiln::translateToC(ModuleOp module, const TargetDescription &target, bool embedW
            {{"name", info.name},
             {"NAME", info.upper},
             {"WEIGHTS_SOURCE", embedWeights ? " " + info.name + "_weights.c" : ""},
-            {"KERNEL_FLAGS",
-             *isa.compileOptions
-                 ? formatv("# Kernels for {0}.\ntarget_compile_options({1} PRIVATE {2})\n",
-                           isa.name, info.name, isa.compileOptions)
-                       .str()
-                 : ""},
+            {"KERNEL_FLAGS", kernelFlags(target, info.name)},
             {"POOL_SOURCES", workers ? "# Split kernels: the pthread pool for hosted builds.\n"
                                        "if(KILN_HOSTED)\n"
                                        "  list(APPEND runtime_sources runtime/src/pool.c)\n"
@@ -510,6 +514,14 @@ kiln::translateToC(ModuleOp module, const TargetDescription &target, bool embedW
                                     "endif()\n"
                                   : ""}})});
   return files;
+}
+
+std::string kiln::draftCMakeLists(const TargetDescription &target, llvm::StringRef name,
+                                  llvm::StringRef draft) {
+  return fillTemplate("draft.cmake.in", {{"target", name.str()},
+                                         {"draft", draft.str()},
+                                         {"DRAFT", draft.upper()},
+                                         {"KERNEL_FLAGS", kernelFlags(target, draft)}});
 }
 
 FailureOr<std::vector<GeneratedFile>> kiln::translateKernelsToC(ModuleOp module,

@@ -33,6 +33,12 @@ translateToC(mlir::ModuleOp module, const TargetDescription &target, bool embedW
 mlir::FailureOr<std::vector<GeneratedFile>>
 translateKernelsToC(mlir::ModuleOp module, const TargetDescription &target);
 
+/// The lines a folder's CMakeLists.txt gains for a draft model compiled into it
+/// beside model `name` (kiln-compile --draft): the draft's library, and
+/// kiln-generate linked with it.
+std::string draftCMakeLists(const TargetDescription &target, llvm::StringRef name,
+                            llvm::StringRef draft);
+
 /// What every output folder carries besides its generated files: the kernel
 /// library, the runtime and the kiln-generate sample, as the repository has them.
 std::vector<GeneratedFile> librarySources();

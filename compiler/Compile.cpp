@@ -141,8 +141,9 @@ static void printReport(ModuleOp module, const PackInfo &pack, const Vocabulary 
                       chatTemplateName(chatTemplateCode(vocab.chatTemplate)));
 }
 
-LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &out,
-                            llvm::raw_ostream &errs) {
+/// One model to the requested phase; `nameOut` gets its C name.
+static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream &out,
+                                llvm::raw_ostream &errs, std::string *nameOut) {
   // The device first: a wrong name fails before the long work.
   std::optional<Device> device;
   if (!options.device.empty()) {
@@ -232,6 +233,8 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
     return report(errs, options.input, "compilation pipeline failed");
 
   std::string name = (*module)->getSymName()->str();
+  if (nameOut)
+    *nameOut = name;
   if (options.emit != EmitPhase::C) {
     if (options.outputDir.empty()) {
       (*module)->print(out);
@@ -310,4 +313,76 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
                                   total));
   }
   return success();
+}
+
+/// The vocabulary of a GGUF file, for comparing a draft's with its target's.
+static llvm::Expected<Vocabulary> fileVocabulary(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return llvm::createStringError(buffer.getError(), "%s", buffer.getError().message().c_str());
+  llvm::StringRef bytes = (*buffer)->getBuffer();
+  llvm::Expected<gguf::File> file = gguf::parse(
+      llvm::ArrayRef(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
+  if (!file)
+    return file.takeError();
+  return readVocabulary(*file);
+}
+
+/// Why a draft cannot draft for its target: another tokenizer or vocabulary.
+static std::string vocabularyDifference(const Vocabulary &target, const Vocabulary &draft) {
+  if (draft.model != target.model)
+    return "its tokenizer is " + draft.model + ", the target's " + target.model;
+  if (draft.tokens.size() != target.tokens.size())
+    return llvm::formatv("its vocabulary has {0} tokens, the target's {1}", draft.tokens.size(),
+                         target.tokens.size());
+  for (size_t i = 0; i < draft.tokens.size(); ++i)
+    if (draft.tokens[i] != target.tokens[i] || draft.types[i] != target.types[i])
+      return llvm::formatv("token {0} differs from the target's", i);
+  if (draft.merges != target.merges || draft.bos != target.bos || draft.eos != target.eos)
+    return "its merges or special tokens differ from the target's";
+  return "";
+}
+
+LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &out,
+                            llvm::raw_ostream &errs) {
+  if (options.draft.empty())
+    return compileOne(options, out, errs, nullptr);
+  if (options.emit != EmitPhase::C || options.outputDir.empty())
+    return report(errs, options.draft, "--draft compiles into an output folder (-o DIR, --emit=c)");
+  llvm::Expected<Vocabulary> target = fileVocabulary(options.input);
+  if (!target)
+    return report(errs, options.input, llvm::toString(target.takeError()));
+  llvm::Expected<Vocabulary> draft = fileVocabulary(options.draft);
+  if (!draft)
+    return report(errs, options.draft, llvm::toString(draft.takeError()));
+  std::string why = vocabularyDifference(*target, *draft);
+  if (!why.empty())
+    return report(errs, options.draft, "cannot draft for " + options.input + ": " + why);
+
+  std::string name;
+  if (failed(compileOne(options, out, errs, &name)))
+    return failure();
+  // The draft writes a CMakeLists.txt of its own: keep the target's, then
+  // add the draft's library to it.
+  llvm::SmallString<256> lists(options.outputDir);
+  llvm::sys::path::append(lists, "CMakeLists.txt");
+  auto targetLists = llvm::MemoryBuffer::getFile(lists);
+  if (!targetLists)
+    return report(errs, lists, targetLists.getError().message());
+  std::string text = (*targetLists)->getBuffer().str();
+  CompileOptions d = options;
+  d.input = options.draft;
+  d.draft.clear();
+  d.quant = options.draftQuant;
+  d.quantOverrides.clear();
+  d.report = false;
+  d.reportDir.clear();
+  d.device.clear();
+  d.memoryBudget = 0;
+  d.import.name = name + "_draft";
+  if (failed(compileOne(d, out, errs, nullptr)))
+    return failure();
+  text += draftCMakeLists(*lookupTarget(options.target), name, d.import.name);
+  return writeFile(lists, errs, [&](llvm::raw_ostream &os) { os << text; });
 }

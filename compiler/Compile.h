@@ -19,7 +19,9 @@ struct CompileOptions {
   std::string outputDir; // empty: print the result of a textual phase
   EmitPhase emit = EmitPhase::C;
   std::string target = "c99";
-  std::string board; // an emulated board (isa_variants.json): fit check and <name>_memory.ld
+  std::string board; // an emulated board (isa_variants.json): the fit check
+  std::string draft;      // a draft model compiled beside this one, as <name>_draft
+  std::string draftQuant; // the draft's --quant
   bool embedWeights = false; // also write the pack as a const array (<name>_weights.c)
   std::string quant;          // format of every 2-D weight; empty keeps the model's
   std::string quantOverrides; // "glob=format,..." by tensor name

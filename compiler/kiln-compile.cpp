@@ -95,6 +95,14 @@ static const std::string boardHelp =
     "the overflow when the weights or the arena do not fit the board's memory (with "
     "--weights=embed)";
 static cl::opt<std::string> board("board", cl::desc(boardHelp), cl::cat(category));
+static cl::opt<std::string> draft(
+    "draft", cl::value_desc("FILE.gguf"),
+    cl::desc("Also compile a draft model of the same vocabulary into the folder, as "
+             "<name>_draft, for speculative decoding (kiln-generate --draft-model)"),
+    cl::cat(category));
+static cl::opt<std::string> draftQuant("draft-quant",
+                                       cl::desc("--quant of the --draft model"),
+                                       cl::cat(category));
 static cl::opt<int64_t> prefillChunk(
     "prefill-chunk", cl::desc("Tokens per prefill call (default: min(64, context))"),
     cl::init(0), cl::cat(category));
@@ -143,6 +151,8 @@ int main(int argc, char **argv) {
   options.emit = emit;
   options.target = target;
   options.board = board;
+  options.draft = draft;
+  options.draftQuant = draftQuant;
   if (!board.empty() && target.getNumOccurrences() == 0)
     if (const kiln::Board *b = kiln::lookupBoard(board))
       options.target = b->variants.front();

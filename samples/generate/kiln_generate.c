@@ -59,6 +59,7 @@ static void usage(void) {
           "       kiln-generate [--pack FILE] --tokenize -p TEXT\n"
           "       kiln-generate [--pack FILE] --chat [-sys TEXT] [-n N] [sampling options]\n"
           "       kiln-generate [--pack FILE] -p TEXT --draft-lookup D [--draft-ngram G] [-n N]\n"
+          "       kiln-generate [--pack FILE] -p TEXT --draft-model D [--draft-pack FILE] [-n N]\n"
           "  -t N           threads (at most the --threads the model was compiled with)\n"
           "  --dump-logits  float32 logits, one row of vocab floats per evaluated\n"
           "                 position (prompt positions, then generated ones)\n"
@@ -75,6 +76,8 @@ static void usage(void) {
           "  --draft-lookup D  greedy, with drafts of up to D tokens looked up in the\n"
           "                 context after its last G tokens (--draft-ngram, default 3),\n"
           "                 each checked in one pass: plain greedy's text, fewer passes\n"
+          "  --draft-model D  as --draft-lookup, the drafts from the draft model compiled\n"
+          "                 into the folder (kiln-compile --draft; --draft-pack FILE)\n"
           "  --profile FILE.html  (a KILN_PROFILE build) also write the kernel calls'\n"
           "                 times as FILE.json and a layer x kernel heatmap as FILE.html\n"
           "  --bandwidth GB/s  the host's read bandwidth, for the heatmap's fractions\n");
@@ -115,7 +118,9 @@ static int parse(int argc, char **argv, options *o) {
     else if (!strcmp(a, "-n")) o->n_generate = atoi(v), ++i;
     else if (!strcmp(a, "-t")) o->threads = atoi(v), ++i;
     else if (!strcmp(a, "--keep")) o->keep = atoi(v), ++i;
-    else if (!strcmp(a, "--draft-lookup")) o->draft_lookup = atoi(v), ++i;
+    else if (!strcmp(a, "--draft-lookup")) o->draft = atoi(v), o->draft_model = 0, ++i;
+    else if (!strcmp(a, "--draft-model")) o->draft = atoi(v), o->draft_model = 1, ++i;
+    else if (!strcmp(a, "--draft-pack")) o->draft_pack = v, ++i;
     else if (!strcmp(a, "--draft-ngram")) o->draft_ngram = atoi(v), ++i;
     else if (!strcmp(a, "--dump-logits")) o->dump = v, ++i;
     else if (!strcmp(a, "--perplexity")) o->perplexity = v, ++i;
@@ -134,8 +139,8 @@ static int parse(int argc, char **argv, options *o) {
   }
   return (o->prompt || o->ids || o->perplexity || o->chat) && o->n_generate >= 0 &&
          o->threads >= 1 && (!o->system || o->chat) && o->keep >= -1 &&
-         o->keep < KILN_MAX_CONTEXT && o->draft_lookup >= 0 && o->draft_ngram >= 1 &&
-         (!o->draft_lookup || (!o->chat && !o->perplexity && !o->tokenize));
+         o->keep < KILN_MAX_CONTEXT && o->draft >= 0 && o->draft_ngram >= 1 &&
+         (!o->draft || (!o->chat && !o->perplexity && !o->tokenize));
 }
 
 /* Tokenizes `len` bytes into `out` (at most `cap` ids). */
@@ -349,7 +354,7 @@ int main(int argc, char **argv) {
     return 1;
   rc = o.perplexity     ? perplexity(api, &tok, &o)
        : o.chat         ? chat(api, &tok, &o)
-       : o.draft_lookup ? speculate(api, &tok, &o)
+       : o.draft        ? speculate(api, &tok, &o)
                         : generate(api, &tok, &o);
 #ifdef KILN_PROFILE
   print_profile();

@@ -18,8 +18,9 @@ extern const kiln_model_api KILN_MODEL_API;
 typedef struct options {
   const char *pack, *prompt, *ids, *dump, *perplexity, *kl_base, *system, *profile;
   double bandwidth_gbs;
-  int32_t n_generate, ctx, chunks, threads, keep, draft_lookup, draft_ngram;
-  int prefill, tokenize, ignore_eos, chat;
+  const char *draft_pack;
+  int32_t n_generate, ctx, chunks, threads, keep, draft, draft_ngram;
+  int prefill, tokenize, ignore_eos, chat, draft_model;
   kiln_sampler_params sampling;
 } options;
 
@@ -38,7 +39,8 @@ void print_piece(const kiln_tokenizer *t, int32_t id, int is_first);
 /* --tokens: the ids into tokens; their count. */
 int32_t parse_ids(const char *ids);
 
-/* perplexity.c: --perplexity; chat.c: --chat; speculate.c: --draft-lookup. */
+/* perplexity.c: --perplexity; chat.c: --chat; speculate.c: --draft-lookup and
+ * --draft-model. */
 int perplexity(const kiln_model_api *api, const kiln_tokenizer *t, const options *o);
 int chat(const kiln_model_api *api, const kiln_tokenizer *t, const options *o);
 int speculate(const kiln_model_api *api, const kiln_tokenizer *t, const options *o);

@@ -1,13 +1,74 @@
-/* kiln-generate --draft-lookup D: greedy generation with prompt-lookup drafts.
- * The last few tokens of the context are looked up earlier in it; the D tokens
- * that followed there are the draft. One prefill pass scores the current token
- * and the draft together, the longest prefix of the draft that greedy choice
- * would have produced is kept with the target's own next token, and the model
- * rolls back over the rest (truncate). The text is plain greedy's, token for
- * token; a pass that accepts drafts costs about one decode. */
+/* kiln-generate --draft-lookup D / --draft-model D: greedy generation with
+ * drafts of D tokens. Lookup drafts: the last few tokens of the context looked
+ * up earlier in it, and the tokens that followed there. Model drafts: the
+ * greedy continuation by the draft model compiled into the folder (kiln-compile
+ * --draft). One prefill pass scores the current token and the draft together,
+ * the longest prefix of the draft that greedy choice would have produced is
+ * kept with the target's own next token, and the model rolls back over the rest
+ * (truncate). The text is plain greedy's, token for token. */
 #include "kiln_generate.h"
 
 #include <string.h>
+
+#ifdef KILN_DRAFT_API
+#include KILN_DRAFT_HEADER
+extern const kiln_model_api KILN_DRAFT_API;
+
+static KILN_DRAFT_TYPE draft_model;
+static uint8_t draft_arena[KILN_DRAFT_ARENA_BYTES] __attribute__((aligned(64)));
+static float draft_logits[KILN_VOCAB];
+static kiln_pack_source draft_source;
+
+/* The draft's pack: --draft-pack, else beside the target's pack. */
+static int open_draft(const options *o) {
+  static char path[4096];
+  const char *pack = o->draft_pack, *slash = strrchr(o->pack, '/');
+  kiln_status s;
+  if (!pack) {
+    size_t dir = slash ? (size_t)(slash - o->pack) + 1 : 0;
+    if (dir + sizeof KILN_DRAFT_PACK > sizeof path) {
+      fail(o->pack, KILN_ERR_ARGUMENT);
+      return 0;
+    }
+    memcpy(path, o->pack, dir);
+    memcpy(path + dir, KILN_DRAFT_PACK, sizeof KILN_DRAFT_PACK);
+    pack = path;
+  }
+  s = kiln_pack_source_open_file(&draft_source, pack);
+  if (s == KILN_OK)
+    s = KILN_DRAFT_API.open(&draft_model, &draft_source, draft_arena, sizeof draft_arena);
+  if (s == KILN_OK && KILN_DRAFT_API.vocab != KILN_VOCAB)
+    s = KILN_ERR_ARGUMENT;
+  if (s != KILN_OK) {
+    fail(pack, s);
+    return 0;
+  }
+  return 1;
+}
+
+/* The draft model's greedy continuation of ctx[0..n): its cache is first
+ * brought to ctx[0..n-1) (rolled back, or fed what it has not seen). Up to
+ * `most` tokens; fewer when its context is full. */
+static int32_t model_drafts(const int32_t *ctx, int32_t n, int32_t most, int32_t *draft) {
+  const kiln_model_api *api = &KILN_DRAFT_API;
+  int32_t have = api->position(&draft_model), k, i, tok = ctx[n - 1];
+  kiln_status s = KILN_OK;
+  if (have > n - 1)
+    s = api->truncate(&draft_model, have = n - 1);
+  if (s == KILN_OK && have < n - 1)
+    s = api->prefill(&draft_model, ctx + have, n - 1 - have, NULL);
+  for (k = 0; s == KILN_OK && k < most; ++k) {
+    s = api->decode(&draft_model, tok, draft_logits);
+    if (s != KILN_OK)
+      break;
+    for (tok = 0, i = 1; i < KILN_VOCAB; ++i)
+      if (draft_logits[i] > draft_logits[tok])
+        tok = i;
+    draft[k] = tok;
+  }
+  return k;
+}
+#endif
 
 /* A generated token as generate prints it: an id after --tokens, else text. */
 static void emit(const kiln_tokenizer *t, const options *o, int32_t id, int32_t nth) {
@@ -46,9 +107,19 @@ int speculate(const kiln_model_api *api, const kiln_tokenizer *t, const options 
   double t0, t1, t2;
 
   if (o->sampling.temperature > 0.0f) {
-    fprintf(stderr, "kiln-generate: --draft-lookup checks drafts greedily: drop --temp\n");
+    fprintf(stderr, "kiln-generate: speculative decoding checks drafts greedily: drop --temp\n");
     return 2;
   }
+#ifdef KILN_DRAFT_API
+  if (o->draft_model && !open_draft(o))
+    return 1;
+#else
+  if (o->draft_model) {
+    fprintf(stderr, "kiln-generate: --draft-model: no draft model in this folder "
+                    "(kiln-compile --draft)\n");
+    return 2;
+  }
+#endif
   if (o->ids) {
     n_prompt = parse_ids(o->ids);
     s = KILN_OK;
@@ -78,14 +149,19 @@ int speculate(const kiln_model_api *api, const kiln_tokenizer *t, const options 
       break;
     tokens[pos] = next;
     /* The draft: at most what the chunk, the context and -n leave room for. */
-    d = o->draft_lookup;
+    d = o->draft;
     if (d > KILN_PREFILL_CHUNK - 1)
       d = KILN_PREFILL_CHUNK - 1;
     if (d > KILN_MAX_CONTEXT - pos - 1)
       d = KILN_MAX_CONTEXT - pos - 1;
     if (d > o->n_generate - generated)
       d = o->n_generate - generated;
-    d = d > 0 ? lookup(tokens, pos + 1, o->draft_ngram, d, draft) : 0;
+#ifdef KILN_DRAFT_API
+    if (o->draft_model)
+      d = d > 0 ? model_drafts(tokens, pos + 1, d, draft) : 0;
+    else
+#endif
+      d = d > 0 ? lookup(tokens, pos + 1, o->draft_ngram, d, draft) : 0;
     batch[0] = next;
     memcpy(batch + 1, draft, sizeof draft[0] * (size_t)d);
     s = d ? api->prefill(&model, batch, d + 1, logits) : api->decode(&model, next, logits);
@@ -124,9 +200,10 @@ int speculate(const kiln_model_api *api, const kiln_tokenizer *t, const options 
   fprintf(stderr,
           "prefill: %d tokens, %.1f tokens/s; time to first token %.2f ms\n"
           "generated %d tokens; decode: %.1f tokens/s\n"
-          "draft-lookup: %d passes, %d drafted, %d accepted (%.1f%%), %.2f tokens per pass\n",
+          "draft-%s: %d passes, %d drafted, %d accepted (%.1f%%), %.2f tokens per pass\n",
           (int)n_prompt, n_prompt / (t1 - t0), (t1 - t0) * 1e3, (int)generated,
-          generated > 1 ? (generated - 1) / (t2 - t1) : 0.0, (int)passes, (int)drafted,
+          generated > 1 ? (generated - 1) / (t2 - t1) : 0.0,
+          o->draft_model ? "model" : "lookup", (int)passes, (int)drafted,
           (int)accepted, drafted ? 100.0 * accepted / drafted : 0.0,
           passes ? (double)(generated - 1) / passes : 0.0);
   return 0;

@@ -591,11 +591,12 @@ def app(args):
 
 
 def speculate(args):
-    """kiln-generate --draft-lookup: plain greedy's text, token for token, for every
-    prompt, draft length and n-gram size (with and without a repetition penalty),
-    in fewer passes than tokens on text that repeats; the same on a model with a
-    sliding-window ring; the model API's truncate against a model that never saw
-    the rolled-back tokens (test/e2e/Inputs/truncate_test.c)."""
+    """kiln-generate --draft-lookup and --draft-model: plain greedy's text, token for
+    token, for every prompt, draft length and n-gram size (with and without a
+    repetition penalty), in fewer passes than tokens on text that repeats; the same
+    on a model with a sliding-window ring; a draft of another vocabulary refused at
+    compile time; the model API's truncate against a model that never saw the
+    rolled-back tokens (test/e2e/Inputs/truncate_test.c)."""
     res = Results()
     refs = json.load(open(os.path.join(MODEL_A, "tiny-llama-A-refs.json")))
     out = os.path.join(args.work, "a")
@@ -623,8 +624,36 @@ def speculate(args):
     res.check(best >= 1.5, f"text that repeats: up to {best:.2f} tokens per pass (at least 1.5)")
     r = subprocess.run(gen + ["-p", "It was", "--draft-lookup", "4", "--temp", "0.8"],
                        text=True, capture_output=True)
-    res.check(r.returncode != 0 and "--draft-lookup" in r.stderr,
+    res.check(r.returncode != 0 and "drop --temp" in r.stderr,
               f"sampling with --draft-lookup is refused: {r.stderr.strip()}")
+    # A draft model: model A at q4_0 drafting for model A at f32, compiled together.
+    dout = os.path.join(args.work, "draft")
+    compile_model(args, os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"), dout,
+                  f"--draft={os.path.join(MODEL_A, 'tiny-llama-A-f32.gguf')}", "--draft-quant=q4_0")
+    db = build(dout, args.cc[0])
+    dgen = [os.path.join(db, "kiln-generate"), "--pack", os.path.join(dout, name + ".kpack")]
+    for prompt in prompts:
+        plain = run(dgen + ["-p", prompt, "-n", "40", "--ignore-eos"]).stdout
+        bad, rates = [], []
+        for d in (1, 3, 6):
+            r = run(dgen + ["-p", prompt, "-n", "40", "--ignore-eos", "--draft-model", str(d)])
+            if r.stdout != plain:
+                bad.append(d)
+            m = re.search(r"accepted \(([0-9.]+)%\)", r.stderr)
+            rates.append(m.group(1) if m else "?")
+        res.check(not bad, f"{prompt[:24]!r}: a q4_0 draft model of 1, 3, 6 tokens gives plain "
+                  f"greedy's text (differ: {bad or 'none'}; accepted {', '.join(rates)}%)")
+    r = subprocess.run(gen + ["-p", "It was", "--draft-model", "2"], text=True, capture_output=True)
+    res.check(r.returncode == 2 and "no draft model in this folder" in r.stderr,
+              f"--draft-model without a draft: {r.stderr.strip()}")
+    other = os.path.join(args.work, "other.gguf")
+    run([sys.executable, os.path.join(ROOT, "test", "tools", "gguf_tool.py"), "model", other,
+         "--seed", "3", "--name", "other", *SHAPES["gqa-q8_0"][0]])
+    r = subprocess.run([args.kiln_compile, os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"),
+                        f"--draft={other}", "-o", os.path.join(args.work, "mismatch")],
+                       text=True, capture_output=True)
+    res.check(r.returncode != 0 and "cannot draft for" in r.stderr and "tokens" in r.stderr,
+              f"a draft with another vocabulary: {r.stderr.strip()}")
     # A sliding-window ring: drafts never reach back past what the ring keeps.
     flags, chunk = SHAPES["llama-kvwindow-f32"]
     gguf = os.path.join(args.work, "ring.gguf")
