@@ -9,7 +9,8 @@ For each target, draft kind, prompt and draft length D: the acceptance rate a
 --repeat runs) and the speedup over plain greedy. The standard formula allows
 (1 - a^(D+1)) / (1 - a) tokens per pass at a cost of c*D + 1 target decodes
 (c: a draft token's cost over a target decode's, 0 for lookup, measured for a
-draft model); `efficiency` is the measured speedup over that allowance."""
+draft model; not measured for the self-speculative draft, which has no program
+of its own); `efficiency` is the measured speedup over that allowance."""
 import argparse
 import os
 import re
@@ -66,6 +67,7 @@ def main():
           "allowed | efficiency |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     q4 = build(args, "q4_0", "--quant=q4_0")
+    self_gen = build(args, "self", "--draft-layers=2")
     for fmt in ("f32", "f16"):
         gen = build(args, fmt + "-draft", *([f"--quant={fmt}"] if fmt != "f32" else []),
                     f"--draft={MODEL}", "--draft-quant=q4_0")
@@ -73,15 +75,19 @@ def main():
             plain, _ = decode_rate(gen, prompt, args.n, [], args.repeat)
             draft_rate, _ = decode_rate(q4, prompt, args.n, [], args.repeat)
             print(f"| {fmt} | none | {name} | | | 1.00 | {plain:.0f} | 1.00x | | |")
-            for kind, c in (("lookup", 0.0), ("model", plain / draft_rate)):
+            runs = [("lookup", gen, "lookup", 0.0),
+                    (f"q4_0 model (c {plain / draft_rate:.2f})", gen, "model", plain / draft_rate)]
+            if fmt == "f32":
+                runs.append(("first 2 of 6 layers", self_gen, "model", None))
+            for label, g, kind, c in runs:
                 for d in (2, 4):
-                    rate, (acc, per_pass) = decode_rate(gen, prompt, args.n,
+                    rate, (acc, per_pass) = decode_rate(g, prompt, args.n,
                                                         [f"--draft-{kind}", str(d)], args.repeat)
-                    allow = allowed(acc / 100, d, c)
-                    label = kind if kind == "lookup" else f"q4_0 model (c {c:.2f})"
+                    allow = allowed(acc / 100, d, c) if c is not None else None
                     print(f"| {fmt} | {label} | {name} | {d} | {acc:.0f}% | {per_pass:.2f} | "
-                          f"{rate:.0f} | {rate / plain:.2f}x | {allow:.2f}x | "
-                          f"{rate / plain / allow:.2f} |")
+                          f"{rate:.0f} | {rate / plain:.2f}x | "
+                          f"{f'{allow:.2f}x' if allow else ''} | "
+                          f"{f'{rate / plain / allow:.2f}' if allow else ''} |")
     return 0
 
 

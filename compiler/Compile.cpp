@@ -381,6 +381,7 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
   d.device.clear();
   d.memoryBudget = 0;
   d.import.name = name + "_draft";
+  d.import.layers = options.draftLayers;
   if (failed(compileOne(d, out, errs, nullptr)))
     return failure();
   text += draftCMakeLists(*lookupTarget(options.target), name, d.import.name);

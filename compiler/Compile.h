@@ -22,6 +22,7 @@ struct CompileOptions {
   std::string board; // an emulated board (isa_variants.json): the fit check
   std::string draft;      // a draft model compiled beside this one, as <name>_draft
   std::string draftQuant; // the draft's --quant
+  int64_t draftLayers = 0; // a draft of the first layers of the model itself (with `draft` its file)
   bool embedWeights = false; // also write the pack as a const array (<name>_weights.c)
   std::string quant;          // format of every 2-D weight; empty keeps the model's
   std::string quantOverrides; // "glob=format,..." by tensor name

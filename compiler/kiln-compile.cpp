@@ -101,8 +101,14 @@ static cl::opt<std::string> draft(
              "<name>_draft, for speculative decoding (kiln-generate --draft-model)"),
     cl::cat(category));
 static cl::opt<std::string> draftQuant("draft-quant",
-                                       cl::desc("--quant of the --draft model"),
+                                       cl::desc("--quant of the --draft model (default: as "
+                                                "--quant for --draft-layers, else as in its file)"),
                                        cl::cat(category));
+static cl::opt<int64_t> draftLayers(
+    "draft-layers",
+    cl::desc("Also compile a self-speculative draft: the model's first K layers and its output "
+             "head, as <name>_draft (kiln-generate --draft-model)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<int64_t> prefillChunk(
     "prefill-chunk", cl::desc("Tokens per prefill call (default: min(64, context))"),
     cl::init(0), cl::cat(category));
@@ -153,6 +159,16 @@ int main(int argc, char **argv) {
   options.board = board;
   options.draft = draft;
   options.draftQuant = draftQuant;
+  options.draftLayers = draftLayers;
+  if (draftLayers > 0) {
+    if (!draft.empty()) {
+      errs() << "kiln-compile: error: --draft-layers drafts with the model itself: drop --draft\n";
+      return 1;
+    }
+    options.draft = input;
+    if (draftQuant.getNumOccurrences() == 0)
+      options.draftQuant = quant;
+  }
   if (!board.empty() && target.getNumOccurrences() == 0)
     if (const kiln::Board *b = kiln::lookupBoard(board))
       options.target = b->variants.front();

@@ -645,6 +645,14 @@ Expected<OwningOpRef<ModuleOp>> kiln::importLlama(MLIRContext &context,
   if (int64_t(vocab->tokens.size()) != config->nVocab)
     return fail(llvm::formatv("vocabulary has {0} tokens but the model {1}",
                               vocab->tokens.size(), config->nVocab));
+  if (options.layers < 0 || options.layers > config->nLayer)
+    return fail(llvm::formatv("--draft-layers={0} must be in [1, the model's {1} layers]",
+                              options.layers, config->nLayer));
+  if (options.layers) {
+    // A self-speculative draft: the first layers, then the model's own norm and head.
+    config->nLayer = options.layers;
+    config->localLayers.resize(options.layers);
+  }
   const LlamaConfig &c = *config;
   int64_t capacity = options.maxContext ? options.maxContext : c.contextLength;
   int64_t chunk = options.prefillChunk ? options.prefillChunk : std::min<int64_t>(64, capacity);

@@ -66,6 +66,7 @@ struct ImportOptions {
   int64_t kvWindow = 0;     // a sliding window on every layer; 0: the model's windows only
   std::string kvLayout = "head-major"; // KV cache order: head-major or pos-major
   std::string name;         // C identifier of the model; empty: from general.name
+  int64_t layers = 0;       // only the first `layers` decoder layers (a self-speculative draft); 0: all
 };
 
 /// Renames fused tensors to the separate ones the importer reads, as views of

@@ -643,6 +643,21 @@ def speculate(args):
             rates.append(m.group(1) if m else "?")
         res.check(not bad, f"{prompt[:24]!r}: a q4_0 draft model of 1, 3, 6 tokens gives plain "
                   f"greedy's text (differ: {bad or 'none'}; accepted {', '.join(rates)}%)")
+    # Self-speculative: the model's first 2 layers and its head draft for it.
+    sout = os.path.join(args.work, "self")
+    compile_model(args, os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"), sout, "--draft-layers=2")
+    sb = build(sout, args.cc[0])
+    sgen = [os.path.join(sb, "kiln-generate"), "--pack", os.path.join(sout, name + ".kpack")]
+    bad = [p[:12] for p in prompts for d in (2, 5)
+           if run(sgen + ["-p", p, "-n", "32", "--ignore-eos", "--draft-model", str(d)]).stdout !=
+           run(sgen + ["-p", p, "-n", "32", "--ignore-eos"]).stdout]
+    res.check(not bad, f"--draft-layers=2 drafts of 2 and 5 give plain greedy's text "
+              f"(differ: {bad or 'none'})")
+    r = subprocess.run([args.kiln_compile, os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"),
+                        "--draft-layers=99", "-o", os.path.join(args.work, "too-many")],
+                       text=True, capture_output=True)
+    res.check(r.returncode != 0 and "--draft-layers=99 must be in [1, the model's" in r.stderr,
+              f"--draft-layers past the model's layers: {r.stderr.strip()}")
     r = subprocess.run(gen + ["-p", "It was", "--draft-model", "2"], text=True, capture_output=True)
     res.check(r.returncode == 2 and "no draft model in this folder" in r.stderr,
               f"--draft-model without a draft: {r.stderr.strip()}")
