@@ -227,16 +227,43 @@ static int32_t draw_from(const float *pr, const int32_t *c, int32_t n, float tot
   return last_positive;
 }
 
-/* top_k truncates: steps 4-6 over the k best, all in sorted order. */
-static int32_t sample_top_k(const kiln_sampler_params *p, uint32_t r, float *l, int32_t vocab,
-                            int32_t *c) {
+/* Steps 3-5's result: the kept candidates c[0..n) (ids 0..n when c is NULL),
+ * their p_i stored at l[id], summing to total in that order; or only >= 0
+ * when an infinite logit leaves one token. */
+typedef struct kept_set {
+  const int32_t *c;
+  int32_t n;
+  float total;
+  int32_t only;
+} kept_set;
+
+static kept_set kept_one(int32_t id) {
+  kept_set k;
+  k.c = NULL;
+  k.n = 0;
+  k.total = 0.0f;
+  k.only = id;
+  return k;
+}
+
+static kept_set kept_of(const int32_t *c, int32_t n, float total) {
+  kept_set k;
+  k.c = c;
+  k.n = n;
+  k.total = total;
+  k.only = -1;
+  return k;
+}
+
+/* top_k truncates: steps 4-5 over the k best, all in sorted order. */
+static kept_set keep_top_k(const kiln_sampler_params *p, float *l, int32_t vocab, int32_t *c) {
   int32_t n = p->top_k, kept, i;
   float lmax, sum = 0.0f, cum = 0.0f;
 
   select_sorted(c, n, vocab, l);
   lmax = l[c[0]];
   if (isinf(lmax))
-    return c[0]; /* softmax is undefined; its limit picks the best */
+    return kept_one(c[0]); /* softmax is undefined; its limit picks the best */
   for (i = 0; i < n; i++) {
     float e = weight(l[c[i]], lmax, p->temperature);
     l[c[i]] = e;
@@ -252,15 +279,15 @@ static int32_t sample_top_k(const kiln_sampler_params *p, uint32_t r, float *l, 
       break;
     }
   }
-  return draw_from(l, c, kept, cum, r);
+  return kept_of(c, kept, cum);
 }
 
 /* top_p alone: the nucleus is a prefix of the full sorted order, so sort
  * only the best m tokens and grow m until the prefix reaches top_p; the
  * result equals a full sort at O(V log m) cost. sum is over all tokens in id
  * order, so it does not depend on m. */
-static int32_t sample_nucleus(const kiln_sampler_params *p, uint32_t r, float *l, int32_t vocab,
-                              int32_t *c, float lmax, float sum) {
+static kept_set keep_nucleus(const kiln_sampler_params *p, float *l, int32_t vocab, int32_t *c,
+                             float lmax, float sum) {
   int32_t m = vocab < 64 ? vocab : 64, kept, i;
   float cum;
 
@@ -286,27 +313,26 @@ static int32_t sample_nucleus(const kiln_sampler_params *p, uint32_t r, float *l
     float e = weight(l[c[i]], lmax, p->temperature);
     l[c[i]] = e / sum;
   }
-  return draw_from(l, c, kept, cum, r);
+  return kept_of(c, kept, cum);
 }
 
-/* Steps 3-6 of the header's procedure. c has room for vocab ids. */
-static int32_t sample_candidates(const kiln_sampler_params *p, uint32_t r, float *l, int32_t vocab,
-                                 int32_t *c) {
+/* Steps 3-5 of the header's procedure. c has room for vocab ids. */
+static kept_set keep_candidates(const kiln_sampler_params *p, float *l, int32_t vocab, int32_t *c) {
   int32_t best, i;
   float lmax, sum = 0.0f, cum = 0.0f;
 
   if (p->top_k > 0 && p->top_k < vocab)
-    return sample_top_k(p, r, l, vocab, c);
+    return keep_top_k(p, l, vocab, c);
   best = argmax(l, vocab);
   lmax = l[best];
   if (isinf(lmax))
-    return best;
+    return kept_one(best);
   if (p->top_p < 1.0f) {
     for (i = 0; i < vocab; i++) {
       float e = weight(l[i], lmax, p->temperature);
       sum = sum + e;
     }
-    return sample_nucleus(p, r, l, vocab, c, lmax, sum);
+    return keep_nucleus(p, l, vocab, c, lmax, sum);
   }
   /* No truncation: no sort, everything in id order. */
   for (i = 0; i < vocab; i++) {
@@ -318,18 +344,27 @@ static int32_t sample_candidates(const kiln_sampler_params *p, uint32_t r, float
     l[i] = l[i] / sum;
     cum = cum + l[i];
   }
-  return draw_from(l, NULL, vocab, cum, r);
+  return kept_of(NULL, vocab, cum);
 }
 
-kiln_status kiln_sampler_sample(kiln_sampler *s, float *logits, int32_t vocab,
-                                const int32_t *history, int32_t n_history, void *work,
-                                size_t work_bytes, int32_t *token) {
+/* Steps 3-6. */
+static int32_t sample_candidates(const kiln_sampler_params *p, uint32_t r, float *l, int32_t vocab,
+                                 int32_t *c) {
+  kept_set k = keep_candidates(p, l, vocab, c);
+  return k.only >= 0 ? k.only : draw_from(l, k.c, k.n, k.total, r);
+}
+
+/* Checks the arguments and does step 1 (and NaN to -infinity) in place; *c
+ * gets the aligned work buffer. */
+static kiln_status prepare(const kiln_sampler *s, float *logits, int32_t vocab,
+                           const int32_t *history, int32_t n_history, void *work,
+                           size_t work_bytes, int32_t **c) {
   size_t need = kiln_sampler_work_bytes(vocab);
   const int32_t *window;
-  int32_t n_window, i, *c;
+  int32_t n_window, i;
   const kiln_sampler_params *p;
 
-  if (s == NULL || logits == NULL || work == NULL || token == NULL || need == 0)
+  if (s == NULL || logits == NULL || work == NULL || need == 0)
     return KILN_ERR_ARGUMENT;
   if (work_bytes < need || n_history < 0 || (history == NULL && n_history > 0))
     return KILN_ERR_ARGUMENT;
@@ -344,17 +379,115 @@ kiln_status kiln_sampler_sample(kiln_sampler *s, float *logits, int32_t vocab,
   if (n_window > 0 && !window_valid(window, n_window, vocab))
     return KILN_ERR_ARGUMENT;
 
-  c = align_work(work);
+  *c = align_work(work);
   if (n_window > 0 && p->repeat_penalty != 1.0f)
-    apply_penalty(logits, vocab, window, n_window, p->repeat_penalty, (unsigned char *)c);
+    apply_penalty(logits, vocab, window, n_window, p->repeat_penalty, (unsigned char *)*c);
   for (i = 0; i < vocab; i++)
     if (isnan(logits[i]))
       logits[i] = -INFINITY;
+  return KILN_OK;
+}
 
-  if (p->temperature <= 0.0f) {
+kiln_status kiln_sampler_sample(kiln_sampler *s, float *logits, int32_t vocab,
+                                const int32_t *history, int32_t n_history, void *work,
+                                size_t work_bytes, int32_t *token) {
+  int32_t *c;
+  kiln_status st;
+
+  if (token == NULL)
+    return KILN_ERR_ARGUMENT;
+  st = prepare(s, logits, vocab, history, n_history, work, work_bytes, &c);
+  if (st != KILN_OK)
+    return st;
+  if (s->p.temperature <= 0.0f) {
     *token = argmax(logits, vocab);
     return KILN_OK;
   }
-  *token = sample_candidates(p, pcg32_next(&s->rng_state), logits, vocab, c);
+  *token = sample_candidates(&s->p, pcg32_next(&s->rng_state), logits, vocab, c);
+  return KILN_OK;
+}
+
+kiln_status kiln_sampler_probs(const kiln_sampler *s, float *logits, int32_t vocab,
+                               const int32_t *history, int32_t n_history, void *work,
+                               size_t work_bytes, float *probs) {
+  int32_t *c, i;
+  kept_set k;
+  kiln_status st;
+
+  if (probs == NULL)
+    return KILN_ERR_ARGUMENT;
+  st = prepare(s, logits, vocab, history, n_history, work, work_bytes, &c);
+  if (st != KILN_OK)
+    return st;
+  k = s->p.temperature <= 0.0f ? kept_one(argmax(logits, vocab))
+                               : keep_candidates(&s->p, logits, vocab, c);
+  for (i = 0; i < vocab; i++)
+    probs[i] = 0.0f;
+  if (k.only >= 0) {
+    probs[k.only] = 1.0f;
+    return KILN_OK;
+  }
+  for (i = 0; i < k.n; i++) {
+    int32_t id = k.c != NULL ? k.c[i] : i;
+    probs[id] = logits[id] / k.total;
+  }
+  return KILN_OK;
+}
+
+/* u in [0,1) from one pcg32 output, as step 6. */
+static float uniform(uint64_t *state) {
+  return (float)(pcg32_next(state) >> 8) * (1.0f / 16777216.0f);
+}
+
+kiln_status kiln_sampler_draw(kiln_sampler *s, const float *probs, int32_t vocab,
+                              int32_t *token) {
+  float total = 0.0f;
+  int32_t i;
+  if (s == NULL || probs == NULL || token == NULL || vocab <= 0)
+    return KILN_ERR_ARGUMENT;
+  for (i = 0; i < vocab; i++)
+    total = total + probs[i];
+  if (!(total > 0.0f))
+    return KILN_ERR_ARGUMENT;
+  *token = draw_from(probs, NULL, vocab, total, pcg32_next(&s->rng_state));
+  return KILN_OK;
+}
+
+/* The residual max(0, p_i - q_i), with q one-hot at `draft` when q is NULL. */
+static float residual(const float *p, const float *q, int32_t i, int32_t draft) {
+  float d = p[i] - (q != NULL ? q[i] : i == draft ? 1.0f : 0.0f);
+  return d > 0.0f ? d : 0.0f;
+}
+
+kiln_status kiln_sampler_verify(kiln_sampler *s, const float *p, const float *q, int32_t vocab,
+                                int32_t draft, int32_t *token, int *accepted) {
+  float px, qx, total = 0.0f, target, cum = 0.0f;
+  int32_t i, last = draft;
+  if (s == NULL || p == NULL || token == NULL || accepted == NULL || draft < 0 || draft >= vocab)
+    return KILN_ERR_ARGUMENT;
+  px = p[draft];
+  qx = q != NULL ? q[draft] : 1.0f;
+  if (qx > 0.0f && uniform(&s->rng_state) * qx < px) {
+    *token = draft;
+    *accepted = 1;
+    return KILN_OK;
+  }
+  *accepted = 0;
+  for (i = 0; i < vocab; i++)
+    total = total + residual(p, q, i, draft);
+  if (!(total > 0.0f)) /* p equals q: any draw from p is right */
+    return kiln_sampler_draw(s, p, vocab, token);
+  target = uniform(&s->rng_state) * total;
+  for (i = 0; i < vocab; i++) {
+    float r = residual(p, q, i, draft);
+    cum = cum + r;
+    if (r > 0.0f)
+      last = i;
+    if (target < cum) {
+      *token = i;
+      return KILN_OK;
+    }
+  }
+  *token = last;
   return KILN_OK;
 }

@@ -86,6 +86,26 @@ kiln_status kiln_sampler_sample(kiln_sampler *s, float *logits, int32_t vocab,
                                 const int32_t *history, int32_t n_history, void *work,
                                 size_t work_bytes, int32_t *token);
 
+/* Speculative sampling: the distribution kiln_sampler_sample draws from.
+ * kiln_sampler_probs does steps 1-5 and writes probs[vocab]: each kept
+ * candidate's p_i over the kept total, 0 elsewhere (greedy, or an infinite
+ * logit: 1 on the token step 2 or 3 picks). It draws nothing. */
+kiln_status kiln_sampler_probs(const kiln_sampler *s, float *logits, int32_t vocab,
+                               const int32_t *history, int32_t n_history, void *work,
+                               size_t work_bytes, float *probs);
+
+/* One token from probs[vocab] (not necessarily summing to 1), as step 6:
+ * one pcg32 output. */
+kiln_status kiln_sampler_draw(kiln_sampler *s, const float *probs, int32_t vocab, int32_t *token);
+
+/* The standard speculative rule for a drafted token drawn from q (NULL: a
+ * deterministic draft, q one-hot at `draft`): accepted (*accepted = 1, *token =
+ * draft) when u * q[draft] < p[draft] for one uniform draw; else *token is
+ * drawn from the residual max(0, p - q), normalized (a second draw). The
+ * tokens it gives are distributed as p, whatever q. */
+kiln_status kiln_sampler_verify(kiln_sampler *s, const float *p, const float *q, int32_t vocab,
+                                int32_t draft, int32_t *token, int *accepted);
+
 #ifdef __cplusplus
 }
 #endif
