@@ -6,7 +6,7 @@ measured against what one core of this machine can do (bench/probes.c).
                           [--repeat 3] [--work /tmp/kiln-bench-shapes] [--json FILE]
                           [--max-prefill-seconds 300]
 
-Shapes: M and L are random-weight llama GGUFs (F16 matrices, F32 norms, context 2048)
+Shapes: M and L are random-weight llama GGUFs (F16 matrices, F32 norms, context 8192)
 written to WORK/models once and reused; A is model A from test/data. For each shape,
 format and target: kiln-compile (timed), build the output folder, then kiln-generate
 with token ids for prefill tokens/s on a 512-token prompt and decode tokens/s at
@@ -36,8 +36,8 @@ MODEL_A = os.path.join(ROOT, "test", "data", "tiny-llama-A", "tiny-llama-A-f32.g
 
 # Random-weight shapes: (n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx).
 SHAPES = {
-    "M": (768, 12, 12, 12, 2048, 32000, 2048),
-    "L": (2048, 16, 32, 8, 5632, 32000, 2048),
+    "M": (768, 12, 12, 12, 2048, 32000, 8192),
+    "L": (2048, 16, 32, 8, 5632, 32000, 8192),
 }
 ALL_SHAPES = ["M", "L", "A"]
 

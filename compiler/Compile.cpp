@@ -10,6 +10,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"
@@ -229,8 +230,22 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
       kernel.minSplitWork = options.minSplitWork;
     buildKernelPipeline(pm, kernel, options.tile, options.threads);
   }
-  if (failed(pm.run(**module)))
-    return report(errs, options.input, "compilation pipeline failed");
+  // A pass's errors (a bad --quant, --kv-type or --quant-override among them)
+  // are reported as the compiler's own, one line each.
+  std::vector<std::string> passErrors;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+    if (d.getSeverity() != DiagnosticSeverity::Error)
+      return failure(); // the default handler prints notes and warnings
+    passErrors.push_back(d.str());
+    return success();
+  });
+  if (failed(pm.run(**module))) {
+    if (passErrors.empty())
+      passErrors.push_back("compilation pipeline failed");
+    for (const std::string &e : passErrors)
+      (void)report(errs, options.input, e);
+    return failure();
+  }
 
   std::string name = (*module)->getSymName()->str();
   if (nameOut)

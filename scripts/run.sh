@@ -25,7 +25,9 @@ cmake --build "$out/build" -j "$(nproc)" > /dev/null
 
 echo "== kiln-generate"
 cd "$out"
+# Greedy with a repetition penalty: plain greedy falls into loops on a model
+# this small ("and then, and then, ..."). Arguments replace these defaults.
 if [ $# -eq 0 ]; then
-  set -- -p "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a" -n 48
+  set -- -p "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a" -n 48 --repeat-penalty 1.3
 fi
 ./build/kiln-generate --pack tiny_llama_A.kpack -t "$threads" "$@"

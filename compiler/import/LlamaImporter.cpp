@@ -8,6 +8,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 
 #include <cmath>
 #include <cstring>
@@ -658,6 +659,13 @@ Expected<OwningOpRef<ModuleOp>> kiln::importLlama(MLIRContext &context,
   int64_t chunk = options.prefillChunk ? options.prefillChunk : std::min<int64_t>(64, capacity);
   if (capacity <= 0 || capacity > INT32_MAX)
     return fail(llvm::formatv("max context {0} must be in [1, {1}]", capacity, INT32_MAX));
+  // Past the trained context (which a rope-scaled model's metadata already
+  // extends) the model's attention is untried, and the arena grows with it.
+  if (capacity > c.contextLength)
+    return fail(llvm::formatv(
+        "--max-context={0} is above the model's trained context {1} ({2}.context_length); its "
+        "KV cache alone would take {3} bytes at f32",
+        capacity, c.contextLength, c.arch, 2 * c.nLayer * capacity * c.nKvHead * c.headDim * 4));
   if (chunk <= 0 || chunk > capacity)
     return fail(llvm::formatv("prefill chunk {0} must be in [1, max context {1}]", chunk,
                               capacity));
@@ -665,8 +673,18 @@ Expected<OwningOpRef<ModuleOp>> kiln::importLlama(MLIRContext &context,
   context.loadDialect<KilnDialect, func::FuncDialect>();
   OpBuilder b(&context);
   OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
-  std::string name = options.name.empty() ? toIdentifier(c.name.empty() ? "model" : c.name)
-                                          : options.name;
+  // The C name: --name, else general.name unless it only names the
+  // architecture ("llama" would collide with llama.cpp's own header and symbols
+  // in an app that links both), else the file's name.
+  if (!options.name.empty() && toIdentifier(options.name) != options.name)
+    return fail(llvm::formatv("--name={0}: not a C identifier (letters, digits and _, not "
+                              "starting with a digit)",
+                              options.name));
+  llvm::StringRef stem = llvm::sys::path::stem(sourcePath);
+  std::string name = !options.name.empty() ? options.name
+                     : !c.name.empty() && !llvm::StringRef(c.name).equals_insensitive(c.arch)
+                         ? toIdentifier(c.name)
+                         : toIdentifier(stem.empty() ? "model" : stem);
   module->setSymName(name);
   // The cache order first: the model's config and its caches record it.
   std::optional<KvOrder> order = options.kvLayout == "pos-major"    ? KvOrder::pos_major
