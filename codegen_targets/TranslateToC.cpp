@@ -333,23 +333,28 @@ LogicalResult shiftValues(func::FuncOp decode, const TargetDescription &target,
 
 /// File offset and size of every decoder layer's weights, as C initializers.
 std::string layerRanges(ModuleOp module, const ModelInfo &m) {
-  std::map<int64_t, std::pair<int64_t, int64_t>> layers;
-  module.walk([&](WeightOp op) {
-    SegmentAttr seg = getSegmentAttr(op);
-    if (seg.getLayer() < 0)
-      return;
-    auto [it, inserted] = layers.try_emplace(seg.getLayer(), seg.getOffset(),
-                                             seg.getOffset() + seg.getBytes());
-    it->second.first = std::min(it->second.first, seg.getOffset());
-    it->second.second = std::max(it->second.second, seg.getOffset() + seg.getBytes());
-  });
   std::string rows;
-  for (auto [index, range] : layers)
-    rows += formatv("    {{{0}u, {1}u},\n", m.dataOffset + range.first,
-                    range.second - range.first);
-  if (layers.empty())
-    rows = "    {0u, 0u},\n";
-  return rows;
+  for (auto [offset, bytes] : layerByteRanges(module))
+    rows += formatv("    {{{0}u, {1}u},\n", m.dataOffset + offset, bytes);
+  return rows.empty() ? "    {0u, 0u},\n" : rows;
+}
+
+/// With --pack-checksum: the layers' sums and `verify_layers`
+/// (checksums.c.in), and where it runs: in open, or before the first step.
+void checksumValues(ModuleOp module, const PackChecksums *sums, TemplateValues &values) {
+  values["CHECKSUMS"] = values["CHECK_ON_OPEN"] = values["CHECK_FIRST_USE"] = "";
+  if (!sums)
+    return;
+  std::string rows;
+  auto ranges = layerByteRanges(module);
+  for (size_t l = 0; l < ranges.size(); ++l)
+    rows += formatv("    {{{0}u, {1}u, 0x{2:x-16}ull},\n", ranges[l].first, ranges[l].second,
+                    sums->sums[l]);
+  values["CHECKSUMS"] = fillTemplate("checksums.c.in", {{"name", values["name"]}, {"ROWS", rows}});
+  if (sums->onOpen)
+    values["CHECK_ON_OPEN"] = "  s = verify_layers(m);\n  if (s != KILN_OK)\n    return s;\n";
+  else
+    values["CHECK_FIRST_USE"] = "  if (m->cold && (s = verify_layers(m)) != KILN_OK)\n    return s;\n";
 }
 
 /// `<name>_kernels.h` and `<name>_kernels.c`: every kernel the schedule calls,
@@ -392,6 +397,23 @@ std::string cpuCheckText(const IsaVariant &isa) {
 
 } // namespace
 
+std::vector<std::pair<uint64_t, uint64_t>> kiln::layerByteRanges(ModuleOp module) {
+  std::map<int64_t, std::pair<int64_t, int64_t>> layers;
+  module.walk([&](WeightOp op) {
+    SegmentAttr seg = getSegmentAttr(op);
+    if (seg.getLayer() < 0)
+      return;
+    auto [it, inserted] = layers.try_emplace(seg.getLayer(), seg.getOffset(),
+                                             seg.getOffset() + seg.getBytes());
+    it->second.first = std::min(it->second.first, seg.getOffset());
+    it->second.second = std::max(it->second.second, seg.getOffset() + seg.getBytes());
+  });
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (auto [index, range] : layers)
+    ranges.push_back({uint64_t(range.first), uint64_t(range.second - range.first)});
+  return ranges;
+}
+
 /// The generated CMakeLists.txt's line giving `library`'s kernels the ISA's flags.
 static std::string kernelFlags(const TargetDescription &target, llvm::StringRef library) {
   const IsaVariant &isa = target.isaVariant();
@@ -403,7 +425,8 @@ static std::string kernelFlags(const TargetDescription &target, llvm::StringRef 
 }
 
 FailureOr<std::vector<GeneratedFile>>
-kiln::translateToC(ModuleOp module, const TargetDescription &target, bool embedWeights) {
+kiln::translateToC(ModuleOp module, const TargetDescription &target, bool embedWeights,
+                   const PackChecksums *checksums) {
   ModelInfo info = moduleNames(module);
   info.config = getModelAttr(module);
   IntegerAttr arena = getArenaBytesAttr(module), kv = getKvBytesAttr(module);
@@ -467,6 +490,7 @@ kiln::translateToC(ModuleOp module, const TargetDescription &target, bool embedW
   if (failed(shiftValues(module.lookupSymbol<func::FuncOp>("decode"), target, info, kernels,
                          values)))
     return failure();
+  checksumValues(module, checksums, values);
 
   std::vector<GeneratedFile> files;
   ModelAttr c = info.config;

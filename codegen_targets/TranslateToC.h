@@ -23,8 +23,20 @@ struct GeneratedFile {
 /// `CMakeLists.txt`, which lists `<name>_weights.c` when `embedWeights`. The
 /// pack's facts (hash, sizes, vocabulary) come from the module's `kiln.pack`;
 /// without it (hand-written IR) they are zeros.
+/// --pack-checksum: one checksum (kiln/kiln_checksum.h) per decoder layer's
+/// byte range (layerByteRanges, in order), checked in open or before the first
+/// step.
+struct PackChecksums {
+  std::vector<uint64_t> sums;
+  bool onOpen = false;
+};
+
 mlir::FailureOr<std::vector<GeneratedFile>>
-translateToC(mlir::ModuleOp module, const TargetDescription &target, bool embedWeights);
+translateToC(mlir::ModuleOp module, const TargetDescription &target, bool embedWeights,
+             const PackChecksums *checksums = nullptr);
+
+/// Each decoder layer's weights as (offset in the data section, bytes), by layer.
+std::vector<std::pair<uint64_t, uint64_t>> layerByteRanges(mlir::ModuleOp module);
 
 /// Kernel IR without a model: `<name>_kernels.h/.c` as for a model, and for
 /// every function `@f` a C function `<name>_f(w, a, tokens, rows, pos)` in

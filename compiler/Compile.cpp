@@ -8,6 +8,7 @@
 #include "compiler/quant/QuantPolicy.h"
 #include "compiler/report/Report.h"
 #include "passes/Passes.h"
+#include "kiln/kiln_checksum.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -288,8 +289,24 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
   setPackAttr(**module, PackAttr::get(&context, pack->modelHash, pack->dataOffset,
                                       pack->dataSize, pack->fileSize, pack->vocabOffset,
                                       pack->vocabBytes));
+  std::optional<PackChecksums> checksums;
+  if (!options.packChecksum.empty()) {
+    if (options.packChecksum != "first-use" && options.packChecksum != "open")
+      return report(errs, options.input,
+                    "--pack-checksum=" + options.packChecksum + ": expected first-use or open");
+    auto written = llvm::MemoryBuffer::getFile(packPath, /*IsText=*/false,
+                                               /*RequiresNullTerminator=*/false);
+    if (!written)
+      return report(errs, packPath, written.getError().message());
+    const uint8_t *data =
+        reinterpret_cast<const uint8_t *>((*written)->getBufferStart()) + pack->dataOffset;
+    checksums.emplace();
+    checksums->onOpen = options.packChecksum == "open";
+    for (auto [offset, bytes] : layerByteRanges(**module))
+      checksums->sums.push_back(kiln_checksum(data + offset, bytes));
+  }
   FailureOr<std::vector<GeneratedFile>> sources =
-      translateToC(**module, *target, options.embedWeights);
+      translateToC(**module, *target, options.embedWeights, checksums ? &*checksums : nullptr);
   if (board && succeeded(sources)) {
     if (llvm::Error e = checkBoardFit(*board, pack->fileSize,
                                       getArenaBytesAttr(**module).getInt()))

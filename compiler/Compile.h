@@ -23,6 +23,7 @@ struct CompileOptions {
   std::string draft;      // a draft model compiled beside this one, as <name>_draft
   std::string draftQuant; // the draft's --quant
   int64_t draftLayers = 0; // a draft of the first layers of the model itself (with `draft` its file)
+  std::string packChecksum; // "", "first-use" or "open": per-layer checksums checked then
   bool embedWeights = false; // also write the pack as a const array (<name>_weights.c)
   std::string quant;          // format of every 2-D weight; empty keeps the model's
   std::string quantOverrides; // "glob=format,..." by tensor name

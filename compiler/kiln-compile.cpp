@@ -104,6 +104,12 @@ static cl::opt<std::string> draftQuant("draft-quant",
                                        cl::desc("--quant of the --draft model (default: as "
                                                 "--quant for --draft-layers, else as in its file)"),
                                        cl::cat(category));
+static cl::opt<std::string> packChecksum(
+    "pack-checksum", cl::value_desc("first-use|open"), cl::ValueOptional,
+    cl::desc("Checksum each decoder layer's weights into the generated code, checked before "
+             "the first step (first-use, the default) or in open: a corrupt pack is "
+             "KILN_ERR_CORRUPT naming the layer (model.corrupt_layer), not wrong text"),
+    cl::cat(category));
 static cl::opt<int64_t> draftLayers(
     "draft-layers",
     cl::desc("Also compile a self-speculative draft: the model's first K layers and its output "
@@ -160,6 +166,8 @@ int main(int argc, char **argv) {
   options.draft = draft;
   options.draftQuant = draftQuant;
   options.draftLayers = draftLayers;
+  if (packChecksum.getNumOccurrences())
+    options.packChecksum = packChecksum.empty() ? "first-use" : packChecksum.getValue();
   if (draftLayers > 0) {
     if (!draft.empty()) {
       errs() << "kiln-compile: error: --draft-layers drafts with the model itself: drop --draft\n";

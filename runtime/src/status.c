@@ -27,6 +27,8 @@ const char *kiln_status_message(kiln_status s) {
     return "context is full: the position would pass the KV cache capacity";
   case KILN_ERR_CPU:
     return "this CPU lacks instructions the model was generated for (see its --target)";
+  case KILN_ERR_CORRUPT:
+    return "a layer of the pack fails its checksum: the weights are corrupt";
   }
   return "unknown status";
 }

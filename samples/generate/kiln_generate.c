@@ -91,6 +91,8 @@ double now(void) {
 
 int fail(const char *what, kiln_status s) {
   fprintf(stderr, "kiln-generate: %s: %s\n", what, kiln_status_message(s));
+  if (s == KILN_ERR_CORRUPT)
+    fprintf(stderr, "kiln-generate: the corrupt layer is %d\n", (int)model.corrupt_layer);
   return 1;
 }
 

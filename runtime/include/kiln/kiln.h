@@ -31,7 +31,8 @@ typedef enum kiln_status {
   KILN_ERR_ALIGNMENT,    /* data not 64-byte aligned in memory, or data_offset not page aligned */
   KILN_ERR_ARENA,        /* arena smaller than the generated <NAME>_ARENA_BYTES */
   KILN_ERR_CONTEXT_FULL, /* the position would pass the KV cache capacity */
-  KILN_ERR_CPU           /* the CPU lacks instructions the model was generated for */
+  KILN_ERR_CPU,          /* the CPU lacks instructions the model was generated for */
+  KILN_ERR_CORRUPT       /* a layer's weights fail their checksum (kiln-compile --pack-checksum) */
 } kiln_status;
 
 /* One-line English message for each status; "unknown status" otherwise. */
