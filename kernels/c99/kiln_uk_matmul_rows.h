@@ -28,17 +28,21 @@ static inline float kiln_uk_dot_f32(const float *x, const uint8_t *w, int32_t k)
 }
 #endif
 
+/* A dot of 16-bit float weights (f16 or bf16, by `load`), in dot_f32's order. */
+#define KILN_UK_HALF_DOT(name, load)                                                         \
+  static inline float name(const float *x, const uint8_t *w, int32_t k) {                  \
+    float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                 \
+    int32_t i, j, whole = k - k % 8;                                                       \
+    for (i = 0; i < whole; i += 8)                                                         \
+      for (j = 0; j < 8; ++j)                                                              \
+        s[j] += x[i + j] * load(w + 2 * (i + j));                                          \
+    for (i = whole; i < k; ++i)                                                            \
+      s[0] += x[i] * load(w + 2 * i);                                                      \
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));             \
+  }
+
 #ifndef KILN_UK_HAS_DOT_F16
-static inline float kiln_uk_dot_f16(const float *x, const uint8_t *w, int32_t k) {
-  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int32_t i, j, whole = k - k % 8;
-  for (i = 0; i < whole; i += 8)
-    for (j = 0; j < 8; ++j)
-      s[j] += x[i + j] * kiln_uk_load_f16(w + 2 * (i + j));
-  for (i = whole; i < k; ++i)
-    s[0] += x[i] * kiln_uk_load_f16(w + 2 * i);
-  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
+KILN_UK_HALF_DOT(kiln_uk_dot_f16, kiln_uk_load_f16)
 #endif
 
 #ifndef KILN_UK_HAS_QDOT_I8
@@ -113,16 +117,7 @@ static inline void kiln_uk_row_i4(const uint8_t *w, float *y, int32_t k, int32_t
 #endif
 
 #ifndef KILN_UK_HAS_DOT_BF16
-static inline float kiln_uk_dot_bf16(const float *x, const uint8_t *w, int32_t k) {
-  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int32_t i, j, whole = k - k % 8;
-  for (i = 0; i < whole; i += 8)
-    for (j = 0; j < 8; ++j)
-      s[j] += x[i + j] * kiln_uk_load_bf16(w + 2 * (i + j));
-  for (i = whole; i < k; ++i)
-    s[0] += x[i] * kiln_uk_load_bf16(w + 2 * i);
-  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
+KILN_UK_HALF_DOT(kiln_uk_dot_bf16, kiln_uk_load_bf16)
 #endif
 
 /* The row decoder of a family: row_<family>(w, y, k), with the group g for
