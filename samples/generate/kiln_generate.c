@@ -156,7 +156,7 @@ kiln_status encode(const kiln_tokenizer *t, const char *text, size_t len, int sp
   return s;
 }
 
-int32_t parse_ids(const char *ids) {
+static int32_t parse_ids(const char *ids) {
   int32_t n = 0;
   while (*ids && n < KILN_MAX_CONTEXT) {
     char *end;
@@ -195,6 +195,14 @@ static kiln_status run_prompt(const kiln_model_api *api, int32_t n_prompt, int p
   return KILN_OK;
 }
 
+kiln_status prompt_tokens(const kiln_tokenizer *t, const options *o, int32_t *n) {
+  if (o->ids) {
+    *n = parse_ids(o->ids);
+    return KILN_OK;
+  }
+  return encode(t, o->prompt, strlen(o->prompt), 1, tokens, KILN_MAX_CONTEXT, n);
+}
+
 void print_piece(const kiln_tokenizer *t, int32_t id, int is_first) {
   char piece[4096];
   size_t n = 0;
@@ -219,13 +227,9 @@ static int generate(const kiln_model_api *api, const kiln_tokenizer *t, const op
   kiln_status s;
   FILE *dump = NULL;
 
-  if (o->ids) {
-    n_prompt = parse_ids(o->ids);
-  } else {
-    s = encode(t, o->prompt, strlen(o->prompt), 1, tokens, KILN_MAX_CONTEXT, &n_prompt);
-    if (s != KILN_OK)
-      return fail("prompt does not fit the context", s);
-  }
+  s = prompt_tokens(t, o, &n_prompt);
+  if (s != KILN_OK)
+    return fail("prompt does not fit the context", s);
   if (n_prompt <= 0) {
     usage();
     return 2;

@@ -151,12 +151,7 @@ int speculate(const kiln_model_api *api, const kiln_tokenizer *t, const options 
     return 2;
   }
 #endif
-  if (o->ids) {
-    n_prompt = parse_ids(o->ids);
-    s = KILN_OK;
-  } else {
-    s = encode(t, o->prompt, strlen(o->prompt), 1, tokens, KILN_MAX_CONTEXT, &n_prompt);
-  }
+  s = prompt_tokens(t, o, &n_prompt);
   if (s != KILN_OK || n_prompt <= 0)
     return fail("prompt does not fit the context", s != KILN_OK ? s : KILN_ERR_ARGUMENT);
   s = kiln_sampler_init(&sampler, &o->sampling);
