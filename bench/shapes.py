@@ -23,7 +23,6 @@ import os
 import random
 import re
 import statistics
-import struct
 import subprocess
 import sys
 import time
@@ -72,103 +71,21 @@ def run(cmd, **kw):
 # ---------------------------------------------------------------------------
 # Model files
 
-POOL_VALUES = 1000003  # not a power of two, so tiles never line up with rows
-
-
-def gaussian_f16(rng, sigma):
-    """POOL_VALUES gaussian values as f16 bytes."""
-    values = [rng.gauss(0.0, sigma) for _ in range(POOL_VALUES)]
-    return struct.pack("<%de" % POOL_VALUES, *values)
-
-
-def llama_layout(shape_name):
-    """(metadata, [(name, ne, ggml_type, offset, nbytes)], data_bytes) of a shape."""
-    n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx = SHAPES[shape_name]
-    # random_llama writes the metadata a Kiln-readable llama needs (vocab, tokenizer
-    # keys); a 1-wide model keeps its pure-Python weights free, then the real
-    # dimensions replace the tiny ones.
-    metadata, _ = gguf_tool.random_llama(n_embd=1, n_layer=1, n_head=1, n_head_kv=1, n_ff=1,
-                                         n_vocab=n_vocab, n_ctx=n_ctx,
-                                         ggml_type=gguf_tool.GGML_F16,
-                                         name="kiln-bench-" + shape_name)
-    u32 = gguf_tool.GGUF_U32
-    metadata.update({
-        "llama.context_length": (u32, n_ctx),
-        "llama.embedding_length": (u32, n_embd),
-        "llama.block_count": (u32, n_layer),
-        "llama.feed_forward_length": (u32, n_ff),
-        "llama.attention.head_count": (u32, n_head),
-        "llama.attention.head_count_kv": (u32, n_head_kv),
-        "llama.rope.dimension_count": (u32, n_embd // n_head),
-    })
-    alignment = gguf_tool.metadata_alignment(metadata)
-    tensors, position = [], 0
-    for name, ne in gguf_tool.llama_tensor_shapes(n_embd, n_layer, n_head, n_head_kv,
-                                                  n_ff, n_vocab):
-        ttype = gguf_tool.GGML_F32 if len(ne) == 1 else gguf_tool.GGML_F16
-        nbytes = gguf_tool.tensor_nbytes(ttype, ne)
-        position = gguf_tool.align_up(position, alignment)
-        tensors.append((name, ne, ttype, position, nbytes))
-        position += nbytes
-    return metadata, tensors, gguf_tool.align_up(position, alignment)
-
-
-def gguf_header(metadata, tensors):
-    """Header, KVs and tensor infos, padded to the data section (as encode_gguf)."""
-    out = bytearray(gguf_tool.GGUF_MAGIC)
-    out += struct.pack("<IQQ", 3, len(tensors), len(metadata))
-    for key, (vtype, value) in metadata.items():
-        gguf_tool._encode_string(key, out)
-        out += struct.pack("<I", vtype)
-        gguf_tool._encode_value(vtype, value, out)
-    for name, ne, ttype, offset, _ in tensors:
-        gguf_tool._encode_string(name, out)
-        out += struct.pack("<I%dQ" % len(ne), len(ne), *ne)
-        out += struct.pack("<IQ", ttype, offset)
-    out += bytes(gguf_tool.align_up(len(out), gguf_tool.metadata_alignment(metadata)) - len(out))
-    return out
-
 
 def make_model(shape_name, work):
-    """WORK/models/kiln-bench-<shape>.gguf, written unless it exists with the right size.
-    Tensor data is streamed: tiles of one pool of gaussian f16 values, each tensor
-    starting at a different point of the pool, so the data is varied but cheap."""
+    """WORK/models/kiln-bench-<shape>.gguf (gguf_tool's streamed writer), written
+    unless it exists with the right size."""
     if shape_name == "A":
         return MODEL_A
     path = os.path.join(work, "models", "kiln-bench-%s.gguf" % shape_name)
-    metadata, tensors, data_bytes = llama_layout(shape_name)
-    header = gguf_header(metadata, tensors)
-    if os.path.exists(path) and os.path.getsize(path) == len(header) + data_bytes:
+    name = "kiln-bench-" + shape_name
+    if os.path.exists(path) and \
+            os.path.getsize(path) == gguf_tool.streamed_llama_size(*SHAPES[shape_name], name=name):
         return path
-    log("writing %s (%.2f GB)" % (path, (len(header) + data_bytes) / 1e9))
+    log("writing %s" % path)
     t0 = time.perf_counter()
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    rng = random.Random(7)
-    # Each pool twice over, so any start point has a whole pool's length after it.
-    pools = {k: memoryview(p + p) for k, p in (("weights", gaussian_f16(rng, 0.08)),
-                                              ("embed", gaussian_f16(rng, 0.5)))}
-    size = 2 * POOL_VALUES
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(header)
-        position = 0
-        for index, (name, ne, ttype, offset, nbytes) in enumerate(tensors):
-            f.write(bytes(offset - position))
-            if ttype == gguf_tool.GGML_F32:  # norms: small, drawn one by one
-                values = [1.0 + rng.gauss(0.0, 0.1) for _ in range(ne[0])]
-                f.write(struct.pack("<%df" % ne[0], *values))
-            else:
-                view = pools["embed" if name == "token_embd.weight" else "weights"]
-                start = (index * 2 * 7919) % size  # even: starts on a value
-                left = nbytes
-                while left:
-                    n = min(left, size)
-                    f.write(view[start:start + n])
-                    left -= n
-                    start = (start + n) % size
-            position = offset + nbytes
-        f.write(bytes(data_bytes - position))
-    os.replace(tmp, path)
+    gguf_tool.write_streamed_llama(path, *SHAPES[shape_name], name=name)
     log("  %.1f s" % (time.perf_counter() - t0))
     return path
 

@@ -23,6 +23,10 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <chrono>
+
+#include <sys/resource.h>
+
 using namespace mlir;
 using namespace kiln;
 
@@ -105,6 +109,19 @@ static llvm::Expected<std::string> fitMemoryBudget(ModuleOp module, const gguf::
   return chooseFormatsForBudget(file, tensors, fixed, budget, log);
 }
 
+/// The most memory this process has held resident (file pages it mapped
+/// included), from the system's own count.
+static uint64_t peakResidentBytes() {
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0)
+    return 0;
+#ifdef __APPLE__
+  return uint64_t(usage.ru_maxrss); // bytes
+#else
+  return uint64_t(usage.ru_maxrss) * 1024; // kilobytes
+#endif
+}
+
 /// The --report table: every weight as stored, then the memory plan.
 static void printReport(ModuleOp module, const PackInfo &pack, const Vocabulary &vocab,
                         llvm::raw_ostream &os) {
@@ -146,6 +163,7 @@ static void printReport(ModuleOp module, const PackInfo &pack, const Vocabulary 
 /// One model to the requested phase; `nameOut` gets its C name.
 static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream &out,
                                 llvm::raw_ostream &errs, std::string *nameOut) {
+  auto started = std::chrono::steady_clock::now();
   // The device first: a wrong name fails before the long work.
   std::optional<Device> device;
   if (!options.device.empty()) {
@@ -166,6 +184,7 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
       llvm::ArrayRef(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
   if (!file)
     return report(errs, options.input, llvm::toString(file.takeError()));
+  file->mapped = (*buffer)->getBufferKind() == llvm::MemoryBuffer::MemoryBuffer_MMap;
   if (llvm::Error e = splitFusedTensors(*file))
     return report(errs, options.input, llvm::toString(std::move(e)));
 
@@ -283,7 +302,7 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
          << "'; known: llama3, chatml, gemma, phi3): kiln-generate --chat will refuse it\n";
   llvm::SmallString<256> packPath(options.outputDir);
   llvm::sys::path::append(packPath, name + ".kpack");
-  llvm::Expected<PackInfo> pack = writePack(**module, *file, *vocab, packPath);
+  llvm::Expected<PackInfo> pack = writePack(**module, *file, *vocab, packPath, options.jobs);
   if (!pack)
     return report(errs, options.input, llvm::toString(pack.takeError()));
   setPackAttr(**module, PackAttr::get(&context, pack->modelHash, pack->dataOffset,
@@ -300,10 +319,14 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
       return report(errs, packPath, written.getError().message());
     const uint8_t *data =
         reinterpret_cast<const uint8_t *>((*written)->getBufferStart()) + pack->dataOffset;
+    bool mapped = (*written)->getBufferKind() == llvm::MemoryBuffer::MemoryBuffer_MMap;
     checksums.emplace();
     checksums->onOpen = options.packChecksum == "open";
-    for (auto [offset, bytes] : layerByteRanges(**module))
+    for (auto [offset, bytes] : layerByteRanges(**module)) {
       checksums->sums.push_back(kiln_checksum(data + offset, bytes));
+      if (mapped)
+        gguf::releaseMappedPages(llvm::ArrayRef(data + offset, bytes));
+    }
   }
   FailureOr<std::vector<GeneratedFile>> sources =
       translateToC(**module, *target, options.embedWeights, checksums ? &*checksums : nullptr);
@@ -318,8 +341,13 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
       failed(writeGeneratedFiles(where, options.outputDir, librarySources())) ||
       (options.embedWeights && failed(writeEmbeddedWeights(where, options.outputDir, name))))
     return report(errs, options.input, "code generation failed");
-  if (options.report)
+  if (options.report) {
     printReport(**module, *pack, *vocab, out);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    out << llvm::formatv("compile: {0:f1} s, peak memory {1} MB\n", seconds,
+                         peakResidentBytes() >> 20);
+  }
   if (!options.reportDir.empty() || device) {
     CodeMeasure code;
     if (!options.reportDir.empty())

@@ -37,6 +37,7 @@ struct CompileOptions {
   std::string fuse = "residual,swiglu,qkv,norm"; // kiln-fuse's patterns; empty: none
   int64_t threads = 1;        // workers the kernels' work is split for
   int64_t minSplitWork = -1;  // least work of a split kernel; -1: the target's
+  unsigned jobs = 0;          // threads converting weights; 0: one per core
   ImportOptions import;
 };
 

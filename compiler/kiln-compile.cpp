@@ -149,6 +149,9 @@ int main(int argc, char **argv) {
       cl::desc("Workers the kernels' work is split for at compile time (the most a "
                "program can use; 1: no threads at all)"),
       cl::init(1), cl::cat(category));
+  cl::opt<unsigned> jobs(
+      "jobs", cl::desc("Threads that convert and repack the weights (default: one per core)"),
+      cl::init(0), cl::cat(category));
   cl::opt<int64_t> minSplitWork(
       "min-split-work",
       cl::desc("Least work (multiply-adds, or elements of row-wise ops) for which a kernel "
@@ -191,6 +194,7 @@ int main(int argc, char **argv) {
   options.memoryBudget = memoryBudget;
   options.tile = tile;
   options.threads = threads;
+  options.jobs = jobs;
   options.fuse = fuse == "none" ? std::string() : fuse.getValue();
   options.minSplitWork = minSplitWork;
   options.import.prefillChunk = prefillChunk;

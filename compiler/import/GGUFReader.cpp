@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 using namespace kiln::gguf;
 using llvm::ArrayRef;
 using llvm::Error;
@@ -332,4 +335,17 @@ Expected<File> kiln::gguf::parse(ArrayRef<uint8_t> bytes) {
     if (!names.insert(t.name).second)
       return fail(llvm::formatv("tensor '{0}' appears twice", t.name));
   return std::move(file);
+}
+
+void kiln::gguf::releaseMappedPages(ArrayRef<uint8_t> bytes) {
+#ifdef MADV_DONTNEED
+  uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  uintptr_t begin = llvm::alignTo(uintptr_t(bytes.data()), page);
+  uintptr_t end = llvm::alignDown(uintptr_t(bytes.data()) + bytes.size(), page);
+  // Advice only: when refused, the pages stay until the mapping is closed.
+  if (end > begin)
+    (void)madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+#else
+  (void)bytes;
+#endif
 }

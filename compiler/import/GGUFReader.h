@@ -48,6 +48,10 @@ struct TensorInfo {
   std::vector<int64_t> shape() const;
 };
 
+/// Drops the whole pages inside `bytes`, a range of a read-only file mapping,
+/// from this process's resident memory (the file's page cache keeps them).
+void releaseMappedPages(llvm::ArrayRef<uint8_t> bytes);
+
 /// A parsed GGUF file. The tensor bytes are not copied: `data` views the caller's
 /// buffer (usually a memory-mapped file), which must outlive this object.
 struct File {
@@ -56,11 +60,20 @@ struct File {
   std::map<std::string, Value, std::less<>> metadata;
   std::vector<TensorInfo> tensors;
   llvm::ArrayRef<uint8_t> data;
+  /// True when `data` is a read-only file mapping, whose pages `release` drops.
+  bool mapped = false;
 
   const Value *find(llvm::StringRef key) const;
   const TensorInfo *findTensor(llvm::StringRef name) const;
   llvm::ArrayRef<uint8_t> tensorBytes(const TensorInfo &t) const {
     return data.slice(t.offset, t.bytes);
+  }
+  /// Drops the pages of `t` from this process's memory once they are used: a
+  /// later read maps them again from the file. The compile reads each tensor
+  /// once, so a model larger than memory costs about one tensor at a time.
+  void release(const TensorInfo &t) const {
+    if (mapped)
+      releaseMappedPages(tensorBytes(t));
   }
 };
 

@@ -17,7 +17,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <map>
+#include <thread>
 
 using namespace mlir;
 using namespace kiln;
@@ -86,11 +88,25 @@ bool sameFormat(quant::FormatSpec a, quant::FormatSpec b) {
   return a.format == b.format && a.group == b.group;
 }
 
+/// Elements a worker converts at a time: the floats of a whole tensor are
+/// never held (an 8B model's token embedding alone is 2 GB of them).
+constexpr size_t kChunkElements = size_t(1) << 18;
+
+/// A worker's floats and rows, reused from chunk to chunk.
+struct ChunkScratch {
+  std::vector<float> values, decoded;
+  std::vector<uint8_t> rows;
+};
+
 /// The bytes of a weight as the generated kernels read them: the model file's
-/// bytes when the format is unchanged, else decoded and re-encoded into `owned`.
-Expected<llvm::ArrayRef<uint8_t>> segmentBytes(const gguf::File &model, const Segment &s,
-                                               std::vector<uint8_t> &owned,
-                                               TensorReport &report) {
+/// bytes when neither the format nor the layout changes, else converted into
+/// `owned` a few rows at a time by `threads` workers, each chunk decoded,
+/// re-encoded and repacked into panels where the kernels read panels. The
+/// error sums are added in chunk order, so the result is the same on any
+/// number of threads.
+Expected<llvm::ArrayRef<uint8_t>> encodeSegment(const gguf::File &model, const Segment &s,
+                                                std::vector<uint8_t> &owned,
+                                                TensorReport &report, unsigned threads) {
   const gguf::TensorInfo *t = model.findTensor(s.name);
   if (!t)
     return fail(llvm::formatv("the model has no tensor '{0}'", s.name));
@@ -103,29 +119,89 @@ Expected<llvm::ArrayRef<uint8_t>> segmentBytes(const gguf::File &model, const Se
     return fail(llvm::formatv("tensor '{0}' has {1} elements in the model but the IR "
                               "expects {2}",
                               s.name, t->numElements(), s.type.getNumElements()));
-  if (sameFormat(from, to)) {
-    if (t->bytes != uint64_t(rowLayoutBytes))
-      return fail(llvm::formatv("tensor '{0}' has {1} bytes in the model but the IR "
-                                "expects {2}",
-                                s.name, t->bytes, rowLayoutBytes));
-    return model.tensorBytes(*t);
-  }
-  size_t n = t->numElements();
-  std::vector<float> values(n), decoded(n);
-  quant::dequantize(from, model.tensorBytes(*t).data(), n, values.data());
-  owned.resize(quant::rowBytes(to, n));
-  if (owned.size() != uint64_t(rowLayoutBytes))
+  bool convert = !sameFormat(from, to);
+  if (!convert && t->bytes != uint64_t(rowLayoutBytes))
+    return fail(llvm::formatv("tensor '{0}' has {1} bytes in the model but the IR "
+                              "expects {2}",
+                              s.name, t->bytes, rowLayoutBytes));
+  if (convert && quant::rowBytes(to, t->numElements()) != uint64_t(rowLayoutBytes))
     return fail(llvm::formatv("tensor '{0}': {1} needs {2} bytes but the IR expects {3}",
-                              s.name, report.format, owned.size(), rowLayoutBytes));
-  quant::quantize(to, values.data(), n, owned.data());
-  quant::dequantize(to, owned.data(), n, decoded.data());
-  double err = 0, ref = 0;
-  for (size_t i = 0; i < n; ++i) {
-    err += (double(values[i]) - decoded[i]) * (double(values[i]) - decoded[i]);
-    ref += double(values[i]) * values[i];
+                              s.name, report.format, quant::rowBytes(to, t->numElements()),
+                              rowLayoutBytes));
+  if (!convert && s.panelRows == 0)
+    return model.tensorBytes(*t);
+
+  size_t cols = size_t(s.type.getShape().back());
+  size_t rows = t->numElements() / cols;
+  size_t fromRow = quant::rowBytes(from, cols), toRow = quant::rowBytes(to, cols);
+  Type element = s.type.getElementType();
+  int family = getKernelFamily(element);
+  int32_t group = int32_t(getBlockElements(element)), panel = int32_t(s.panelRows);
+  if (panel > 0) {
+    size_t bytes = kiln_uk_panel_bytes(family, int32_t(rows), int32_t(cols), group, panel);
+    if (bytes != uint64_t(s.attr.getBytes()) ||
+        toRow != kiln_uk_row_bytes(family, int32_t(cols), group))
+      return fail(llvm::formatv("internal error: tensor '{0}' in {1}-row panels needs {2} "
+                                "bytes but its segment has {3}",
+                                s.name, panel, bytes, s.attr.getBytes()));
+    owned.resize(bytes);
+  } else {
+    owned.resize(size_t(rowLayoutBytes));
   }
-  report.rmsError = ref > 0 ? std::sqrt(err / ref) : 0;
-  report.converted = true;
+  // Chunks of whole panels, small enough to stay in cache and to give every
+  // worker a few.
+  size_t unit = size_t(std::max(panel, 1));
+  size_t chunkRows = std::max<size_t>(1, kChunkElements / cols);
+  chunkRows = std::min(chunkRows, llvm::divideCeil(rows, 4 * size_t(threads)));
+  chunkRows = llvm::alignTo(std::max<size_t>(chunkRows, 1), unit);
+  size_t chunks = llvm::divideCeil(rows, chunkRows);
+  std::vector<double> err(chunks, 0), ref(chunks, 0);
+  const uint8_t *src = model.tensorBytes(*t).data();
+
+  auto work = [&](size_t first, size_t step) {
+    ChunkScratch scratch;
+    for (size_t c = first; c < chunks; c += step) {
+      size_t begin = c * chunkRows, count = std::min(chunkRows, rows - begin);
+      size_t n = count * cols;
+      const uint8_t *rowBytes = src + begin * fromRow;
+      if (convert) {
+        uint8_t *out = owned.data() + begin * toRow;
+        if (panel > 0) {
+          scratch.rows.resize(count * toRow);
+          out = scratch.rows.data();
+        }
+        scratch.values.resize(n);
+        scratch.decoded.resize(n);
+        quant::dequantize(from, rowBytes, n, scratch.values.data());
+        quant::quantize(to, scratch.values.data(), n, out);
+        quant::dequantize(to, out, n, scratch.decoded.data());
+        for (size_t i = 0; i < n; ++i) {
+          double x = scratch.values[i], d = x - scratch.decoded[i];
+          err[c] += d * d;
+          ref[c] += x * x;
+        }
+        rowBytes = out;
+      }
+      if (panel > 0)
+        kiln_uk_pack_panels(family, rowBytes, owned.data() + begin * toRow, int32_t(count),
+                            int32_t(cols), group, panel);
+    }
+  };
+  unsigned workers = unsigned(std::min<size_t>(threads, chunks));
+  std::vector<std::thread> pool;
+  for (unsigned w = 1; w < workers; ++w)
+    pool.emplace_back(work, w, workers);
+  work(0, workers);
+  for (std::thread &th : pool)
+    th.join();
+
+  if (convert) {
+    double e = 0, r = 0;
+    for (size_t c = 0; c < chunks; ++c)
+      e += err[c], r += ref[c];
+    report.rmsError = r > 0 ? std::sqrt(e / r) : 0;
+    report.converted = true;
+  }
   return llvm::ArrayRef<uint8_t>(owned);
 }
 
@@ -161,23 +237,6 @@ private:
   double last = 0;
 };
 
-/// Row-layout bytes of `s` repacked into the panels its kernels read.
-Expected<std::vector<uint8_t>> repackPanels(const Segment &s, llvm::ArrayRef<uint8_t> rows) {
-  Type element = s.type.getElementType();
-  int family = getKernelFamily(element);
-  int32_t n = int32_t(s.type.getDimSize(0)), k = int32_t(s.type.getDimSize(1));
-  int32_t g = int32_t(getBlockElements(element));
-  size_t bytes = kiln_uk_panel_bytes(family, n, k, g, int32_t(s.panelRows));
-  if (bytes != uint64_t(s.attr.getBytes()) ||
-      rows.size() != size_t(n) * kiln_uk_row_bytes(family, k, g))
-    return fail(llvm::formatv("internal error: tensor '{0}' in {1}-row panels needs {2} "
-                              "bytes but its segment has {3}",
-                              s.name, s.panelRows, bytes, s.attr.getBytes()));
-  std::vector<uint8_t> panels(bytes);
-  kiln_uk_pack_panels(family, rows.data(), panels.data(), n, k, g, int32_t(s.panelRows));
-  return panels;
-}
-
 } // namespace
 
 quant::FormatSpec kiln::formatOfGgmlType(uint32_t ggmlType) {
@@ -188,7 +247,8 @@ quant::FormatSpec kiln::formatOfGgmlType(uint32_t ggmlType) {
 }
 
 Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
-                                   const Vocabulary &vocab, llvm::StringRef path) {
+                                   const Vocabulary &vocab, llvm::StringRef path,
+                                   unsigned jobs) {
   std::vector<Segment> segments;
   llvm::StringSet<> seen;
   module.walk([&](WeightOp op) {
@@ -226,85 +286,54 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
   uint64_t vocabOffset = llvm::alignTo(dataBytes.getInt(), kPageBytes);
   uint64_t dataSize = llvm::alignTo(vocabOffset + vocabSegment.size(), kPageBytes);
 
-  Fnv1a hash;
-  std::vector<llvm::ArrayRef<uint8_t>> bytes;
-  std::vector<std::vector<uint8_t>> owned(segments.size());
-  std::vector<TensorReport> reports(segments.size());
-  Progress progress(segments.size());
-  for (size_t i = 0; i < segments.size(); ++i) {
-    const Segment &s = segments[i];
-    progress.at(i, s.name);
-    Expected<llvm::ArrayRef<uint8_t>> b = segmentBytes(model, s, owned[i], reports[i]);
-    if (!b)
-      return b.takeError();
-    if (s.panelRows > 0) {
-      Expected<std::vector<uint8_t>> panels = repackPanels(s, *b);
-      if (!panels)
-        return panels.takeError();
-      owned[i] = std::move(*panels);
-      b = llvm::ArrayRef<uint8_t>(owned[i]);
-    }
-    bytes.push_back(*b);
-    uint32_t group;
-    hash.add(s.name);
-    hash.add(uint64_t(formatOf(s.type.getElementType(), group)));
-    hash.add(uint64_t(group));
-    hash.add(uint64_t(s.panelRows));
-    for (int64_t d : s.type.getShape())
-      hash.add(uint64_t(d));
-    hash.add(uint64_t(s.attr.getOffset()));
-    hash.add(*b);
-  }
-  hash.add(vocabOffset);
-  hash.add(llvm::ArrayRef(vocabSegment));
-
-  flatbuffers::FlatBufferBuilder fbb(1 << 16);
-  std::vector<flatbuffers::Offset<pack::Tensor>> tensors;
-  std::map<int64_t, std::pair<uint64_t, uint64_t>> layers; // index -> [begin, end)
-  for (const Segment &s : segments) {
-    uint32_t group;
-    pack::Format format = formatOf(s.type.getElementType(), group);
-    std::vector<int64_t> shape(s.type.getShape().begin(), s.type.getShape().end());
-    uint64_t offset = s.attr.getOffset(), size = s.attr.getBytes();
-    tensors.push_back(pack::CreateTensorDirect(fbb, s.name.c_str(), format, group, &shape,
-                                               offset, size, s.attr.getLayer()));
-    if (s.attr.getLayer() >= 0) {
-      auto [it, inserted] = layers.try_emplace(s.attr.getLayer(), offset, offset + size);
-      it->second.first = std::min(it->second.first, offset);
-      it->second.second = std::max(it->second.second, offset + size);
-    }
-  }
-  std::vector<flatbuffers::Offset<pack::Layer>> layerTable;
-  for (auto [index, range] : layers)
-    layerTable.push_back(
-        pack::CreateLayer(fbb, index, range.first, range.second - range.first));
-
-  std::vector<flatbuffers::Offset<flatbuffers::String>> tokens, merges;
-  for (const std::string &t : vocab.tokens)
-    tokens.push_back(fbb.CreateString(t));
-  for (const std::string &m : vocab.merges)
-    merges.push_back(fbb.CreateString(m));
-  auto vocabTable = pack::CreateVocabularyDirect(
-      fbb, vocab.model.c_str(), &tokens, &vocab.scores, &vocab.types, &merges,
-      vocab.bos, vocab.eos, vocab.unk, vocab.addBos, vocab.addSpacePrefix);
   std::string name = module.getSymName() ? module.getSymName()->str() : "model";
-  auto root = pack::CreatePackDirect(fbb, name.c_str(), hash.value(), &tensors,
-                                     &layerTable, vocabTable, dataSize, vocabOffset,
-                                     vocabSegment.size());
-  pack::FinishPackBuffer(fbb, root);
-
-  flatbuffers::Verifier verifier(fbb.GetBufferPointer(), fbb.GetSize());
-  if (!pack::VerifyPackBuffer(verifier))
-    return fail("internal error: the pack table does not verify");
+  // The table holds the model hash, known once every segment is encoded: the
+  // file is written with a placeholder table of the same size, then its head
+  // is written again. Tensors are encoded, written and released one at a time.
+  auto table = [&](uint64_t hash) {
+    flatbuffers::FlatBufferBuilder fbb(1 << 16);
+    std::vector<flatbuffers::Offset<pack::Tensor>> tensors;
+    std::map<int64_t, std::pair<uint64_t, uint64_t>> layers; // index -> [begin, end)
+    for (const Segment &s : segments) {
+      uint32_t group;
+      pack::Format format = formatOf(s.type.getElementType(), group);
+      std::vector<int64_t> shape(s.type.getShape().begin(), s.type.getShape().end());
+      uint64_t offset = s.attr.getOffset(), size = s.attr.getBytes();
+      tensors.push_back(pack::CreateTensorDirect(fbb, s.name.c_str(), format, group, &shape,
+                                                 offset, size, s.attr.getLayer()));
+      if (s.attr.getLayer() >= 0) {
+        auto [it, inserted] = layers.try_emplace(s.attr.getLayer(), offset, offset + size);
+        it->second.first = std::min(it->second.first, offset);
+        it->second.second = std::max(it->second.second, offset + size);
+      }
+    }
+    std::vector<flatbuffers::Offset<pack::Layer>> layerTable;
+    for (auto [index, range] : layers)
+      layerTable.push_back(
+          pack::CreateLayer(fbb, index, range.first, range.second - range.first));
+    std::vector<flatbuffers::Offset<flatbuffers::String>> tokens, merges;
+    for (const std::string &t : vocab.tokens)
+      tokens.push_back(fbb.CreateString(t));
+    for (const std::string &m : vocab.merges)
+      merges.push_back(fbb.CreateString(m));
+    auto vocabTable = pack::CreateVocabularyDirect(
+        fbb, vocab.model.c_str(), &tokens, &vocab.scores, &vocab.types, &merges,
+        vocab.bos, vocab.eos, vocab.unk, vocab.addBos, vocab.addSpacePrefix);
+    auto root = pack::CreatePackDirect(fbb, name.c_str(), hash, &tensors, &layerTable,
+                                       vocabTable, dataSize, vocabOffset,
+                                       vocabSegment.size());
+    pack::FinishPackBuffer(fbb, root);
+    return fbb.Release();
+  };
+  flatbuffers::DetachedBuffer placeholder = table(~uint64_t(0));
 
   PackInfo info;
-  info.modelHash = hash.value();
-  info.dataOffset = llvm::alignTo(kHeaderBytes + fbb.GetSize(), kPageBytes);
+  info.dataOffset = llvm::alignTo(kHeaderBytes + placeholder.size(), kPageBytes);
   info.dataSize = dataSize;
   info.vocabOffset = vocabOffset;
   info.vocabBytes = vocabSegment.size();
-  info.tensors = std::move(reports);
   info.fileSize = info.dataOffset + info.dataSize;
+  info.tensors.resize(segments.size());
 
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
@@ -315,33 +344,67 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
   // runtime maps with large pages, where small writes of padding would leave
   // small ones.
   os.SetBufferSize(8u << 20);
-  uint8_t header[kHeaderBytes] = {'K', 'I', 'L', 'N', 'P', 'A', 'C', 'K'};
-  using namespace llvm::support::endian;
-  write32le(header + 8, kPackVersion);
-  write32le(header + 12, 0);
-  write64le(header + 16, info.modelHash);
-  write64le(header + 24, kHeaderBytes);
-  write64le(header + 32, fbb.GetSize());
-  write64le(header + 40, info.dataOffset);
-  write64le(header + 48, info.dataSize);
-  write64le(header + 56, info.fileSize);
-  os.write(reinterpret_cast<const char *>(header), kHeaderBytes);
-  os.write(reinterpret_cast<const char *>(fbb.GetBufferPointer()), fbb.GetSize());
-  uint64_t written = kHeaderBytes + fbb.GetSize();
+  uint64_t written = 0;
   auto padTo = [&](uint64_t target) {
     os.write_zeros(target - written);
     written = target;
   };
-  padTo(info.dataOffset);
+  padTo(info.dataOffset); // the header and the table, written last
+
+  Fnv1a hash;
+  unsigned threads = jobs ? jobs : std::max(1u, std::thread::hardware_concurrency());
+  Progress progress(segments.size());
   for (size_t i = 0; i < segments.size(); ++i) {
-    padTo(info.dataOffset + segments[i].attr.getOffset());
-    os.write(reinterpret_cast<const char *>(bytes[i].data()), bytes[i].size());
-    written += bytes[i].size();
+    const Segment &s = segments[i];
+    progress.at(i, s.name);
+    std::vector<uint8_t> owned;
+    Expected<llvm::ArrayRef<uint8_t>> b =
+        encodeSegment(model, s, owned, info.tensors[i], threads);
+    if (!b)
+      return b.takeError();
+    uint32_t group;
+    hash.add(s.name);
+    hash.add(uint64_t(formatOf(s.type.getElementType(), group)));
+    hash.add(uint64_t(group));
+    hash.add(uint64_t(s.panelRows));
+    for (int64_t d : s.type.getShape())
+      hash.add(uint64_t(d));
+    hash.add(uint64_t(s.attr.getOffset()));
+    hash.add(*b);
+    padTo(info.dataOffset + s.attr.getOffset());
+    os.write(reinterpret_cast<const char *>(b->data()), b->size());
+    written += b->size();
+    if (const gguf::TensorInfo *t = model.findTensor(s.name))
+      model.release(*t);
   }
+  hash.add(vocabOffset);
+  hash.add(llvm::ArrayRef(vocabSegment));
   padTo(info.dataOffset + vocabOffset);
   os.write(reinterpret_cast<const char *>(vocabSegment.data()), vocabSegment.size());
   written += vocabSegment.size();
   padTo(info.fileSize);
+
+  info.modelHash = hash.value();
+  flatbuffers::DetachedBuffer final = table(info.modelHash);
+  flatbuffers::Verifier verifier(final.data(), final.size());
+  if (!pack::VerifyPackBuffer(verifier))
+    return fail("internal error: the pack table does not verify");
+  if (llvm::alignTo(kHeaderBytes + final.size(), kPageBytes) != info.dataOffset)
+    return fail("internal error: the pack table changed size with its hash");
+  std::vector<uint8_t> head(info.dataOffset, 0);
+  const char magic[8] = {'K', 'I', 'L', 'N', 'P', 'A', 'C', 'K'};
+  std::memcpy(head.data(), magic, sizeof(magic));
+  using namespace llvm::support::endian;
+  write32le(head.data() + 8, kPackVersion);
+  write32le(head.data() + 12, 0);
+  write64le(head.data() + 16, info.modelHash);
+  write64le(head.data() + 24, kHeaderBytes);
+  write64le(head.data() + 32, final.size());
+  write64le(head.data() + 40, info.dataOffset);
+  write64le(head.data() + 48, info.dataSize);
+  write64le(head.data() + 56, info.fileSize);
+  std::memcpy(head.data() + kHeaderBytes, final.data(), final.size());
+  os.pwrite(reinterpret_cast<const char *>(head.data()), head.size(), 0);
   os.close();
   if (os.has_error())
     return fail(llvm::formatv("{0}: {1}", path, os.error().message()));

@@ -37,11 +37,17 @@ struct PackInfo {
 /// vocabulary, then the data section with each weight's bytes from `model`
 /// followed by the vocab segment of the runtime tokenizer. A weight whose IR
 /// type differs from the file's (the quantize pass chose another format) is
-/// decoded and re-encoded here.
+/// decoded and re-encoded here, and one its kernels read in panels repacked,
+/// by `jobs` threads (0: one per core) a few rows at a time.
+/// Streamed: each weight is encoded, written and released from memory (and
+/// from `model`'s mapping) before the next, so the memory it takes is about
+/// the largest weight's, whatever the model's size; the bytes are the same
+/// for any `jobs`.
 /// The model hash covers the layout and the bytes, so a pack only opens with
 /// the code generated alongside it.
 llvm::Expected<PackInfo> writePack(mlir::ModuleOp module, const gguf::File &model,
-                                   const Vocabulary &vocab, llvm::StringRef path);
+                                   const Vocabulary &vocab, llvm::StringRef path,
+                                   unsigned jobs = 0);
 
 } // namespace kiln
 

@@ -35,6 +35,7 @@ std::vector<Option> optionsFor(const gguf::File &model, const BudgetTensor &t) {
     return {{stored, storedBytes, 0.0}};
   std::vector<float> values(n);
   quant::dequantize(stored, model.tensorBytes(*info).data(), n, values.data());
+  model.release(*info);
   std::vector<Option> all;
   for (const char *name : {"f32", "f16", "q8_0", "q6_k", "i8g128", "q5_k", "q4_k", "q4_0",
                            "i4g64", "i4g128"}) {

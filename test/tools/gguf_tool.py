@@ -27,6 +27,7 @@ usual way (tensors in order, each padded to the alignment).
 """
 
 import argparse
+import os
 import bisect
 import random
 import math
@@ -1407,6 +1408,107 @@ def random_llama(n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=96, n_vocab=6
 # ---------------------------------------------------------------------------
 # Conversion
 
+# Streamed models: large random-weight files written without holding them.
+STREAM_POOL_VALUES = 1000003  # not a power of two, so tiles never line up with rows
+
+
+def _streamed_layout(n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx, ggml_type,
+                     name):
+    """(metadata, [(name, ne, ggml_type, offset, nbytes)], data_bytes)."""
+    # random_llama writes the metadata a Kiln-readable llama needs (vocab, tokenizer
+    # keys); a 1-wide model keeps its pure-Python weights free, then the real
+    # dimensions replace the tiny ones.
+    metadata, _ = random_llama(n_embd=1, n_layer=1, n_head=1, n_head_kv=1, n_ff=1,
+                               n_vocab=n_vocab, n_ctx=n_ctx, ggml_type=GGML_F16, name=name)
+    set_file_type(metadata, ggml_type)
+    metadata.update({
+        "llama.context_length": (GGUF_U32, n_ctx),
+        "llama.embedding_length": (GGUF_U32, n_embd),
+        "llama.block_count": (GGUF_U32, n_layer),
+        "llama.feed_forward_length": (GGUF_U32, n_ff),
+        "llama.attention.head_count": (GGUF_U32, n_head),
+        "llama.attention.head_count_kv": (GGUF_U32, n_head_kv),
+        "llama.rope.dimension_count": (GGUF_U32, n_embd // n_head),
+    })
+    alignment = metadata_alignment(metadata)
+    tensors, position = [], 0
+    for tname, ne in llama_tensor_shapes(n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab):
+        ttype = GGML_F32 if len(ne) == 1 else ggml_type
+        nbytes = tensor_nbytes(ttype, ne)
+        position = align_up(position, alignment)
+        tensors.append((tname, ne, ttype, position, nbytes))
+        position += nbytes
+    return metadata, tensors, align_up(position, alignment)
+
+
+def _streamed_header(metadata, tensors):
+    """Header, KVs and tensor infos, padded to the data section (as encode_gguf)."""
+    out = bytearray(GGUF_MAGIC)
+    out += struct.pack("<IQQ", 3, len(tensors), len(metadata))
+    for key, (vtype, value) in metadata.items():
+        _encode_string(key, out)
+        out += struct.pack("<I", vtype)
+        _encode_value(vtype, value, out)
+    for tname, ne, ttype, offset, _ in tensors:
+        _encode_string(tname, out)
+        out += struct.pack("<I%dQ" % len(ne), len(ne), *ne)
+        out += struct.pack("<IQ", ttype, offset)
+    out += bytes(align_up(len(out), metadata_alignment(metadata)) - len(out))
+    return out
+
+
+def streamed_llama_size(n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx,
+                        ggml_type=GGML_F16, name=None):
+    """Bytes of the file write_streamed_llama writes."""
+    metadata, tensors, data_bytes = _streamed_layout(n_embd, n_layer, n_head, n_head_kv, n_ff,
+                                                     n_vocab, n_ctx, ggml_type, name)
+    return len(_streamed_header(metadata, tensors)) + data_bytes
+
+
+def write_streamed_llama(path, n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx,
+                         ggml_type=GGML_F16, name=None, seed=7):
+    """A llama of any size with random weights (F32 norms, 2-D tensors of ggml_type:
+    F16, Q8_0 or Q4_0), written tensor by tensor: each is a tiling of one pool of
+    gaussian values (encoded once), starting at a different point of it, so the data
+    is varied but cheap and the memory small whatever the model's size."""
+    if ggml_type not in (GGML_F16, GGML_Q8_0, GGML_Q4_0):
+        raise GGUFError("streamed models are F16, Q8_0 or Q4_0, not %s" % type_name(ggml_type))
+    metadata, tensors, data_bytes = _streamed_layout(n_embd, n_layer, n_head, n_head_kv, n_ff,
+                                                     n_vocab, n_ctx, ggml_type, name)
+    rng = random.Random(seed)
+    block_values, block_bytes = GGML_TYPES[ggml_type][1], GGML_TYPES[ggml_type][2]
+    # Whole blocks of values, each pool twice over so any start has a pool after it.
+    count = STREAM_POOL_VALUES - STREAM_POOL_VALUES % block_values
+    pools = {}
+    for kind, sigma in (("weights", 0.08), ("embed", 0.5)):
+        values = [rng.gauss(0.0, sigma) for _ in range(STREAM_POOL_VALUES)][:count]
+        pool = (struct.pack("<%de" % count, *values) if ggml_type == GGML_F16
+                else quantize(values, ggml_type))
+        pools[kind] = memoryview(pool + pool)
+    size = len(pools["weights"]) // 2
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(_streamed_header(metadata, tensors))
+        position = 0
+        for index, (tname, ne, ttype, offset, nbytes) in enumerate(tensors):
+            f.write(bytes(offset - position))
+            if ttype == GGML_F32:  # norms: small, drawn one by one
+                values = [1.0 + rng.gauss(0.0, 0.1) for _ in range(ne[0])]
+                f.write(struct.pack("<%df" % ne[0], *values))
+            else:
+                view = pools["embed" if tname == "token_embd.weight" else "weights"]
+                start = (index * 7919 * block_bytes) % size  # on a block
+                left = nbytes
+                while left:
+                    n = min(left, size)
+                    f.write(view[start:start + n])
+                    left -= n
+                    start = (start + n) % size
+            position = offset + nbytes
+        f.write(bytes(data_bytes - position))
+    os.replace(tmp, path)
+
+
 def set_file_type(metadata, ggml_type):
     # Assigning an existing key keeps its position, so the KV order is unchanged.
     metadata["general.file_type"] = (GGUF_U32, FILE_TYPE_FOR[ggml_type])
@@ -1759,6 +1861,13 @@ def _cmd_model(args):
     write_gguf(args.out, metadata, tensors, args.version)
 
 
+def _cmd_large(args):
+    dims = [int(d) for d in args.dims.split(",")]
+    if len(dims) != 7:
+        raise GGUFError("--dims takes 7 numbers, got %d" % len(dims))
+    write_streamed_llama(args.out, *dims, ggml_type=TYPE_BY_NAME[args.type], name=args.name)
+
+
 def _cmd_convert(args):
     version, metadata, tensors = read_gguf(args.input)
     if args.mix:
@@ -1831,6 +1940,15 @@ def main(argv=None):
     p.add_argument("--vocab-model", choices=("llama", "gpt2"), default="llama",
                    help="tokenizer: SentencePiece-style (default) or GPT-2 byte-level BPE")
     p.set_defaults(func=_cmd_model)
+
+    p = sub.add_parser("large", help="write a large random-weight llama, streamed")
+    p.add_argument("out")
+    p.add_argument("--dims", required=True,
+                   help="n_embd,n_layer,n_head,n_head_kv,n_ff,n_vocab,n_ctx "
+                        "(Llama-3-8B: 4096,32,32,8,14336,128256,8192)")
+    p.add_argument("--type", choices=("f16", "q8_0", "q4_0"), default="f16")
+    p.add_argument("--name")
+    p.set_defaults(func=_cmd_large)
 
     p = sub.add_parser("convert", help="re-encode the 2-D tensors of a model")
     p.add_argument("input")
