@@ -4,11 +4,11 @@
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -604,21 +604,31 @@ LogicalResult kiln::writeEmbeddedWeights(Operation *where, StringRef dir, String
   llvm::SmallString<256> packPath(dir), path(dir);
   llvm::sys::path::append(packPath, name + ".kpack");
   llvm::sys::path::append(path, name + "_weights.c");
-  auto pack = llvm::MemoryBuffer::getFile(packPath, /*IsText=*/false,
-                                          /*RequiresNullTerminator=*/false);
+  // Read a megabyte at a time: the pack may be larger than memory.
+  llvm::Expected<llvm::sys::fs::file_t> pack = llvm::sys::fs::openNativeFileForRead(packPath);
   if (!pack)
-    return where->emitError() << packPath << ": " << pack.getError().message();
+    return where->emitError() << packPath << ": " << llvm::toString(pack.takeError());
+  auto closePack = llvm::make_scope_exit([&] { llvm::sys::fs::closeFile(*pack); });
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
   if (ec)
     return where->emitError() << path << ": " << ec.message();
   // Decimal, 32 per line: about 3.6 bytes per pack byte and quick for C compilers.
   os << fillTemplate("weights.c.in", {{"name", name.str()}, {"NAME", name.upper()}});
-  llvm::StringRef bytes = (*pack)->getBuffer();
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    os << unsigned(uint8_t(bytes[i])) << ',';
-    if (i % 32 == 31)
-      os << '\n';
+  std::vector<char> chunk(1 << 20);
+  size_t at = 0;
+  while (true) {
+    llvm::Expected<size_t> got =
+        llvm::sys::fs::readNativeFile(*pack, llvm::MutableArrayRef(chunk.data(), chunk.size()));
+    if (!got)
+      return where->emitError() << packPath << ": " << llvm::toString(got.takeError());
+    if (*got == 0)
+      break;
+    for (size_t i = 0; i < *got; ++i, ++at) {
+      os << unsigned(uint8_t(chunk[i])) << ',';
+      if (at % 32 == 31)
+        os << '\n';
+    }
   }
   os << "};\n";
   return success();
