@@ -1,9 +1,14 @@
 /* The pthread pool behind kiln_workers (hosted builds of multi-core models). */
+#ifdef __linux__
+#define _GNU_SOURCE /* sched_getaffinity, pthread_setaffinity_np */
+#else
 #define _POSIX_C_SOURCE 200809L
+#endif
 
 #include "kiln/kiln_pool.h"
 
 #include <sched.h>
+#include <string.h>
 
 /* Polls before sleeping: about the gap between two kernels of a schedule, so
  * workers stay awake through a decode step and sleep between steps. */
@@ -91,6 +96,7 @@ kiln_status kiln_pool_start(kiln_pool *p, int32_t threads) {
   p->waiting = 0;
   p->started = 0;
   p->stop = 0;
+  p->pinned = 0;
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->wake, NULL);
   pthread_cond_init(&p->done, NULL);
@@ -135,6 +141,41 @@ void kiln_pool_parallel_for(void *pool, kiln_task_fn fn, void *ctx, int32_t shar
   }
 }
 
+#ifdef __linux__
+/* The caller's CPU set fits the pool's copy. */
+typedef char kiln_pool_caller_cpus_fit[sizeof(((kiln_pool *)0)->caller_cpus) >= sizeof(cpu_set_t)
+                                           ? 1 : -1];
+#endif
+
+kiln_status kiln_pool_pin(kiln_pool *p) {
+#ifdef __linux__
+  cpu_set_t allowed, one;
+  int32_t cpu = 0, t;
+  if (!p || p->threads < 1 || p->pinned)
+    return KILN_ERR_ARGUMENT;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+    return KILN_ERR_CPU;
+  if (CPU_COUNT(&allowed) < p->threads)
+    return KILN_ERR_ARGUMENT;
+  memcpy(p->caller_cpus, &allowed, sizeof allowed);
+  for (t = 0; t < p->threads; ++t, ++cpu) {
+    while (!CPU_ISSET(cpu, &allowed))
+      ++cpu;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (pthread_setaffinity_np(t == 0 ? pthread_self() : p->workers[t - 1], sizeof one, &one) != 0) {
+      (void)pthread_setaffinity_np(pthread_self(), sizeof allowed, &allowed);
+      return KILN_ERR_CPU;
+    }
+  }
+  p->pinned = 1;
+  return KILN_OK;
+#else
+  (void)p;
+  return KILN_ERR_CPU;
+#endif
+}
+
 kiln_workers kiln_pool_workers(kiln_pool *p) {
   kiln_workers w;
   w.parallel_for = kiln_pool_parallel_for;
@@ -156,5 +197,13 @@ void kiln_pool_stop(kiln_pool *p) {
   pthread_cond_destroy(&p->done);
   pthread_cond_destroy(&p->wake);
   pthread_mutex_destroy(&p->lock);
+#ifdef __linux__
+  if (p->pinned) {
+    cpu_set_t caller;
+    memcpy(&caller, p->caller_cpus, sizeof caller);
+    (void)pthread_setaffinity_np(pthread_self(), sizeof caller, &caller);
+  }
+#endif
+  p->pinned = 0;
   p->threads = 0;
 }

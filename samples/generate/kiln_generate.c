@@ -324,6 +324,9 @@ static int start_threads(const options *o) {
       fail("starting threads", s);
       return 0;
     }
+    /* One CPU each where there are enough; else the system places them. */
+    if (o->threads > 1)
+      (void)kiln_pool_pin(&pool);
     w = kiln_pool_workers(&pool);
     KILN_MODEL_API.set_workers(&model, &w);
   }

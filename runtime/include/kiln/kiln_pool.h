@@ -30,12 +30,23 @@ typedef struct kiln_pool {
   int32_t waiting;  /* the caller waits on done */
   int32_t started;  /* workers that have taken their index */
   int32_t stop;
+  int32_t pinned;   /* kiln_pool_pin bound the threads; caller_cpus restores the caller */
+  uint64_t caller_cpus[16];
 } kiln_pool;
 
 /* Starts threads - 1 workers (threads in 1..KILN_POOL_MAX_THREADS; 1 starts
  * none). KILN_ERR_ARGUMENT for a bad count, KILN_ERR_IO if the system
  * refuses a thread (those started are stopped again). */
 kiln_status kiln_pool_start(kiln_pool *p, int32_t threads);
+
+/* Binds the caller's thread and each worker to a CPU of its own, from the
+ * CPUs the process may run on (Linux). Threads that poll for work must not
+ * share a CPU: one would wait out the other's time slice at every kernel, so
+ * a small model would run slower on two threads than on one. The caller's
+ * own binding comes back at kiln_pool_stop. KILN_ERR_ARGUMENT when the
+ * process has fewer CPUs than threads (the pool runs unbound), KILN_ERR_CPU
+ * where the system cannot bind threads. */
+kiln_status kiln_pool_pin(kiln_pool *p);
 
 /* kiln_workers.parallel_for: thread t of the pool (0 is the caller) runs
  * shares [t * shares / threads, (t + 1) * shares / threads). One job at a time. */
