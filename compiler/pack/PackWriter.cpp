@@ -175,11 +175,15 @@ Expected<llvm::ArrayRef<uint8_t>> encodeSegment(const gguf::File &model, const S
         quant::dequantize(from, rowBytes, n, scratch.values.data());
         quant::quantize(to, scratch.values.data(), n, out);
         quant::dequantize(to, out, n, scratch.decoded.data());
+        // In locals: err and ref are shared by the workers.
+        double e = 0, r = 0;
         for (size_t i = 0; i < n; ++i) {
           double x = scratch.values[i], d = x - scratch.decoded[i];
-          err[c] += d * d;
-          ref[c] += x * x;
+          e += d * d;
+          r += x * x;
         }
+        err[c] = e;
+        ref[c] = r;
         rowBytes = out;
       }
       if (panel > 0)
