@@ -9,6 +9,7 @@
 
 #include "kiln/kiln.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -75,6 +76,46 @@ kiln_status kiln_pack_source_open_file(kiln_pack_source *src, const char *path) 
   src->size = size;
   src->mapping = map;
   src->mapping_size = size;
+  return KILN_OK;
+}
+
+kiln_status kiln_pack_source_read_file(kiln_pack_source *src, const char *path, void *buffer,
+                                       size_t buffer_bytes) {
+  uint8_t *to = (uint8_t *)buffer;
+  size_t size, done = 0;
+  kiln_status s = KILN_OK;
+  int fd;
+
+  if (src == NULL)
+    return KILN_ERR_ARGUMENT;
+  zero_source(src);
+  if (path == NULL || (buffer == NULL && buffer_bytes > 0))
+    return KILN_ERR_ARGUMENT;
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return KILN_ERR_IO;
+  if (file_size(fd, &size) != 0) {
+    close(fd);
+    return KILN_ERR_IO;
+  }
+  if (size > buffer_bytes) {
+    close(fd);
+    return KILN_ERR_ARENA;
+  }
+  while (done < size && s == KILN_OK) {
+    ssize_t got = read(fd, to + done, size - done);
+    if (got > 0)
+      done += (size_t)got;
+    else if (got == 0)
+      s = KILN_ERR_TRUNCATED; /* the file shrank since fstat */
+    else if (errno != EINTR)
+      s = KILN_ERR_IO;
+  }
+  close(fd);
+  if (s != KILN_OK)
+    return s;
+  src->bytes = size > 0 ? to : empty_file;
+  src->size = size;
   return KILN_OK;
 }
 

@@ -61,6 +61,7 @@ static void usage(void) {
           "       kiln-generate [--pack FILE] -p TEXT --draft-lookup D [--draft-ngram G] [-n N]\n"
           "       kiln-generate [--pack FILE] -p TEXT --draft-model D [--draft-pack FILE] [-n N]\n"
           "  -t N           threads (at most the --threads the model was compiled with)\n"
+          "  --read-pack    read the pack into memory instead of mapping it\n"
           "  --dump-logits  float32 logits, one row of vocab floats per evaluated\n"
           "                 position (prompt positions, then generated ones)\n"
           "  --no-prefill   evaluate the prompt one decode call at a time\n"
@@ -113,6 +114,7 @@ static int parse(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--tokenize")) o->tokenize = 1;
     else if (!strcmp(a, "--ignore-eos")) o->ignore_eos = 1;
     else if (!strcmp(a, "--chat")) o->chat = 1;
+    else if (!strcmp(a, "--read-pack")) o->read_pack = 1;
     else if (!v) return 0;
     else if (!strcmp(a, "--pack")) o->pack = v, ++i;
     else if (!strcmp(a, "-p")) o->prompt = v, ++i;
@@ -334,6 +336,9 @@ static int start_threads(const options *o) {
   return 1;
 }
 
+/* The pack's bytes with --read-pack. */
+static void *pack_buffer;
+
 int main(int argc, char **argv) {
   const kiln_model_api *api = &KILN_MODEL_API;
   kiln_pack_source src;
@@ -346,7 +351,16 @@ int main(int argc, char **argv) {
     usage();
     return 2;
   }
-  s = kiln_pack_source_open_file(&src, o.pack);
+  if (o.read_pack) {
+    /* As a device that must not fault on a file changed under a mapping. */
+    if (posix_memalign(&pack_buffer, 64, (size_t)api->pack_bytes) != 0) {
+      fprintf(stderr, "kiln-generate: no memory for the pack\n");
+      return 1;
+    }
+    s = kiln_pack_source_read_file(&src, o.pack, pack_buffer, (size_t)api->pack_bytes);
+  } else {
+    s = kiln_pack_source_open_file(&src, o.pack);
+  }
   if (s != KILN_OK)
     return fail(o.pack, s);
   arena_large_pages();
@@ -380,5 +394,6 @@ int main(int argc, char **argv) {
   kiln_pool_stop(&pool);
 #endif
   kiln_pack_source_close(&src);
+  free(pack_buffer);
   return rc;
 }

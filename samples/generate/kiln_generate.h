@@ -20,7 +20,7 @@ typedef struct options {
   double bandwidth_gbs;
   const char *draft_pack;
   int32_t n_generate, ctx, chunks, threads, keep, draft, draft_ngram;
-  int prefill, tokenize, ignore_eos, chat, draft_model;
+  int prefill, tokenize, ignore_eos, chat, draft_model, read_pack;
   kiln_sampler_params sampling;
 } options;
 

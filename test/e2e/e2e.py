@@ -746,7 +746,9 @@ def faults(args):
     """Injected faults under model A's generated code (test/e2e/Inputs/fault_test.c):
     mmap, fstat and open failing, madvise failing, a pack truncated before open, an
     arena one byte short or misaligned, the tokenizer's and sampler's buffers too
-    small: each a status, the model closed or usable as documented."""
+    small, and for a pack read into memory short and interrupted reads, a file that
+    ends early, a read error, a buffer too small: each a status, the model closed or
+    usable as documented."""
     res = Results()
     out = os.path.join(args.work, "a")
     name = compile_model(args, os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"), out, "--quant=q8_0")
@@ -761,7 +763,7 @@ def faults(args):
          "-I", os.path.join(out, "runtime", "include"),
          f'-DMODEL_HEADER="{name}.h"', f"-DMODEL_API={name}_api", f"-DMODEL_TYPE={name}_model",
          f"-DARENA_BYTES={upper}_ARENA_BYTES", f"-DVOCAB={upper}_VOCAB",
-         os.path.join(HERE, "Inputs", "fault_test.c"), os.path.join(b, f"lib{name}.a"),
+         f"-DPACK_BYTES={upper}_PACK_BYTES", os.path.join(HERE, "Inputs", "fault_test.c"), os.path.join(b, f"lib{name}.a"),
          os.path.join(b, "libkiln_runtime.a"), "-ldl", "-lm", "-o", exe])
     r = subprocess.run([exe, pack, short], text=True, capture_output=True)
     for line in r.stdout.splitlines():
@@ -769,6 +771,18 @@ def faults(args):
             res.check(line.startswith("PASS"), line[5:])
     res.check(r.returncode == 0 and "FAIL" not in r.stdout and not r.stderr.strip(),
               f"the fault program exits cleanly under ASan/UBSan {r.stderr.strip()[:300]}")
+    # kiln-generate --read-pack: the same ids and logits as the mapped pack; a
+    # truncated pack named with the reason.
+    tokens = [1, 2, 3, 4, 5]
+    mapped, read = os.path.join(args.work, "mapped.f32"), os.path.join(args.work, "read.f32")
+    ids = generate(b, pack, tokens, 6, mapped)
+    res.check(generate(b, pack, tokens, 6, read, "--read-pack") == ids and
+              open(read, "rb").read() == open(mapped, "rb").read(),
+              "kiln-generate --read-pack: the ids and logits of the mapped pack")
+    r = subprocess.run([os.path.join(b, "kiln-generate"), "--pack", short, "--read-pack",
+                        "--tokens", "1,2", "-n", "1"], text=True, capture_output=True)
+    res.check(r.returncode != 0 and short in r.stderr and "truncat" in r.stderr.lower(),
+              f"--read-pack of a truncated pack: an error naming it ({r.stderr.strip()[:120]})")
     return res.finish()
 
 

@@ -54,6 +54,16 @@ kiln_status kiln_pack_source_from_memory(kiln_pack_source *src, const void *byte
  * size 0 (verify then reports KILN_ERR_TRUNCATED). On failure *src is zeroed. */
 kiln_status kiln_pack_source_open_file(kiln_pack_source *src, const char *path);
 
+/* Hosted only. Reads the whole file into the caller's buffer (at least the
+ * file's size; 64-byte aligned, as verify wants) and wraps it: for a device
+ * that must not fault on a file that changes under a mapping. Short and
+ * interrupted reads are retried; a file that ends before the size it had at
+ * open (truncated meanwhile) is KILN_ERR_TRUNCATED, a read error or a file
+ * that cannot be opened or sized KILN_ERR_IO, a buffer smaller than the file
+ * KILN_ERR_ARENA. On failure *src is zeroed. Nothing to close. */
+kiln_status kiln_pack_source_read_file(kiln_pack_source *src, const char *path, void *buffer,
+                                       size_t buffer_bytes);
+
 /* Hosted only. Unmaps a mapped source and zeroes *src; safe on a zeroed or
  * memory source and on NULL. */
 void kiln_pack_source_close(kiln_pack_source *src);
