@@ -279,10 +279,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
  * sums as panel_tile_int, so the same results. Int4 keeps the high nibbles in
  * place (v & ~15, 16 times the code) in a chain of their own, shifted back
  * exactly at the group's end: two logic ops per 64 bytes instead of three.
- * Each group's lines are also prefetched 1 KiB ahead: the hardware prefetcher
- * alone let a q4_0 stream reach 0.79 of a plain read on a Xeon (one or two
- * threads), the prefetch 0.87-0.90 (bench/gemv.c). */
-#define KILN_UK_ROW_PREFETCH 1024
+ * Each group's lines are prefetched KILN_UK_PREFETCH_ROW_BYTES ahead. */
 KILN_UK_INLINE void kiln_uk_panel_row_int(int family, const uint8_t *panel, const uint8_t *xs, int32_t k,
                                   int32_t g, float *y) {
   const int32_t groups = k / g;
@@ -303,7 +300,7 @@ KILN_UK_INLINE void kiln_uk_panel_row_int(int family, const uint8_t *panel, cons
     __m512i is = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
     __m512 ws;
     for (c = 0; c < (int32_t)group_bytes; c += 64)
-      _mm_prefetch((const char *)(gp + KILN_UK_ROW_PREFETCH + c), _MM_HINT_T0);
+      KILN_UK_PREFETCH_ROW(gp + c);
     if (family == KILN_UK_I8) {
       for (c = 0; c < g / 4; ++c)
         is = _mm512_dpbusd_epi32(is, _mm512_loadu_si512(gp + 32 + 64 * c),
