@@ -150,7 +150,7 @@ typedef char kiln_pool_caller_cpus_fit[sizeof(((kiln_pool *)0)->caller_cpus) >= 
 kiln_status kiln_pool_pin(kiln_pool *p) {
 #ifdef __linux__
   cpu_set_t allowed, one;
-  int32_t cpu = 0, t;
+  int32_t cpu, t;
   if (!p || p->threads < 1 || p->pinned)
     return KILN_ERR_ARGUMENT;
   if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
@@ -158,9 +158,14 @@ kiln_status kiln_pool_pin(kiln_pool *p) {
   if (CPU_COUNT(&allowed) < p->threads)
     return KILN_ERR_ARGUMENT;
   memcpy(p->caller_cpus, &allowed, sizeof allowed);
-  for (t = 0; t < p->threads; ++t, ++cpu) {
+  /* The caller keeps the CPU it is on, the workers take the next ones: two
+   * programs started on different CPUs do not both bind to the first. */
+  cpu = sched_getcpu();
+  if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed))
+    cpu = 0;
+  for (t = 0; t < p->threads; ++t, cpu = (cpu + 1) % CPU_SETSIZE) {
     while (!CPU_ISSET(cpu, &allowed))
-      ++cpu;
+      cpu = (cpu + 1) % CPU_SETSIZE;
     CPU_ZERO(&one);
     CPU_SET(cpu, &one);
     if (pthread_setaffinity_np(t == 0 ? pthread_self() : p->workers[t - 1], sizeof one, &one) != 0) {
