@@ -98,12 +98,55 @@ struct ChunkScratch {
   std::vector<uint8_t> rows;
 };
 
+/// How a weight's rows go from the model's bytes to the pack's: decoded and
+/// re-encoded when the format changes, repacked into `panel`-row panels when
+/// the kernels read panels.
+struct RowCodec {
+  quant::FormatSpec from, to;
+  bool convert;
+  size_t cols, fromRow, toRow;
+  int family;
+  int32_t group, panel;
+
+  /// Rows [begin, begin + count) of the model's rows at `src` into the
+  /// segment at `dst` (`begin` a whole number of panels); adds the squared
+  /// error and the squared values of a conversion to `err` and `ref` once,
+  /// at the end (workers' sums may share a cache line).
+  void encode(const uint8_t *src, uint8_t *dst, size_t begin, size_t count,
+              ChunkScratch &scratch, double &err, double &ref) const {
+    const uint8_t *rows = src + begin * fromRow;
+    size_t n = count * cols;
+    if (convert) {
+      uint8_t *out = dst + begin * toRow;
+      if (panel > 0) {
+        scratch.rows.resize(count * toRow);
+        out = scratch.rows.data();
+      }
+      scratch.values.resize(n);
+      scratch.decoded.resize(n);
+      quant::dequantize(from, rows, n, scratch.values.data());
+      quant::quantize(to, scratch.values.data(), n, out);
+      quant::dequantize(to, out, n, scratch.decoded.data());
+      double e = 0, r = 0;
+      for (size_t i = 0; i < n; ++i) {
+        double x = scratch.values[i], d = x - scratch.decoded[i];
+        e += d * d;
+        r += x * x;
+      }
+      err += e;
+      ref += r;
+      rows = out;
+    }
+    if (panel > 0)
+      kiln_uk_pack_panels(family, rows, dst + begin * toRow, int32_t(count), int32_t(cols),
+                          group, panel);
+  }
+};
+
 /// The bytes of a weight as the generated kernels read them: the model file's
-/// bytes when neither the format nor the layout changes, else converted into
-/// `owned` a few rows at a time by `threads` workers, each chunk decoded,
-/// re-encoded and repacked into panels where the kernels read panels. The
-/// error sums are added in chunk order, so the result is the same on any
-/// number of threads.
+/// bytes when neither the format nor the layout changes, else encoded into
+/// `owned` in chunks of rows by `threads` workers. The error sums are added in
+/// chunk order, so the result is the same on any number of threads.
 Expected<llvm::ArrayRef<uint8_t>> encodeSegment(const gguf::File &model, const Segment &s,
                                                 std::vector<uint8_t> &owned,
                                                 TensorReport &report, unsigned threads) {
@@ -131,64 +174,37 @@ Expected<llvm::ArrayRef<uint8_t>> encodeSegment(const gguf::File &model, const S
   if (!convert && s.panelRows == 0)
     return model.tensorBytes(*t);
 
-  size_t cols = size_t(s.type.getShape().back());
-  size_t rows = t->numElements() / cols;
-  size_t fromRow = quant::rowBytes(from, cols), toRow = quant::rowBytes(to, cols);
   Type element = s.type.getElementType();
-  int family = getKernelFamily(element);
-  int32_t group = int32_t(getBlockElements(element)), panel = int32_t(s.panelRows);
-  if (panel > 0) {
-    size_t bytes = kiln_uk_panel_bytes(family, int32_t(rows), int32_t(cols), group, panel);
+  size_t cols = size_t(s.type.getShape().back()), rows = t->numElements() / cols;
+  RowCodec codec{from, to, convert, cols, quant::rowBytes(from, cols), quant::rowBytes(to, cols),
+                 getKernelFamily(element), int32_t(getBlockElements(element)),
+                 int32_t(s.panelRows)};
+  if (codec.panel > 0) {
+    size_t bytes = kiln_uk_panel_bytes(codec.family, int32_t(rows), int32_t(cols), codec.group,
+                                       codec.panel);
     if (bytes != uint64_t(s.attr.getBytes()) ||
-        toRow != kiln_uk_row_bytes(family, int32_t(cols), group))
+        codec.toRow != kiln_uk_row_bytes(codec.family, int32_t(cols), codec.group))
       return fail(llvm::formatv("internal error: tensor '{0}' in {1}-row panels needs {2} "
                                 "bytes but its segment has {3}",
-                                s.name, panel, bytes, s.attr.getBytes()));
+                                s.name, codec.panel, bytes, s.attr.getBytes()));
     owned.resize(bytes);
   } else {
     owned.resize(size_t(rowLayoutBytes));
   }
   // Chunks of whole panels, small enough to stay in cache and to give every
   // worker a few.
-  size_t unit = size_t(std::max(panel, 1));
   size_t chunkRows = std::max<size_t>(1, kChunkElements / cols);
   chunkRows = std::min(chunkRows, llvm::divideCeil(rows, 4 * size_t(threads)));
-  chunkRows = llvm::alignTo(std::max<size_t>(chunkRows, 1), unit);
+  chunkRows = llvm::alignTo(std::max<size_t>(chunkRows, 1), size_t(std::max(codec.panel, 1)));
   size_t chunks = llvm::divideCeil(rows, chunkRows);
   std::vector<double> err(chunks, 0), ref(chunks, 0);
   const uint8_t *src = model.tensorBytes(*t).data();
-
   auto work = [&](size_t first, size_t step) {
     ChunkScratch scratch;
     for (size_t c = first; c < chunks; c += step) {
-      size_t begin = c * chunkRows, count = std::min(chunkRows, rows - begin);
-      size_t n = count * cols;
-      const uint8_t *rowBytes = src + begin * fromRow;
-      if (convert) {
-        uint8_t *out = owned.data() + begin * toRow;
-        if (panel > 0) {
-          scratch.rows.resize(count * toRow);
-          out = scratch.rows.data();
-        }
-        scratch.values.resize(n);
-        scratch.decoded.resize(n);
-        quant::dequantize(from, rowBytes, n, scratch.values.data());
-        quant::quantize(to, scratch.values.data(), n, out);
-        quant::dequantize(to, out, n, scratch.decoded.data());
-        // In locals: err and ref are shared by the workers.
-        double e = 0, r = 0;
-        for (size_t i = 0; i < n; ++i) {
-          double x = scratch.values[i], d = x - scratch.decoded[i];
-          e += d * d;
-          r += x * x;
-        }
-        err[c] = e;
-        ref[c] = r;
-        rowBytes = out;
-      }
-      if (panel > 0)
-        kiln_uk_pack_panels(family, rowBytes, owned.data() + begin * toRow, int32_t(count),
-                            int32_t(cols), group, panel);
+      size_t begin = c * chunkRows;
+      codec.encode(src, owned.data(), begin, std::min(chunkRows, rows - begin), scratch, err[c],
+                   ref[c]);
     }
   };
   unsigned workers = unsigned(std::min<size_t>(threads, chunks));
