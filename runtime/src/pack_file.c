@@ -26,35 +26,37 @@ static void zero_source(kiln_pack_source *src) {
   src->mapping_size = 0;
 }
 
-/* Size of a regular file, or -1 when it has none or does not fit in memory. */
-static int file_size(int fd, size_t *size) {
+/* Opens `path` read-only and gives its size: KILN_ERR_IO when it cannot be
+ * opened or is not a regular file that fits in memory (then nothing is open). */
+static kiln_status open_sized(const char *path, int *fd, size_t *size) {
   struct stat st;
 
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0)
-    return -1;
-  if ((uintmax_t)st.st_size > (uintmax_t)SIZE_MAX)
-    return -1;
+  *fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (*fd < 0)
+    return KILN_ERR_IO;
+  if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
+      (uintmax_t)st.st_size > (uintmax_t)SIZE_MAX) {
+    close(*fd);
+    return KILN_ERR_IO;
+  }
   *size = (size_t)st.st_size;
-  return 0;
+  return KILN_OK;
 }
 
 kiln_status kiln_pack_source_open_file(kiln_pack_source *src, const char *path) {
   int fd;
   size_t size;
   void *map;
+  kiln_status s;
 
   if (src == NULL)
     return KILN_ERR_ARGUMENT;
   zero_source(src);
   if (path == NULL)
     return KILN_ERR_ARGUMENT;
-  fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return KILN_ERR_IO;
-  if (file_size(fd, &size) != 0) {
-    close(fd);
-    return KILN_ERR_IO;
-  }
+  s = open_sized(path, &fd, &size);
+  if (s != KILN_OK)
+    return s;
   if (size == 0) {
     close(fd);
     src->bytes = empty_file;
@@ -91,13 +93,9 @@ kiln_status kiln_pack_source_read_file(kiln_pack_source *src, const char *path, 
   zero_source(src);
   if (path == NULL || (buffer == NULL && buffer_bytes > 0))
     return KILN_ERR_ARGUMENT;
-  fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return KILN_ERR_IO;
-  if (file_size(fd, &size) != 0) {
-    close(fd);
-    return KILN_ERR_IO;
-  }
+  s = open_sized(path, &fd, &size);
+  if (s != KILN_OK)
+    return s;
   if (size > buffer_bytes) {
     close(fd);
     return KILN_ERR_ARENA;
