@@ -31,9 +31,10 @@
 #define KILN_UK_PREFETCH4(p) _mm_prefetch((const char *)(p) + KILN_UK_PREFETCH4_BYTES, _MM_HINT_T1)
 /* The int8/int4 decode GEMV (one panel at a time, a group's few dot products
  * between lines) asks for each line twice: into L1 1 KiB ahead and into L2
- * 4 KiB ahead. A q4_0 stream kept 0.79-0.80 of a plain read of the same bytes
- * with the hardware prefetchers alone, 0.86-0.90 with the L1 request, 0.97-0.98
- * with both (q8_0: 0.96, 1.00), on a Xeon, one thread or two (bench/gemv.c). */
+ * 4 KiB ahead. On AVX-512 a q4_0 stream kept 0.79-0.80 of a plain read of the
+ * same bytes with the hardware prefetchers alone, 0.86-0.90 with the L1
+ * request, 0.97-0.98 with both (q8_0: 0.96, 1.00), on a Xeon, one thread or
+ * two (bench/gemv.c); the AVX2 kernels ask the same. */
 #ifndef KILN_UK_PREFETCH_ROW_BYTES
 #define KILN_UK_PREFETCH_ROW_BYTES 1024
 #endif

@@ -229,12 +229,17 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
     const uint8_t *gp = panel + (size_t)b * group_bytes;
     __m256i is[KILN_UK_MR_MAX];
     __m256 ws;
-    /* Decode (one row) reads the panels as one stream that the hardware
-     * prefetchers follow; asking 16 KiB ahead there made a q4_0 GEMV from
-     * DRAM 0.87x as fast. */
+    /* Decode (one row) reads the panels as one stream: asked for as the
+     * AVX-512 decode GEMV asks (KILN_UK_PREFETCH_ROW), a q4_0 GEMV from DRAM
+     * kept 1.04-1.09 of a plain read against 0.76-0.78 with the hardware
+     * prefetchers alone (q8_0: 1.01-1.03 against 0.87-0.89; bench/gemv.c,
+     * one thread or two); 16 KiB ahead, as the tiles ask, was 0.87x slower. */
     if (mr > 1)
       for (c = 0; c < (int32_t)group_bytes; c += 64)
         KILN_UK_PREFETCH(gp + c);
+    else
+      for (c = 0; c < (int32_t)group_bytes; c += 64)
+        KILN_UK_PREFETCH_ROW(gp + c);
     for (r = 0; r < mr; ++r)
       is[r] = _mm256_setzero_si256();
     if (family == KILN_UK_I8) {
