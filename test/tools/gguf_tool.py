@@ -1084,6 +1084,30 @@ def default_offsets(tensors, alignment):
     return offsets
 
 
+def _encode_header(version, metadata, infos):
+    """The header, KVs and tensor infos [(name, ne, ggml_type, offset)], padded to the
+    data section. Returns (bytearray, layout) as encode_gguf describes layout."""
+    out = bytearray(GGUF_MAGIC)
+    out += struct.pack("<IQQ", version, len(infos), len(metadata))
+    layout = {"kv": [], "tensor_info": [], "offsets": [info[3] for info in infos]}
+    for key, (vtype, value) in metadata.items():
+        start = len(out)
+        _encode_string(key, out)
+        out += struct.pack("<I", vtype)
+        _encode_value(vtype, value, out)
+        layout["kv"].append((key, start, len(out)))
+    for name, ne, ggml_type, offset in infos:
+        start = len(out)
+        _encode_string(name, out)
+        out += struct.pack("<I%dQ" % len(ne), len(ne), *ne)
+        out += struct.pack("<IQ", ggml_type, offset)
+        layout["tensor_info"].append((name, start, len(out)))
+    data_start = align_up(len(out), metadata_alignment(metadata))
+    layout["data_start"] = data_start
+    out += bytes(data_start - len(out))
+    return out, layout
+
+
 def encode_gguf(metadata, tensors, version=3, offsets=None, check_sizes=True):
     """Serialize a GGUF file. Returns (bytearray, layout).
 
@@ -1102,25 +1126,9 @@ def encode_gguf(metadata, tensors, version=3, offsets=None, check_sizes=True):
                                 % (t["name"], len(t["data"]), type_name(t["type"]),
                                    t["ne"], expected))
 
-    out = bytearray(GGUF_MAGIC)
-    out += struct.pack("<IQQ", version, len(tensors), len(metadata))
-    layout = {"kv": [], "tensor_info": [], "offsets": list(offsets)}
-    for key, (vtype, value) in metadata.items():
-        start = len(out)
-        _encode_string(key, out)
-        out += struct.pack("<I", vtype)
-        _encode_value(vtype, value, out)
-        layout["kv"].append((key, start, len(out)))
-    for t, offset in zip(tensors, offsets):
-        start = len(out)
-        _encode_string(t["name"], out)
-        out += struct.pack("<I%dQ" % len(t["ne"]), len(t["ne"]), *t["ne"])
-        out += struct.pack("<IQ", t["type"], offset)
-        layout["tensor_info"].append((t["name"], start, len(out)))
-
-    data_start = align_up(len(out), alignment)
-    layout["data_start"] = data_start
-    out += bytes(data_start - len(out))
+    out, layout = _encode_header(version, metadata,
+                                 [(t["name"], t["ne"], t["type"], off)
+                                  for t, off in zip(tensors, offsets)])
     data_size = max([off + len(t["data"]) for t, off in zip(tensors, offsets)] or [0])
     data = bytearray(align_up(data_size, alignment))
     for t, offset in zip(tensors, offsets):
@@ -1442,19 +1450,8 @@ def _streamed_layout(n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx, g
 
 
 def _streamed_header(metadata, tensors):
-    """Header, KVs and tensor infos, padded to the data section (as encode_gguf)."""
-    out = bytearray(GGUF_MAGIC)
-    out += struct.pack("<IQQ", 3, len(tensors), len(metadata))
-    for key, (vtype, value) in metadata.items():
-        _encode_string(key, out)
-        out += struct.pack("<I", vtype)
-        _encode_value(vtype, value, out)
-    for tname, ne, ttype, offset, _ in tensors:
-        _encode_string(tname, out)
-        out += struct.pack("<I%dQ" % len(ne), len(ne), *ne)
-        out += struct.pack("<IQ", ttype, offset)
-    out += bytes(align_up(len(out), metadata_alignment(metadata)) - len(out))
-    return out
+    """Header, KVs and tensor infos of a streamed model, padded to the data section."""
+    return _encode_header(3, metadata, [t[:4] for t in tensors])[0]
 
 
 def streamed_llama_size(n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx,
