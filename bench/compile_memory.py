@@ -7,7 +7,7 @@ Llama-3-8B shape stored in q4_0, compiled for the host target.
   python3 bench/compile_memory.py [--build build] [--work /tmp/kiln-bench-compile]
                                   [--models M,L,8B] [--compare OTHER_KILN_COMPILE]
 
-Models are written once to WORK (gguf_tool.py's streamed writer; the 8B shape
+Models are written once to WORK/models (bench/shapes.py's shapes; the 8B shape
 takes 4.5 GB of disk and its pack as much again). Peak memory is the child's
 maximum resident set (file pages it mapped included), read by wait4. --compare
 runs another kiln-compile on the same models in the same run, and says whether
@@ -23,29 +23,19 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "test", "tools"))
 import gguf_tool  # noqa: E402
+from shapes import make_model  # noqa: E402
 
-# (dims n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx; file type;
-#  --quant; the bound's fixed part in bytes).
+# Each model (a shape of bench/shapes.py): its file type, --quant, and the bound's
+# fixed part in bytes (plus the largest tensor).
 MODELS = {
-    "M": ((768, 12, 12, 12, 2048, 32000, 8192), gguf_tool.GGML_F16, "q4_0", 0.5e9),
-    "L": ((2048, 16, 32, 8, 5632, 32000, 8192), gguf_tool.GGML_F16, "q4_0", 0.5e9),
-    "8B": ((4096, 32, 32, 8, 14336, 128256, 8192), gguf_tool.GGML_Q4_0, None, 1.5e9),
+    "M": (gguf_tool.GGML_F16, "q4_0", 0.5e9),
+    "L": (gguf_tool.GGML_F16, "q4_0", 0.5e9),
+    "8B": (gguf_tool.GGML_Q4_0, None, 1.5e9),
 }
 
 
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
-
-
-def model_file(name, work):
-    dims, ggml_type, _, _ = MODELS[name]
-    path = os.path.join(work, "kiln-mem-%s.gguf" % name)
-    label = "kiln-mem-" + name
-    if not (os.path.exists(path) and os.path.getsize(path) ==
-            gguf_tool.streamed_llama_size(*dims, ggml_type=ggml_type, name=label)):
-        log("writing %s" % path)
-        gguf_tool.write_streamed_llama(path, *dims, ggml_type=ggml_type, name=label)
-    return path
 
 
 def largest_tensor(path):
@@ -82,9 +72,9 @@ def main():
     compilers = [("kiln-compile", kc)] + ([("compare", args.compare)] if args.compare else [])
     rows = []
     for name in args.models.split(","):
-        path = model_file(name, args.work)
+        ggml_type, quant, fixed = MODELS[name]
+        path = make_model(name, args.work, ggml_type)
         size, largest = os.path.getsize(path), largest_tensor(path)
-        _, _, quant, fixed = MODELS[name]
         outs = []
         for label, exe in compilers:
             out = os.path.join(args.work, "out-%s-%s" % (name, label))

@@ -37,6 +37,8 @@ MODEL_A = os.path.join(ROOT, "test", "data", "tiny-llama-A", "tiny-llama-A-f32.g
 SHAPES = {
     "M": (768, 12, 12, 12, 2048, 32000, 8192),
     "L": (2048, 16, 32, 8, 5632, 32000, 8192),
+    # Llama-3-8B's dimensions: bench/compile_memory.py's largest model (as q4_0).
+    "8B": (4096, 32, 32, 8, 14336, 128256, 8192),
 }
 ALL_SHAPES = ["M", "L", "A"]
 
@@ -72,20 +74,22 @@ def run(cmd, **kw):
 # Model files
 
 
-def make_model(shape_name, work):
-    """WORK/models/kiln-bench-<shape>.gguf (gguf_tool's streamed writer), written
-    unless it exists with the right size."""
+def make_model(shape_name, work, ggml_type=gguf_tool.GGML_F16):
+    """WORK/models/kiln-bench-<shape>[-<type>].gguf (gguf_tool's streamed writer, 2-D
+    tensors in ggml_type), written unless it exists with the right size."""
     if shape_name == "A":
         return MODEL_A
-    path = os.path.join(work, "models", "kiln-bench-%s.gguf" % shape_name)
+    suffix = "" if ggml_type == gguf_tool.GGML_F16 else "-" + gguf_tool.type_name(ggml_type)
+    path = os.path.join(work, "models", "kiln-bench-%s%s.gguf" % (shape_name, suffix.lower()))
     name = "kiln-bench-" + shape_name
-    if os.path.exists(path) and \
-            os.path.getsize(path) == gguf_tool.streamed_llama_size(*SHAPES[shape_name], name=name):
+    dims = SHAPES[shape_name]
+    if os.path.exists(path) and os.path.getsize(path) == gguf_tool.streamed_llama_size(
+            *dims, ggml_type=ggml_type, name=name):
         return path
     log("writing %s" % path)
     t0 = time.perf_counter()
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    gguf_tool.write_streamed_llama(path, *SHAPES[shape_name], name=name)
+    gguf_tool.write_streamed_llama(path, *dims, ggml_type=ggml_type, name=name)
     log("  %.1f s" % (time.perf_counter() - t0))
     return path
 
