@@ -32,9 +32,17 @@ sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
 import gguf_tool  # noqa: E402
 from e2e import Results  # noqa: E402
 
-# kiln_pack.fbs's Format enum, by code.
-FORMATS = ["f32", "f16", "q8_0", "q4_0", "i8g", "i4g", "bf16", "q4_1", "q5_0", "q5_1",
-           "iq4_nl", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "tq2_0"]
+
+
+def pack_formats():
+    """kiln_pack.fbs's Format enum: lowercase names by code."""
+    schema = open(os.path.join(ROOT, "runtime", "schema", "kiln_pack.fbs")).read()
+    body = re.search(r"enum Format : ubyte \{([^}]*)\}", schema).group(1)
+    codes = {int(code): name.lower() for name, code in re.findall(r"(\w+) = (\d+)", body)}
+    return [codes[i] for i in range(len(codes))]
+
+
+FORMATS = pack_formats()
 WRITABLE = ["f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "q2_k", "q3_k",
             "q4_k", "q5_k", "q6_k", "i8g64", "i4g128"]
 
