@@ -33,7 +33,6 @@ import gguf_tool  # noqa: E402
 from e2e import Results  # noqa: E402
 
 
-
 def pack_formats():
     """kiln_pack.fbs's Format enum: lowercase names by code."""
     schema = open(os.path.join(ROOT, "runtime", "schema", "kiln_pack.fbs")).read()
