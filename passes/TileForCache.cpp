@@ -70,9 +70,9 @@ struct TileForCachePass : kiln::impl::TileForCacheBase<TileForCachePass> {
       int64_t k = inputType.getDimSize(1);
       int64_t group = getBlockElements(element);
       int64_t mr = pinned->mr;
-      // Accumulators per row: a float one, and an int32 one (int8 weights) or
-      // two (a k-quant's super-block and sub-block sums).
-      int64_t perRow = isGgmlBlockType(element) ? 3 : integer ? 2 : 1;
+      // Accumulators per row: a float one, and an int32 one (int8 weights and
+      // the blocks of 32) or two (a k-quant's super-block and sub-block sums).
+      int64_t perRow = isGgmlBlockType(element) && group > 32 ? 3 : integer ? 2 : 1;
       if (!mr)
         mr = std::clamp((registers - 4) / perRow, int64_t(1), kMaxTileRows);
       // The kernel passes over a panel once per row tile and over the

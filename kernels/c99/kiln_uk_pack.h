@@ -33,7 +33,16 @@
  *             bits (of qh), four arrays of nr words with the sixteen int8
  *             scales (byte t of word w: scale 4w + t), then nr f16 d. The
  *             quads keep GGUF's order within a row, so the codes of sub-block s
- *             are a nibble of ql quads and two bits of qh quads. */
+ *             are a nibble of ql quads and two bits of qh quads.
+ *   q4_1, q5_0, q5_1, iq4_nl
+ *             GGUF's blocks of 32 (g = 32). Per block: nr f16 d, then (q4_1,
+ *             q5_1) nr f16 m, then (q5_0, q5_1) nr 32-bit words of the fifth
+ *             bits, then 4 quads of nr x 4 code bytes as i4's (row r's bytes
+ *             4c..4c+3 of qs: columns 4c + j in the low nibbles, 16 + 4c + j in
+ *             the high). Bit c of byte j of a fifth-bit word is the fifth bit
+ *             of column 4c + j, bit 4 + c that of column 16 + 4c + j, so a
+ *             32-bit shift by 4 - c (left) or c (right) and a mask of 0x10 put
+ *             quad c's fifth bits beside its low or high nibbles. */
 #ifndef KILN_UK_PACK_H
 #define KILN_UK_PACK_H
 
@@ -90,6 +99,43 @@ static inline void kiln_uk_pack_q6k_block(const uint8_t *s, uint8_t *p, int32_t 
   memcpy(p + 208 * (size_t)nr + 2 * (size_t)r, s + 208, 2);
 }
 
+/* Bytes per row of a block of 32 in a panel before its codes: d, then m
+ * (q4_1, q5_1), then the fifth bits (q5_0, q5_1); GGUF's blocks have as many. */
+static inline int32_t kiln_uk_b32_head(int family) {
+  return 2 + (family == KILN_UK_Q4_1 || family == KILN_UK_Q5_1 ? 2 : 0) +
+         (family == KILN_UK_Q5_0 || family == KILN_UK_Q5_1 ? 4 : 0);
+}
+
+static inline int kiln_uk_is_b32_family(int family) {
+  return family == KILN_UK_Q4_1 || family == KILN_UK_Q5_0 || family == KILN_UK_Q5_1 ||
+         family == KILN_UK_IQ4_NL;
+}
+
+/* One GGUF block of 32 (q4_1, q5_0, q5_1, iq4_nl at s) as row r of a panel's
+ * block at p. */
+static inline void kiln_uk_pack_b32_block(int family, const uint8_t *s, uint8_t *p, int32_t r,
+                                          int32_t nr) {
+  const int32_t mins = family == KILN_UK_Q4_1 || family == KILN_UK_Q5_1;
+  const int32_t five = family == KILN_UK_Q5_0 || family == KILN_UK_Q5_1;
+  const int32_t head = kiln_uk_b32_head(family); /* GGUF's block has its codes there too */
+  int32_t c, j;
+  memcpy(p + 2 * r, s, 2);
+  if (mins)
+    memcpy(p + 2 * nr + 2 * r, s + 2, 2);
+  if (five) {
+    const uint32_t qh = (uint32_t)s[2 + 2 * mins] | (uint32_t)s[3 + 2 * mins] << 8 |
+                        (uint32_t)s[4 + 2 * mins] << 16 | (uint32_t)s[5 + 2 * mins] << 24;
+    uint32_t word = 0;
+    for (c = 0; c < 4; ++c)
+      for (j = 0; j < 4; ++j)
+        word |= ((qh >> (4 * c + j)) & 1u) << (8 * j + c) |
+                ((qh >> (16 + 4 * c + j)) & 1u) << (8 * j + 4 + c);
+    kiln_uk_put_u32le(p + (size_t)(2 + 2 * mins) * (size_t)nr + 4 * (size_t)r, word);
+  }
+  for (c = 0; c < 4; ++c)
+    memcpy(p + (size_t)(head + 4 * c) * (size_t)nr + 4 * (size_t)r, s + head + 4 * c, 4);
+}
+
 static inline void kiln_uk_pack_panels(int family, const uint8_t *src, uint8_t *dst,
                                        int32_t n, int32_t k, int32_t g, int32_t nr) {
   size_t rb = kiln_uk_row_bytes(family, k, g);
@@ -114,6 +160,12 @@ static inline void kiln_uk_pack_panels(int family, const uint8_t *src, uint8_t *
         else
           kiln_uk_pack_q6k_block(s + bb * (size_t)b, panel + bb * (size_t)nr * (size_t)b, r, nr);
       }
+      continue;
+    }
+    if (kiln_uk_is_b32_family(family)) {
+      const size_t bb = (size_t)kiln_uk_block_bytes(family);
+      for (b = 0; b < k / 32; ++b)
+        kiln_uk_pack_b32_block(family, s + bb * (size_t)b, panel + bb * (size_t)nr * (size_t)b, r, nr);
       continue;
     }
     {

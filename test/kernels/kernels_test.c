@@ -673,56 +673,119 @@ static void test_quantize_sums(int32_t k, int32_t g) {
 }
 #endif
 
+/* Whether the ISA reads block format fmt in panels. */
+static int has_block_panels(int fmt) {
+  (void)fmt;
+  return 0
 #ifdef KILN_UK_HAS_PANEL_KQUANTS
-/* q4_k, q5_k or q6_k repacked into panels (the weights and activations test_blocks
- * made): each output against the naive sum of the decoded row, and the same
- * bits for every register tile, K block, panel range and row count (decode's
- * path). */
-static void test_kquant_panels(int fmt, int32_t rows, int32_t n, int32_t k, size_t stride,
-                               size_t rb) {
-  const int family = fmt;
-  const char *name = kiln_uk_family_name(fmt);
-  static float wrow[MAX_K], y_panel[MAX_ROWS * MAX_N], y_other[MAX_ROWS * MAX_N];
-  static const int32_t tiles[][3] = {{1, 256, 1}, {3, 256, 2}, {5, MAX_K, 3}, {8, 256, 5}};
-  const int32_t panels = (n + KILN_UK_NR - 1) / KILN_UK_NR;
+         || fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K || fmt == KILN_UK_Q6_K
+#endif
+#ifdef KILN_UK_HAS_PANEL_B32
+         || kiln_uk_is_b32_family(fmt)
+#endif
+      ;
+}
+
+#if defined(KILN_UK_HAS_PANEL_KQUANTS) || defined(KILN_UK_HAS_PANEL_B32)
+/* Worst error of y (rows x n) against the naive double sum of the decoded
+ * rows of w_rows times the dequantized activations in scratch, in units of
+ * the float rounding bound. */
+static double block_panel_error(int fmt, const float *yp, int32_t rows, int32_t n, int32_t k,
+                                size_t stride, size_t rb) {
+  static float wrow[MAX_K];
+  const int32_t e = kiln_uk_block_elements(fmt);
   double worst = 0.0;
-  int32_t i, r, j, b, same = 1;
-  char what[112];
-  kiln_uk_pack_panels(family, w_rows, w_panels, n, k, 256, KILN_UK_NR);
-  kiln_uk_matmul_panel_int(family, w_panels, y_panel, scratch, rows, n, k, 256, 8, k, 0, panels);
+  int32_t r, j, b;
   for (j = 0; j < n; ++j) {
     kiln_uk_row(fmt, w_rows + (size_t)j * rb, wrow, k, 0);
     for (r = 0; r < rows; ++r) {
       const float *d = (const float *)(const void *)(scratch + (size_t)r * stride);
-      const int8_t *q = (const int8_t *)(const void *)(d + k / 256 + k / 16);
+      const int8_t *q = (const int8_t *)(const void *)(d + k / e + k / 16);
       double sum = 0.0, mag = 0.0;
       for (b = 0; b < k; ++b) {
-        double t = (double)q[b] * (double)d[b / 256] * (double)wrow[b];
+        double t = (double)q[b] * (double)d[b / e] * (double)wrow[b];
         sum += t;
         mag += t < 0 ? -t : t;
       }
-      sum = ((double)y_panel[(size_t)r * (size_t)n + j] - sum) / (mag * 1e-5 + 1e-6);
+      sum = ((double)yp[(size_t)r * (size_t)n + j] - sum) / (mag * 1e-5 + 1e-6);
       worst = sum > worst ? sum : -sum > worst ? -sum : worst;
     }
   }
+  return worst;
+}
+
+/* Bit i of a panel's bytes (-1 for none) whose flip test_block_panels
+ * expects to see: first row, first block; the top mantissa bit of its scale,
+ * of its min (m, dmin), a bit of its fifth bits or sub-block scales, the
+ * lowest bit of its first code. */
+static int32_t block_panel_mutation(int fmt, int32_t i) {
+  const int32_t nr = KILN_UK_NR;
+  if (kiln_uk_is_b32_family(fmt)) {
+    const int32_t mins = fmt == KILN_UK_Q4_1 || fmt == KILN_UK_Q5_1;
+    const int32_t five = fmt == KILN_UK_Q5_0 || fmt == KILN_UK_Q5_1;
+    const int32_t at[4] = {8 + 1, mins ? 8 * 2 * nr + 8 + 1 : -1, five ? 8 * (2 + 2 * mins) * nr : -1,
+                           8 * kiln_uk_b32_head(fmt) * nr};
+    return at[i];
+  }
+  if (fmt == KILN_UK_Q6_K) {
+    const int32_t at[4] = {8 * 208 * nr + 8 + 1, -1, 8 * 192 * nr + 4, 0};
+    return at[i];
+  }
+  {
+    const int32_t at[4] = {8 + 1, 8 * 2 * nr + 8 + 1, 8 * 4 * nr + 2, 8 * (fmt == KILN_UK_Q5_K ? 48 : 16) * nr};
+    return at[i];
+  }
+}
+
+/* A block format repacked into panels (the weights and activations test_blocks
+ * made): each output against the naive sum of the decoded row, and the same
+ * bits for every register tile, K block, panel range and row count (decode's
+ * path). A flipped bit of a panel's scale, min, fifth bits or codes (its
+ * first row's, in the first block) must move the outputs past the bound. */
+static void test_block_panels(int fmt, int32_t rows, int32_t n, int32_t k, size_t stride,
+                              size_t rb) {
+  const int family = fmt;
+  const char *name = kiln_uk_family_name(fmt);
+  const int32_t e = kiln_uk_block_elements(fmt);
+  static float y_panel[MAX_ROWS * MAX_N], y_other[MAX_ROWS * MAX_N];
+  const int32_t tiles[][3] = {{1, e, 1}, {3, 8 * e < k ? 8 * e : e, 2}, {5, MAX_K, 3}, {8, e, 5}};
+  const int32_t panels = (n + KILN_UK_NR - 1) / KILN_UK_NR;
+  double worst;
+  int32_t i, r, j, same = 1;
+  char what[112];
+  kiln_uk_pack_panels(family, w_rows, w_panels, n, k, e, KILN_UK_NR);
+  kiln_uk_matmul_panel_int(family, w_panels, y_panel, scratch, rows, n, k, e, 8, k, 0, panels);
+  worst = block_panel_error(fmt, y_panel, rows, n, k, stride, rb);
   snprintf(what, sizeof what, "%s %s panels rows %d n %d k %d: error %.2f of bound",
            KILN_TEST_ISA_NAME, name, (int)rows, (int)n, (int)k, worst);
   check(worst <= 1.0, what);
   for (i = 0; i < (int32_t)(sizeof tiles / sizeof tiles[0]); ++i) {
     const int32_t pieces = tiles[i][2];
     for (j = 0; j < pieces; ++j)
-      kiln_uk_matmul_panel_int(family, w_panels, y_other, scratch, rows, n, k, 256, tiles[i][0],
+      kiln_uk_matmul_panel_int(family, w_panels, y_other, scratch, rows, n, k, e, tiles[i][0],
                        tiles[i][1], panels * j / pieces, panels * (j + 1) / pieces);
     same &= memcmp(y_other, y_panel, sizeof(float) * (size_t)(rows * n)) == 0;
   }
   for (r = 0; r < rows; ++r) {
-    kiln_uk_matmul_panel_int(family, w_panels, y_other, scratch + (size_t)r * stride, 1, n, k, 256,
+    kiln_uk_matmul_panel_int(family, w_panels, y_other, scratch + (size_t)r * stride, 1, n, k, e,
                      8, k, 0, panels);
     same &= memcmp(y_other, y_panel + (size_t)r * (size_t)n, sizeof(float) * (size_t)n) == 0;
   }
   snprintf(what, sizeof what, "%s %s panels rows %d n %d k %d: tiles, ranges and rows agree",
            KILN_TEST_ISA_NAME, name, (int)rows, (int)n, (int)k);
   check(same, what);
+  for (i = 0; i < 4; ++i) {
+    const int32_t at = block_panel_mutation(fmt, i);
+    if (at < 0)
+      continue;
+    w_panels[at / 8] ^= (uint8_t)(1u << at % 8);
+    kiln_uk_matmul_panel_int(family, w_panels, y_other, scratch, rows, n, k, e, 8, k, 0, panels);
+    w_panels[at / 8] ^= (uint8_t)(1u << at % 8);
+    worst = block_panel_error(fmt, y_other, rows, n, k, stride, rb);
+    snprintf(what, sizeof what, "%s %s panels rows %d n %d k %d: bit %d of the panel flipped, error %.0f",
+             KILN_TEST_ISA_NAME, name, (int)rows, (int)n, (int)k, (int)at, worst);
+    check(worst > 1.0, what);
+  }
 }
 #endif
 
@@ -740,10 +803,6 @@ static const int32_t *block_scale_at(int fmt) {
     if (block_formats[i] == fmt)
       return at[i];
   return at[0];
-}
-
-static int is_kquant_panel(int fmt) {
-  return fmt == KILN_UK_Q4_K || fmt == KILN_UK_Q5_K || fmt == KILN_UK_Q6_K;
 }
 
 /* The GGUF block formats: matmul_blocks against a naive double sum of the
@@ -795,9 +854,9 @@ static void test_blocks(int fmt, int32_t rows, int32_t n, int32_t k) {
   }
   snprintf(what, sizeof what, "%s matmul_blocks %s rows %d n %d k %d: error %.2f of bound",
            KILN_TEST_ISA_NAME, kiln_uk_family_name(fmt), (int)rows, (int)n, (int)k, worst);
-#ifdef KILN_UK_HAS_PANEL_KQUANTS
-  if (is_kquant_panel(fmt))
-    test_kquant_panels(fmt, rows, n, k, stride, rb);
+#if defined(KILN_UK_HAS_PANEL_KQUANTS) || defined(KILN_UK_HAS_PANEL_B32)
+  if (has_block_panels(fmt))
+    test_block_panels(fmt, rows, n, k, stride, rb);
 #endif
   check(worst <= 1.0, what);
   snprintf(what, sizeof what, "%s matmul_blocks %s rows %d n %d k %d: rows and ranges agree",
@@ -1228,9 +1287,9 @@ int main(void) {
       test_blocks(fmt, 3, 16, 2 * e);
       test_blocks(fmt, MAX_ROWS, 5, e == 32 ? 7 * e : e);
       /* Several whole panels and a ragged one (decode's path), more tiles. */
-      if (is_kquant_panel(fmt)) {
+      if (has_block_panels(fmt)) {
         test_blocks(fmt, 1, 80, 2 * e);
-        test_blocks(fmt, 9, 70, e);
+        test_blocks(fmt, 9, 70, e == 32 ? 12 * e : e);
       }
       /* Blocks of 32 eight at a time, then one more (the ISA dots' two loops). */
       if (e == 32)

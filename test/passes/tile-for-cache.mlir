@@ -13,8 +13,10 @@
 // pinned kc is rounded down to whole groups. A k-quant in panels holds three
 // accumulators per row (32 registers: 8; 16: 4) and its groups are super-blocks
 // of 256: q4_k's 16 x 144/256 + 64 + 1 = 74 bytes per column give 1771 -> 1536
-// at 256 KiB, and a pinned kc of 100 rises to one super-block. A weight in the
-// row layout gets no tile.
+// at 256 KiB, and a pinned kc of 100 rises to one super-block. The GGUF blocks
+// of 32 hold two accumulators per row, as q4_0: q5_1's 16 x 24/32 + 64 + 1 = 77
+// bytes per column give 1702 -> 1696 at 256 KiB. A weight in the row layout
+// gets no tile.
 func.func @f(%x: tensor<64x2048xf32>, %h: tensor<64x64xf32>) -> (tensor<64x5632xf32>, tensor<64x5632xf32>, tensor<64x64xf32>) {
   %q = kiln.weight "blk.0.ffn_up.weight" {kiln.layout = #kiln.panel<rows = 16>} : tensor<5632x2048x!kiln.q4_0>
   // BIG: kiln.matmul {{.*}} {kiln.tile = #kiln.tile<mr = 8, nr = 16, kc = 2048>}
@@ -31,6 +33,11 @@ func.func @f(%x: tensor<64x2048xf32>, %h: tensor<64x64xf32>) -> (tensor<64x5632x
   // SMALL: kiln.matmul {{.*}} {kiln.tile = #kiln.tile<mr = 4, nr = 16, kc = 1536>}
   // PINNED: kiln.matmul {{.*}} {kiln.tile = #kiln.tile<mr = 3, nr = 16, kc = 256>}
   %kq = kiln.matmul %x, %k : (tensor<64x2048xf32>, tensor<2048x2048x!kiln.q4_k>) -> tensor<64x2048xf32>
+  %b = kiln.weight "blk.0.attn_k.weight" {kiln.layout = #kiln.panel<rows = 16>} : tensor<2048x2048x!kiln.q5_1>
+  // BIG: kiln.matmul {{.*}} {kiln.tile = #kiln.tile<mr = 8, nr = 16, kc = 2048>}
+  // SMALL: kiln.matmul {{.*}} {kiln.tile = #kiln.tile<mr = 6, nr = 16, kc = 1696>}
+  // PINNED: kiln.matmul {{.*}} {kiln.tile = #kiln.tile<mr = 3, nr = 16, kc = 96>}
+  %bq = kiln.matmul %x, %b : (tensor<64x2048xf32>, tensor<2048x2048x!kiln.q5_1>) -> tensor<64x2048xf32>
   %r = kiln.weight "blk.0.attn_q.weight" : tensor<64x64xf32>
   // BIG: kiln.matmul
   // BIG-NOT: tile

@@ -205,6 +205,84 @@ static inline __m256i kiln_uk_q4_widen(__m256i acc) {
 #endif
 }
 
+/* As the AVX-512 panel_tile_b32, 8 output rows: mr block activation rows
+ * against blocks b0..b1-1 of one q4_1, q5_0, q5_1 or iq4_nl panel. iq4_nl's
+ * values stay signed (vpshufb from the codebook) and meet the activations'
+ * magnitudes with their signs moved over, so that vpmaddubsw's int16 pairs
+ * cannot saturate without VNNI. */
+KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, const uint8_t *xs,
+                                   size_t stride, int32_t mr, int32_t k, int32_t b0, int32_t b1,
+                                   float *y, int32_t ldy, int32_t valid) {
+  const int32_t mins = family == KILN_UK_Q4_1 || family == KILN_UK_Q5_1;
+  const int32_t five = family == KILN_UK_Q5_0 || family == KILN_UK_Q5_1;
+  const int32_t nl = family == KILN_UK_IQ4_NL;
+  const int32_t head = kiln_uk_b32_head(family), bytes = 8 * (head + 16);
+  const int32_t bias = family == KILN_UK_Q5_0 ? 16 : 0;
+  const size_t xq_at = (size_t)(k / 32 + k / 16) * 4u;
+  const size_t sums_at = xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u;
+  const __m256i low = _mm256_set1_epi8(15), bit4 = _mm256_set1_epi8(0x10);
+  const __m256i table = _mm256_broadcastsi128_si256(
+      _mm_loadu_si128((const __m128i *)(const void *)kiln_uk_iq4nl_values));
+  __m256 acc[KILN_UK_MR_MAX];
+  int32_t r, b, c;
+  for (r = 0; r < mr; ++r)
+    acc[r] = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * (size_t)bytes;
+    const __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(const void *)(gp + 16 * (1 + mins)))
+                            : _mm256_setzero_si256();
+    __m256i is[KILN_UK_MR_MAX];
+    __m256 d, m;
+    if (mr > 1)
+      for (c = 0; c < bytes; c += 64)
+        KILN_UK_PREFETCH(gp + c);
+    else
+      for (c = 0; c < bytes; c += 64)
+        KILN_UK_PREFETCH_ROW(gp + c);
+    for (r = 0; r < mr; ++r)
+      is[r] = _mm256_setzero_si256();
+    for (c = 0; c < 4; ++c) {
+      const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 8 * head + 32 * c));
+      __m256i lo = _mm256_and_si256(v, low), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+      if (five) {
+        lo = _mm256_or_si256(lo, _mm256_and_si256(kiln_uk_panel_shift32(qh, 4 - c), bit4));
+        hi = _mm256_or_si256(hi, _mm256_and_si256(kiln_uk_panel_shift32(qh, -c), bit4));
+      }
+      if (nl) {
+        lo = _mm256_shuffle_epi8(table, lo);
+        hi = _mm256_shuffle_epi8(table, hi);
+      }
+      for (r = 0; r < mr; ++r) {
+        const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at) + 32 * b + 4 * c;
+        const __m256i x0 = _mm256_set1_epi32(kiln_uk_load_i32(q)), x1 = _mm256_set1_epi32(kiln_uk_load_i32(q + 16));
+        if (nl) {
+          is[r] = kiln_uk_dot_u8s8(is[r], _mm256_sign_epi8(x0, x0), _mm256_sign_epi8(lo, x0));
+          is[r] = kiln_uk_dot_u8s8(is[r], _mm256_sign_epi8(x1, x1), _mm256_sign_epi8(hi, x1));
+        } else {
+          is[r] = kiln_uk_dot_u8s8(is[r], lo, x0);
+          is[r] = kiln_uk_dot_u8s8(is[r], hi, x1);
+        }
+      }
+    }
+    d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp));
+    m = mins ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gp + 16))) : d;
+    for (r = 0; r < mr; ++r) {
+      const float xd = ((const float *)(const void *)(xs + r * stride))[b];
+      const int32_t *sums = (const int32_t *)(const void *)(xs + r * stride + sums_at) + 2 * b;
+      const int32_t isum = sums[0] + sums[1];
+      const __m256i exact = _mm256_sub_epi32(is[r], _mm256_set1_epi32(bias * isum));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), _mm256_mul_ps(d, _mm256_set1_ps(xd)),
+                               acc[r]);
+      if (mins)
+        acc[r] = _mm256_fmadd_ps(m, _mm256_set1_ps(xd * (float)isum), acc[r]);
+    }
+  }
+  for (r = 0; r < mr; ++r)
+    kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+}
+
+#define KILN_UK_HAS_PANEL_B32 1
+
 /* As the AVX-512 panel_tile_int: mr quantized activation rows against groups
  * b0..b1-1 of one panel, added to y unless b0 is 0. */
 KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, const uint8_t *xs,
@@ -221,6 +299,10 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
   }
   if (family == KILN_UK_Q6_K) {
     kiln_uk_panel_tile_q6k(panel, xs, stride, mr, k, b0, b1, y, ldy, valid);
+    return;
+  }
+  if (kiln_uk_is_b32_family(family)) {
+    kiln_uk_panel_tile_b32(family, panel, xs, stride, mr, k, b0, b1, y, ldy, valid);
     return;
   }
   for (r = 0; r < mr; ++r)

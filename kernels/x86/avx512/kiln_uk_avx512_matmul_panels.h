@@ -203,6 +203,84 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *
     _mm512_mask_storeu_ps(y + (size_t)r * (size_t)ldy, valid, acc[r]);
 }
 
+/* mr rows of block activations (blocks_quantize_row, g = 32) against blocks
+ * b0..b1-1 of one q4_1, q5_0, q5_1 or iq4_nl panel, as panel_tile_int. The
+ * codes become unsigned bytes (a nibble, the fifth bit beside it, or
+ * iq4_nl's value + 128 from a vpshufb table) for vpdpbusd; the offset (16,
+ * 128) meets the activations' integer sum, the min their scaled sum. Decode
+ * (mr = 1) prefetches as panel_row_int, the tiles as the other tiles. */
+KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, const uint8_t *xs,
+                                   size_t stride, int32_t mr, int32_t k, int32_t b0, int32_t b1,
+                                   float *y, int32_t ldy, int32_t rows_valid) {
+  const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
+  const int32_t mins = family == KILN_UK_Q4_1 || family == KILN_UK_Q5_1;
+  const int32_t five = family == KILN_UK_Q5_0 || family == KILN_UK_Q5_1;
+  const int32_t head = kiln_uk_b32_head(family), bytes = 16 * (head + 16);
+  const int32_t bias = family == KILN_UK_Q5_0 ? 16 : family == KILN_UK_IQ4_NL ? 128 : 0;
+  const size_t xq_at = (size_t)(k / 32 + k / 16) * 4u;
+  const size_t sums_at = xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u;
+  const __m512i low = _mm512_set1_epi8(15), bit4 = _mm512_set1_epi8(0x10);
+  __m512i table = _mm512_setzero_si512();
+  __m512 acc[KILN_UK_MR_MAX];
+  int32_t r, b, c;
+  if (family == KILN_UK_IQ4_NL) {
+    uint8_t t[16];
+    for (c = 0; c < 16; ++c)
+      t[c] = (uint8_t)(kiln_uk_iq4nl_values[c] + 128);
+    table = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)t));
+  }
+  for (r = 0; r < mr; ++r)
+    acc[r] = b0 == 0 ? _mm512_setzero_ps()
+                     : _mm512_maskz_loadu_ps(valid, y + (size_t)r * (size_t)ldy);
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * (size_t)bytes;
+    const __m512i qh = five ? _mm512_loadu_si512(gp + 32 * (1 + mins)) : _mm512_setzero_si512();
+    __m512i is[KILN_UK_MR_MAX];
+    __m512 d, m;
+    if (mr > 1)
+      for (c = 0; c < bytes; c += 64)
+        KILN_UK_PREFETCH(gp + c);
+    else
+      for (c = 0; c < bytes; c += 64)
+        KILN_UK_PREFETCH_ROW(gp + c);
+    for (r = 0; r < mr; ++r)
+      is[r] = _mm512_setzero_si512();
+    for (c = 0; c < 4; ++c) {
+      const __m512i v = _mm512_loadu_si512(gp + 16 * head + 64 * c);
+      __m512i lo = _mm512_and_si512(v, low), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+      if (five) { /* lo | (qh << (4 - c)) & 0x10, hi | (qh >> c) & 0x10 */
+        lo = _mm512_ternarylogic_epi32(lo, _mm512_slli_epi32(qh, (unsigned)(4 - c)), bit4, 0xf8);
+        hi = _mm512_ternarylogic_epi32(hi, _mm512_srli_epi32(qh, (unsigned)c), bit4, 0xf8);
+      }
+      if (family == KILN_UK_IQ4_NL) {
+        lo = _mm512_shuffle_epi8(table, lo);
+        hi = _mm512_shuffle_epi8(table, hi);
+      }
+      for (r = 0; r < mr; ++r) {
+        const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at) + 32 * b + 4 * c;
+        is[r] = _mm512_dpbusd_epi32(is[r], lo, _mm512_set1_epi32(kiln_uk_load_i32(q)));
+        is[r] = _mm512_dpbusd_epi32(is[r], hi, _mm512_set1_epi32(kiln_uk_load_i32(q + 16)));
+      }
+    }
+    d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)gp));
+    m = mins ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 32))) : d;
+    for (r = 0; r < mr; ++r) {
+      const float xd = ((const float *)(const void *)(xs + r * stride))[b];
+      const int32_t *sums = (const int32_t *)(const void *)(xs + r * stride + sums_at) + 2 * b;
+      const int32_t isum = sums[0] + sums[1];
+      const __m512i exact = _mm512_sub_epi32(is[r], _mm512_set1_epi32(bias * isum));
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(d, _mm512_set1_ps(xd)),
+                               acc[r]);
+      if (mins)
+        acc[r] = _mm512_fmadd_ps(m, _mm512_set1_ps(xd * (float)isum), acc[r]);
+    }
+  }
+  for (r = 0; r < mr; ++r)
+    _mm512_mask_storeu_ps(y + (size_t)r * (size_t)ldy, valid, acc[r]);
+}
+
+#define KILN_UK_HAS_PANEL_B32 1
+
 /* mr rows of quantized activations (scratch rows `stride` bytes apart, k/g
  * groups each) against groups b0..b1-1 of one int8 or int4 panel; row r's 16
  * results go to y + r * ldy (the first rows_valid lanes), added to what is there unless
@@ -224,6 +302,10 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
   }
   if (family == KILN_UK_Q6_K) {
     kiln_uk_panel_tile_q6k(panel, xs, stride, mr, k, b0, b1, y, ldy, rows_valid);
+    return;
+  }
+  if (kiln_uk_is_b32_family(family)) {
+    kiln_uk_panel_tile_b32(family, panel, xs, stride, mr, k, b0, b1, y, ldy, rows_valid);
     return;
   }
   for (r = 0; r < mr; ++r)
@@ -291,8 +373,8 @@ KILN_UK_INLINE void kiln_uk_panel_row_int(int family, const uint8_t *panel, cons
   const int8_t *q = (const int8_t *)(const void *)(xsum + groups);
   __m512 acc = _mm512_setzero_ps();
   int32_t b, c;
-  if (kiln_uk_is_block_family(family)) { /* the k-quants: the tile's one-row instance */
-    kiln_uk_panel_tile_int(family, panel, xs, 0, 1, k, g, 0, k / 256, y, 0, 16);
+  if (kiln_uk_is_block_family(family)) { /* the tile's one-row instance */
+    kiln_uk_panel_tile_int(family, panel, xs, 0, 1, k, g, 0, k / kiln_uk_block_elements(family), y, 0, 16);
     return;
   }
   for (b = 0; b < groups; ++b) {
