@@ -210,14 +210,21 @@ def fraction(x):
     return "n/a" if x is None else "%.1f%%" % (100 * x)
 
 
+def ratio(x, base):
+    return "%.2f" % (x / base) if x and base else "n/a"
+
+
 def rate(x):
     if x is None:
         return "skipped"
     return "%.0f" % x if x >= 100 else "%.1f" % x
 
 
-COLUMNS = ["shape", "target", "format", "compile s", "prefill t/s", "decode t/s @16",
-           "decode t/s @512", "arena B", "pack B", "decode roofline", "prefill of peak"]
+COLUMNS = ["shape", "target", "format", "compile s", "prefill t/s", "prefill / q4_0",
+           "decode t/s @16", "decode t/s @512", "arena B", "pack B", "decode roofline",
+           "prefill of peak"]
+# --formats=all: every GGUF type Kiln's kernels read, as llama.cpp writes them.
+ALL_FORMATS = "f16,q8_0,q6_k,q5_k,q5_1,q5_0,q4_1,q4_k,q4_0,iq4_nl,q3_k,q2_k"
 
 
 def markdown(result):
@@ -242,6 +249,9 @@ def markdown(result):
         "| " + " | ".join(columns) + " |",
         "|" + "---|" * len(columns),
     ]
+    # each row's prefill against the q4_0 row of its shape and target (and flags)
+    q4_0 = {(r["shape"], r["target"]): r.get("prefill_tps") for r in result["rows"]
+            if r["format"] == "q4_0" and "error" not in r}
     for r in result["rows"]:
         if "error" in r:
             lines.append("| %s | %s | %s | failed: %s |" % (r["shape"], r["target"], r["format"],
@@ -252,7 +262,8 @@ def markdown(result):
             target += " (%s)" % r["kernels"]
         lines.append("| " + " | ".join([
             r["shape"], target, r["format"], "%.2f" % r["compile_s"],
-            rate(r["prefill_tps"]), rate(r["decode16_tps"]), rate(r["decode512_tps"]),
+            rate(r["prefill_tps"]), ratio(r["prefill_tps"], q4_0.get((r["shape"], r["target"]))),
+            rate(r["decode16_tps"]), rate(r["decode512_tps"]),
             str(r["arena_bytes"]), str(r["pack_bytes"]), fraction(r["decode_roofline"]),
             fraction(r["prefill_of_peak"])] +
             ([rate(r["decode_long_tps"]), fraction(r["long_context_loss"])] if n else [])) + " |")
@@ -266,9 +277,10 @@ def markdown(result):
         "prefill: %d-token prompt in chunks of %d; decode @16 / @512: %d / %d decode calls "
         "after a prompt of that length; KV capacity %d. Decode roofline: matmul weight bytes "
         "per token (all 2-D weights but the token embedding) times decode t/s @16, over the "
-        "read bandwidth of as many threads as the run's -t. Prefill of peak: 2 x matmul weights "
-        "x prefill t/s, over the int8 peak for q8_0/q4_0 and the FMA peak otherwise, times "
-        "the run's threads (attention flops not counted)."
+        "read bandwidth of as many threads as the run's -t. Prefill / q4_0: against the q4_0 "
+        "row of the same shape, target and flags. Prefill of peak: 2 x matmul weights "
+        "x prefill t/s, over the int8 peak for the quantized formats and the FMA peak for "
+        "f32/f16, times the run's threads (attention flops not counted)."
         % (LONG_PROMPT, PREFILL_CHUNK, SHORT_DECODE, LONG_DECODE, MAX_CONTEXT),
     ]
     if n:
@@ -281,7 +293,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", default="M,L,A")
-    ap.add_argument("--formats", default="f16,q8_0,q4_0")
+    ap.add_argument("--formats", default="f16,q8_0,q4_0",
+                    help="comma-separated --quant formats, or `all`: " + ALL_FORMATS)
     ap.add_argument("--targets", default="c99,host",
                     help="kiln-compile targets; 'host' means the best one for this machine")
     ap.add_argument("--repeat", type=int, default=3)
@@ -310,7 +323,7 @@ def main():
     global MAX_CONTEXT
     MAX_CONTEXT = max(MAX_CONTEXT, args.long_context + LONG_DECODE + 2)
     shapes = args.shapes.split(",")
-    formats = args.formats.split(",")
+    formats = (ALL_FORMATS if args.formats == "all" else args.formats).split(",")
     for s in shapes:
         if s not in ALL_SHAPES:
             ap.error("unknown shape %r (M, L, A)" % s)

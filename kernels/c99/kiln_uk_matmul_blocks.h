@@ -30,6 +30,15 @@ static inline int32_t kiln_uk_isum_i8(const int8_t *x, int32_t n) {
   return s;
 }
 
+#ifndef KILN_UK_HAS_ISUMS16
+/* s[h] = the sum of q[16h .. 16h + 15], for h < n16. */
+static inline void kiln_uk_isums16(const int8_t *q, int32_t *s, int32_t n16) {
+  int32_t h;
+  for (h = 0; h < n16; ++h)
+    s[h] = kiln_uk_isum_i8(q + 16 * h, 16);
+}
+#endif
+
 /* v = sc[sub-block of 16] * c over a super-block. */
 static inline void kiln_uk_scale_by16(const int8_t *c, const int32_t *sc, int16_t *v) {
   int32_t s, i;
@@ -94,15 +103,19 @@ static inline void kiln_uk_blocks_quantize_row(const float *x, uint8_t *row, int
   uint32_t *pairs = (uint32_t *)(void *)(q + k);
   int32_t *sums = (int32_t *)(void *)(pairs + (k + 63) / 64);
   int32_t h;
+#ifdef KILN_UK_HAS_QUANTIZE_ACT_SUMS
+  kiln_uk_quantize_act_sums(x, d, sums, q, k, g); /* the ISA's; its group sums are overwritten */
+#else
   kiln_uk_quantize_act(x, d, q, k, g);
+#endif
+  kiln_uk_isums16(q, sums, k / 16);
   for (h = 0; h < k / 16; ++h)
-    a[h] = d[h * 16 / g] * (float)kiln_uk_isum_i8(q + 16 * h, 16);
+    a[h] = d[h * 16 / g] * (float)sums[h];
   for (h = 0; h < (k + 63) / 64; ++h) {
-    int32_t lo = kiln_uk_isum_i8(q + 64 * h, 32), hi = 64 * h + 32 < k ? kiln_uk_isum_i8(q + 64 * h + 32, 32) : 0;
+    int32_t lo = sums[4 * h] + sums[4 * h + 1];
+    int32_t hi = 64 * h + 32 < k ? sums[4 * h + 2] + sums[4 * h + 3] : 0;
     pairs[h] = (uint32_t)(uint16_t)lo | (uint32_t)(uint16_t)hi << 16;
   }
-  for (h = 0; h < k / 16; ++h)
-    sums[h] = kiln_uk_isum_i8(q + 16 * h, 16);
 }
 
 /* Input rows quantized for the block formats, one per KILN_UK_ACT_BLOCKS

@@ -6,6 +6,7 @@
 
 #include "kernels/x86/avx2/kiln_uk_avx2_base.h"
 #include "kernels/x86/avx2/kiln_uk_avx2_elementwise.h"
+#include "kernels/x86/avx2/kiln_uk_avx2_quantize.h"
 #include "kernels/x86/avx2/kiln_uk_avx2_matmul_rows.h"
 #include "kernels/x86/avx2/kiln_uk_avx2_matmul_blocks.h"
 #include "kernels/x86/avx2/kiln_uk_avx2_matmul_panels.h"

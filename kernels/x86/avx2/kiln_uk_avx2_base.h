@@ -124,6 +124,19 @@ static inline void kiln_uk_store_bytes8(uint8_t *p, __m256i v, int is_signed) {
 }
 
 /* Loads / stores the first `valid` of 8 lanes (a whole register when 8). */
+#define KILN_UK_HAS_ISUMS16 1
+/* s[h] = the sum of q[16h .. 16h + 15], for h < n16: vpsadbw of the bytes
+ * made unsigned (+128) sums eight at a time. */
+static inline void kiln_uk_isums16(const int8_t *q, int32_t *s, int32_t n16) {
+  const __m128i flip = _mm_set1_epi8((char)0x80);
+  int32_t h;
+  for (h = 0; h < n16; ++h) {
+    const __m128i v = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)(q + 16 * h)), flip);
+    const __m128i sad = _mm_sad_epu8(v, _mm_setzero_si128());
+    s[h] = _mm_cvtsi128_si32(_mm_add_epi32(sad, _mm_unpackhi_epi64(sad, sad))) - 16 * 128;
+  }
+}
+
 static inline __m256 kiln_uk_load_lanes(const float *p, int32_t valid) {
   float t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   if (valid == 8)

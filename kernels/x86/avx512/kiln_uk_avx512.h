@@ -6,8 +6,9 @@
 
 #include "kernels/x86/avx512/kiln_uk_avx512_base.h"
 #include "kernels/x86/avx512/kiln_uk_avx512_elementwise.h"
-/* Weights that keep the row layout and the GGUF block formats other than the
- * panel k-quants take the AVX2 kernels. */
+#include "kernels/x86/avx512/kiln_uk_avx512_quantize.h"
+/* Weights that keep the row layout and the GGUF block formats without panels
+ * take the AVX2 kernels. */
 #include "kernels/x86/avx2/kiln_uk_avx2_matmul_rows.h"
 #include "kernels/x86/avx2/kiln_uk_avx2_matmul_blocks.h"
 #include "kernels/x86/avx512/kiln_uk_avx512_matmul_panels.h"
