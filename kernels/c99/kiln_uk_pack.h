@@ -34,6 +34,13 @@
  *             scales (byte t of word w: scale 4w + t), then nr f16 d. The
  *             quads keep GGUF's order within a row, so the codes of sub-block s
  *             are a nibble of ql quads and two bits of qh quads.
+ *   q2_k      GGUF q2_k, g = 256. Per super-block: nr f16 d, nr f16 dmin, 4
+ *             quads of the scale bytes (row r's bytes 4t..4t+3: sub-blocks
+ *             4t..4t+3, scale in the low nibble, min in the high), then 16
+ *             quads of the code bytes (row r's bytes 4c..4c+3 of qs).
+ *   q3_k      GGUF q3_k, g = 256. Per super-block: nr f16 d, 3 quads of the
+ *             packed 6-bit scales (row r's bytes 4t..4t+3 of the 12), 8 quads
+ *             of hmask, then 16 quads of qs (row r's bytes 4c..4c+3 of each).
  *   q4_1, q5_0, q5_1, iq4_nl
  *             GGUF's blocks of 32 (g = 32). Per block: nr f16 d, then (q4_1,
  *             q5_1) nr f16 m, then (q5_0, q5_1) nr 32-bit words of the fifth
@@ -136,6 +143,25 @@ static inline void kiln_uk_pack_b32_block(int family, const uint8_t *s, uint8_t 
     memcpy(p + (size_t)(head + 4 * c) * (size_t)nr + 4 * (size_t)r, s + head + 4 * c, 4);
 }
 
+/* One q2_k super-block (84 bytes at s) as row r of a panel's super-block at p. */
+static inline void kiln_uk_pack_q2k_block(const uint8_t *s, uint8_t *p, int32_t r, int32_t nr) {
+  int32_t c;
+  memcpy(p + 2 * r, s + 80, 2);
+  memcpy(p + 2 * nr + 2 * r, s + 82, 2);
+  for (c = 0; c < 20; ++c) /* the scales' 4 quads, then qs's 16 */
+    memcpy(p + (size_t)(4 + 4 * c) * (size_t)nr + 4 * (size_t)r, s + 4 * c, 4);
+}
+
+/* One q3_k super-block (110 bytes at s) as row r of a panel's super-block at p. */
+static inline void kiln_uk_pack_q3k_block(const uint8_t *s, uint8_t *p, int32_t r, int32_t nr) {
+  int32_t c;
+  memcpy(p + 2 * r, s + 108, 2);
+  for (c = 0; c < 3; ++c)
+    memcpy(p + (size_t)(2 + 4 * c) * (size_t)nr + 4 * (size_t)r, s + 96 + 4 * c, 4);
+  for (c = 0; c < 24; ++c) /* hmask's 8 quads, then qs's 16 */
+    memcpy(p + (size_t)(14 + 4 * c) * (size_t)nr + 4 * (size_t)r, s + 4 * c, 4);
+}
+
 static inline void kiln_uk_pack_panels(int family, const uint8_t *src, uint8_t *dst,
                                        int32_t n, int32_t k, int32_t g, int32_t nr) {
   size_t rb = kiln_uk_row_bytes(family, k, g);
@@ -151,10 +177,15 @@ static inline void kiln_uk_pack_panels(int family, const uint8_t *src, uint8_t *
         memcpy(panel + ((size_t)j * (size_t)nr + (size_t)r) * es, s + (size_t)j * es, es);
       continue;
     }
-    if (family == KILN_UK_Q4_K || family == KILN_UK_Q5_K || family == KILN_UK_Q6_K) {
+    if (family == KILN_UK_Q2_K || family == KILN_UK_Q3_K || family == KILN_UK_Q4_K ||
+        family == KILN_UK_Q5_K || family == KILN_UK_Q6_K) {
       const size_t bb = (size_t)kiln_uk_block_bytes(family);
       for (b = 0; b < k / 256; ++b) {
-        if (family != KILN_UK_Q6_K)
+        if (family == KILN_UK_Q2_K)
+          kiln_uk_pack_q2k_block(s + bb * (size_t)b, panel + bb * (size_t)nr * (size_t)b, r, nr);
+        else if (family == KILN_UK_Q3_K)
+          kiln_uk_pack_q3k_block(s + bb * (size_t)b, panel + bb * (size_t)nr * (size_t)b, r, nr);
+        else if (family != KILN_UK_Q6_K)
           kiln_uk_pack_q45k_block(s + bb * (size_t)b, panel + bb * (size_t)nr * (size_t)b, r, nr,
                                   family == KILN_UK_Q5_K);
         else

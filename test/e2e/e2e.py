@@ -897,50 +897,67 @@ def block_formats(args):
     val = os.path.join(MODEL_A, "val.txt")
     f32 = os.path.join(MODEL_A, "tiny-llama-A-f32.gguf")
 
-    def measure(label, gguf, *flags):
+    gens = {}
+
+    def measure(label, gguf, *flags, text=val):
         out = os.path.join(args.work, label)
-        name = compile_model(args, gguf, out, *flags)
-        b = build(out, args.cc[0])
-        gen = [os.path.join(b, "kiln-generate"), "--pack", os.path.join(out, name + ".kpack")]
-        return perplexity(gen, val, args.chunks), os.path.getsize(os.path.join(out, name + ".kpack"))
+        if label not in gens:
+            name = compile_model(args, gguf, out, *flags)
+            b = build(out, args.cc[0])
+            gens[label] = ([os.path.join(b, "kiln-generate"), "--pack",
+                            os.path.join(out, name + ".kpack")],
+                           os.path.getsize(os.path.join(out, name + ".kpack")))
+        gen, size = gens[label]
+        return perplexity(gen, text, args.chunks), size
+
+    def read_refs(name):
+        refs = {}
+        for line in open(os.path.join(LLAMACPP_A, name)):
+            if not line.startswith("#"):
+                f, ppl, delta = line.split("\t")
+                refs[f] = float(delta.strip().rstrip("%")) / 100
+        return refs
 
     base, base_pack = measure("f32", f32)
-    rows = [("f32", base, base_pack)]
+    rows = [("f32", base, base_pack, base)]
     # llama.cpp's files, against llama.cpp's change on them plus a margin for
-    # the protocols' differences (chunking, BOS) and int8 activations.
-    refs = {}
-    for line in open(os.path.join(LLAMACPP_A, "refs.tsv")):
-        if not line.startswith("#"):
-            f, ppl, delta = line.split("\t")
-            refs[f] = float(delta.strip().rstrip("%")) / 100
+    # the protocols' differences (chunking, BOS) and int8 activations: the
+    # files of refs.tsv on val.txt, the importance-matrix files of
+    # imatrix-refs.tsv (Q2_K, Q3_K_M) on eval-half2.txt as llama.cpp measured them.
+    eval_half = os.path.join(MODEL_A, "eval-half2.txt")
+    texts = [(read_refs("refs.tsv"), val, base),
+             (read_refs("imatrix-refs.tsv"), eval_half, measure("f32", f32, text=eval_half)[0])]
     for f in sorted(os.listdir(LLAMACPP_A)):
         if not f.endswith(".gguf"):
             continue
-        ppl, size = measure(f[:-5], os.path.join(LLAMACPP_A, f))
-        delta = ppl / base - 1
-        rows.append((f, ppl, size))
+        refs, text, f32_ppl = next(t for t in texts if f in t[0])
+        ppl, size = measure(f[:-5], os.path.join(LLAMACPP_A, f), text=text)
+        delta = ppl / f32_ppl - 1
+        rows.append((f + ("" if text == val else " (eval-half2)"), ppl, size, f32_ppl))
         res.check(delta <= refs[f] + 0.002,
-                  f"{f}: perplexity {ppl:.4f}, {100 * delta:+.3f}% vs f32 (llama.cpp "
-                  f"{100 * refs[f]:+.3f}%) within +0.2%")
+                  f"{f}: perplexity {ppl:.4f} on {os.path.basename(text)}, {100 * delta:+.3f}% "
+                  f"vs f32 (llama.cpp {100 * refs[f]:+.3f}%) within +0.2%")
     # Kiln's default policies against llama-quantize's defaults on the same
     # weights, both measured here: within 0.05% of perplexity (Kiln's q6_k
     # writer is not llama.cpp's search, so the output heads differ slightly).
     for quant, theirs in (("q4_0", "A-Q4_0.gguf"), ("q4_k_m", "A-Q4_K_M.gguf")):
         ppl, size = measure(f"kiln-{quant}-default", f32, f"--quant={quant}")
-        rows.append((f"--quant={quant} (default policy)", ppl, size))
+        rows.append((f"--quant={quant} (default policy)", ppl, size, base))
         their = next(r[1] for r in rows if r[0] == theirs)
         res.check(ppl <= their * 1.0005,
                   f"--quant={quant}: perplexity {ppl:.4f}, {100 * (ppl / base - 1):+.3f}% vs f32; "
                   f"llama.cpp's {theirs} {100 * (their / base - 1):+.3f}% (+0.05% allowed)")
-    for fmt, bound in BLOCK_WRITERS if args.writers else []:
+    for fmt, bound in BLOCK_WRITERS:
+        if args.writer is not None and fmt not in args.writer:
+            continue
         ppl, size = measure(f"kiln-{fmt}", f32, f"--quant={fmt}")
         delta = ppl / base - 1
-        rows.append((f"--quant={fmt}", ppl, size))
+        rows.append((f"--quant={fmt}", ppl, size, base))
         res.check(delta <= bound, f"--quant={fmt}: perplexity {ppl:.4f}, {100 * delta:+.3f}% "
                   f"vs f32 <= +{100 * bound:.2f}%")
-    print(f"{'model A':28} {'pack bytes':>11} {'ppl':>9} {'vs f32':>8}")
-    for label, ppl, size in rows:
-        print(f"{label:28} {size:>11} {ppl:>9.4f} {100 * (ppl / base - 1):>+7.3f}%")
+    print(f"{'model A':40} {'pack bytes':>11} {'ppl':>9} {'vs f32':>8}")
+    for label, ppl, size, f32_ppl in rows:
+        print(f"{label:40} {size:>11} {ppl:>9.4f} {100 * (ppl / f32_ppl - 1):>+7.3f}%")
     return res.finish()
 
 
@@ -1407,8 +1424,9 @@ def main():
     sub.add_parser("quant")
     bf = sub.add_parser("block-formats")
     bf.add_argument("--chunks", type=int, default=16)
-    bf.add_argument("--no-writers", dest="writers", action="store_false",
-                    help="leave out Kiln's own writers (their packs are the same on every target)")
+    bf.add_argument("--writer", action="append", default=None,
+                    help="only these of Kiln's own writers (their packs are the same on every "
+                    "target); --writer=none for none")
     sub.add_parser("sanitize")
     sub.add_parser("threads")
     c = sub.add_parser("cross")

@@ -683,10 +683,16 @@ static int has_block_panels(int fmt) {
 #ifdef KILN_UK_HAS_PANEL_B32
          || kiln_uk_is_b32_family(fmt)
 #endif
+#ifdef KILN_UK_HAS_PANEL_Q2K
+         || fmt == KILN_UK_Q2_K
+#endif
+#ifdef KILN_UK_HAS_PANEL_Q3K
+         || fmt == KILN_UK_Q3_K
+#endif
       ;
 }
 
-#if defined(KILN_UK_HAS_PANEL_KQUANTS) || defined(KILN_UK_HAS_PANEL_B32)
+#if defined(KILN_UK_HAS_PANEL_KQUANTS) || defined(KILN_UK_HAS_PANEL_B32) || defined(KILN_UK_HAS_PANEL_Q2K)
 /* Worst error of y (rows x n) against the naive double sum of the decoded
  * rows of w_rows times the dequantized activations in scratch, in units of
  * the float rounding bound. */
@@ -729,6 +735,14 @@ static int32_t block_panel_mutation(int fmt, int32_t i) {
   }
   if (fmt == KILN_UK_Q6_K) {
     const int32_t at[4] = {8 * 208 * nr + 8 + 1, -1, 8 * 192 * nr + 4, 0};
+    return at[i];
+  }
+  if (fmt == KILN_UK_Q3_K) { /* d, bit 3 of a scale, a high bit, a code */
+    const int32_t at[4] = {8 + 1, 8 * 2 * nr + 3, 8 * 14 * nr, 8 * 46 * nr};
+    return at[i];
+  }
+  if (fmt == KILN_UK_Q2_K) {
+    const int32_t at[4] = {8 + 1, 8 * 2 * nr + 8 + 1, 8 * 4 * nr + 1, 8 * 20 * nr};
     return at[i];
   }
   {
@@ -820,11 +834,14 @@ static void test_blocks(int fmt, int32_t rows, int32_t n, int32_t k) {
   char what[96];
   for (i = 0; i < (int32_t)rb * n; ++i)
     w_rows[i] = byte();
-  for (i = 0; i < n * (k / e); ++i) {
+  for (i = 0; i < n * (k / e); ++i) { /* scales of 0.01 to 0.05, either sign: every block counts */
     uint8_t *blk = w_rows + (size_t)i * (size_t)bb;
-    put_f16(blk + scale_at[0], uniform() * 0.05f);
-    if (scale_at[1] >= 0)
-      put_f16(blk + scale_at[1], uniform() * 0.05f);
+    float u = uniform();
+    put_f16(blk + scale_at[0], (u < 0 ? -0.01f : 0.01f) + u * 0.04f);
+    if (scale_at[1] >= 0) {
+      u = uniform();
+      put_f16(blk + scale_at[1], (u < 0 ? -0.01f : 0.01f) + u * 0.04f);
+    }
   }
   for (i = 0; i < rows * k; ++i)
     x[i] = uniform() * 2.0f;
@@ -854,7 +871,7 @@ static void test_blocks(int fmt, int32_t rows, int32_t n, int32_t k) {
   }
   snprintf(what, sizeof what, "%s matmul_blocks %s rows %d n %d k %d: error %.2f of bound",
            KILN_TEST_ISA_NAME, kiln_uk_family_name(fmt), (int)rows, (int)n, (int)k, worst);
-#if defined(KILN_UK_HAS_PANEL_KQUANTS) || defined(KILN_UK_HAS_PANEL_B32)
+#if defined(KILN_UK_HAS_PANEL_KQUANTS) || defined(KILN_UK_HAS_PANEL_B32) || defined(KILN_UK_HAS_PANEL_Q2K)
   if (has_block_panels(fmt))
     test_block_panels(fmt, rows, n, k, stride, rb);
 #endif

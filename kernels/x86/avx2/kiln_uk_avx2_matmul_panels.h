@@ -252,6 +252,128 @@ KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, con
     kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
 }
 
+/* As the AVX-512 panel_tile_q2k, 8 output rows. */
+KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *xs, size_t stride,
+                                   int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
+                                   int32_t ldy, int32_t valid) {
+  const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u;
+  const size_t sums_at = xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u;
+  const __m256i three = _mm256_set1_epi8(3), nib = _mm256_set1_epi32(15);
+  const __m256i rows = _mm256_set_epi64x(0x0c0c0c0c08080808LL, 0x0404040400000000LL,
+                                         0x0c0c0c0c08080808LL, 0x0404040400000000LL);
+  __m256 acc[KILN_UK_MR_MAX];
+  int32_t r, b, s, t, i;
+  for (r = 0; r < mr; ++r)
+    acc[r] = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * 84u * 8u;
+    __m256i is[KILN_UK_MR_MAX], w[4];
+    __m256 d, dmin;
+    for (t = 0; t < 4; ++t)
+      w[t] = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 + 32 * t));
+    for (r = 0; r < mr; ++r)
+      is[r] = _mm256_setzero_si256();
+    for (s = 0; s < 16; ++s) {
+      const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2;
+      const __m256i sc = _mm256_and_si256(kiln_uk_panel_shift32(w[s / 4], -8 * (s % 4)), nib);
+      const __m256i table = _mm256_mullo_epi32(sc, _mm256_set1_epi32(0x03020100));
+      kiln_uk_prefetch_share(gp, 84 * 8, s, 16);
+      for (t = 0; t < 4; ++t) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 20 * 8 + 32 * (8 * h + 4 * half + t)));
+        const __m256i code = _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * j)), three);
+        const __m256i prod = _mm256_shuffle_epi8(table, _mm256_or_si256(code, rows));
+        for (r = 0; r < mr; ++r) {
+          const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at);
+          is[r] = kiln_uk_dot_u8s8(is[r], prod,
+                                   _mm256_set1_epi32(kiln_uk_load_i32(q + 256 * b + 128 * h + 32 * j + 16 * half + 4 * t)));
+        }
+      }
+    }
+    d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp));
+    dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gp + 16)));
+    for (r = 0; r < mr; ++r) {
+      const float xd = ((const float *)(const void *)(xs + r * stride))[b];
+      const int32_t *x16 = (const int32_t *)(const void *)(xs + r * stride + sums_at) + 16 * b;
+      __m256i m = _mm256_setzero_si256();
+      for (i = 0; i < 8; ++i) { /* mins 2i, 2i+1 as 16-bit pairs, from the high nibbles */
+        const __m256i wi = w[i / 2];
+        const __m256i pair =
+            i % 2 == 0
+                ? _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(wi, 4), nib),
+                                  _mm256_and_si256(_mm256_slli_epi32(wi, 4), _mm256_set1_epi32(0xf0000)))
+                : _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(wi, 20), nib),
+                                  _mm256_and_si256(_mm256_srli_epi32(wi, 12), _mm256_set1_epi32(0xf0000)));
+        m = kiln_uk_blocks_madd_acc(
+            m, pair, _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)x16[2 * i] | (uint32_t)x16[2 * i + 1] << 16)));
+      }
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[r]), _mm256_mul_ps(d, _mm256_set1_ps(xd)), acc[r]);
+      acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m), _mm256_mul_ps(dmin, _mm256_set1_ps(xd)), acc[r]);
+    }
+  }
+  for (r = 0; r < mr; ++r)
+    kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+}
+#define KILN_UK_HAS_PANEL_Q2K 1
+
+/* As the AVX-512 panel_tile_q3k, 8 output rows. */
+KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *xs, size_t stride,
+                                   int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
+                                   int32_t ldy, int32_t valid) {
+  const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u;
+  const size_t sums_at = xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u;
+  const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+  __m256 acc[KILN_UK_MR_MAX];
+  int32_t r, b, s, t;
+  for (r = 0; r < mr; ++r)
+    acc[r] = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * 110u * 8u;
+    const __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 16)),
+                  w1 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 48)),
+                  w2 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 80));
+    __m256i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX];
+    __m256 d;
+    for (r = 0; r < mr; ++r)
+      is[r] = _mm256_setzero_si256();
+    for (s = 0; s < 16; ++s) {
+      const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2, group = s / 4, i = s % 4;
+      const int32_t bit = 4 * h + j;
+      const __m256i low = _mm256_and_si256(kiln_uk_panel_shift32(group & 1 ? w1 : w0, -(8 * i + 4 * (group >= 2))),
+                                           _mm256_set1_epi32(15));
+      const __m256i high = _mm256_and_si256(kiln_uk_panel_shift32(w2, -(8 * i + 2 * group)), _mm256_set1_epi32(3));
+      const __m256i sc = _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+      kiln_uk_prefetch_share(gp, 110 * 8, s, 16);
+      for (r = 0; r < mr; ++r)
+        part[r] = _mm256_setzero_si256();
+      for (t = 0; t < 4; ++t) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 46 * 8 + 32 * (8 * h + 4 * half + t)));
+        const __m256i hm = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 14 * 8 + 32 * (4 * half + t)));
+        const __m256i code = _mm256_or_si256(
+            _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * j)), three),
+            _mm256_and_si256(kiln_uk_blocks_shift16(hm, 2 - bit), four));
+        for (r = 0; r < mr; ++r) {
+          const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at);
+          part[r] = kiln_uk_dot_u8s8(part[r], code,
+                                     _mm256_set1_epi32(kiln_uk_load_i32(q + 256 * b + 128 * h + 32 * j + 16 * half + 4 * t)));
+        }
+      }
+      for (r = 0; r < mr; ++r) {
+        const int32_t *x16 = (const int32_t *)(const void *)(xs + r * stride + sums_at);
+        const __m256i exact = _mm256_sub_epi32(part[r], _mm256_set1_epi32(4 * x16[16 * b + s]));
+        is[r] = _mm256_add_epi32(is[r], _mm256_mullo_epi32(exact, sc));
+      }
+    }
+    d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp));
+    for (r = 0; r < mr; ++r) {
+      const float xd = ((const float *)(const void *)(xs + r * stride))[b];
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[r]), _mm256_mul_ps(d, _mm256_set1_ps(xd)), acc[r]);
+    }
+  }
+  for (r = 0; r < mr; ++r)
+    kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+}
+#define KILN_UK_HAS_PANEL_Q3K 1
+
 #define KILN_UK_HAS_PANEL_B32 1
 
 /* As the AVX-512 panel_tile_int: mr quantized activation rows against groups
@@ -274,6 +396,14 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
   }
   if (kiln_uk_is_b32_family(family)) {
     kiln_uk_panel_tile_b32(family, panel, xs, stride, mr, k, b0, b1, y, ldy, valid);
+    return;
+  }
+  if (family == KILN_UK_Q2_K) {
+    kiln_uk_panel_tile_q2k(panel, xs, stride, mr, k, b0, b1, y, ldy, valid);
+    return;
+  }
+  if (family == KILN_UK_Q3_K) {
+    kiln_uk_panel_tile_q3k(panel, xs, stride, mr, k, b0, b1, y, ldy, valid);
     return;
   }
   for (r = 0; r < mr; ++r)
