@@ -1110,8 +1110,9 @@ def sampler_on_arch(res, cc, runner, work):
 
 def cross(args):
     """The generated folder cross-built for another architecture and run under
-    qemu-user: model A's logits against the reference, and q4_0 and q4_k_m
-    perplexity against the same model built for the host."""
+    qemu-user: model A's logits against the reference, and q4_0, q4_k_m and
+    llama.cpp's IQ4_NL and Q2_K files' perplexity against the same model built
+    for the host."""
     res = Results()
     cc, defs, qemu = CROSS[args.arch]
     if not (shutil.which(cc) and shutil.which(qemu[0])):
@@ -1141,16 +1142,19 @@ def cross(args):
     ppl_args = ["--perplexity", os.path.join(MODEL_A, "val.txt"), "--ctx", str(args.ctx),
                 "--chunks", str(args.chunks)]
     # q4_0 (with its q6_k output head) and the q4_k_m mix: the panel kernels
-    # and the k-quant block kernels of the target.
-    for quant in ("q4_0", "q4_k_m"):
+    # and the k-quant block kernels of the target; llama.cpp's IQ4_NL and Q2_K
+    # files: the blocks of 32 and the low-bit k-quants (panels on arm-neon).
+    f32 = os.path.join(MODEL_A, "tiny-llama-A-f32.gguf")
+    for quant, gguf, flags in (("q4_0", f32, ["--quant=q4_0"]), ("q4_k_m", f32, ["--quant=q4_k_m"]),
+                               ("iq4_nl", os.path.join(LLAMACPP_A, "A-IQ4_NL.gguf"), []),
+                               ("q2_k", os.path.join(LLAMACPP_A, "A-Q2_K-imx.gguf"), [])):
         ppl = {}
         for where in (args.arch, "host"):
             out = os.path.join(args.work, f"{quant}-{where}")
             host_args = argparse.Namespace(**{**vars(args), "target": "c99"})
-            compile_model(args if where != "host" else host_args,
-                          os.path.join(MODEL_A, "tiny-llama-A-f32.gguf"), out, f"--quant={quant}")
+            qname = compile_model(args if where != "host" else host_args, gguf, out, *flags)
             b = build(out, cc if where != "host" else "gcc", cross_defs if where != "host" else [])
-            gen = [os.path.join(b, "kiln-generate"), "--pack", os.path.join(out, name + ".kpack")]
+            gen = [os.path.join(b, "kiln-generate"), "--pack", os.path.join(out, qname + ".kpack")]
             r = run((qemu if where != "host" else []) + gen + ppl_args)
             ppl[where] = perplexity_in(r.stdout)
         res.check(abs(ppl[args.arch] - ppl["host"]) <= 0.005 * ppl["host"],

@@ -14,6 +14,156 @@ static inline float32x4_t kiln_uk_load_scales4(const uint8_t *p) {
   return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)(const void *)p)));
 }
 
+/* Byte lanes of four quads' activations: lane c of x meets quad c. */
+#define KILN_UK_NEON_DOT4(acc, w, x)                                                     \
+  (acc = vdotq_laneq_s32(acc, (w)[0], x, 0), acc = vdotq_laneq_s32(acc, (w)[1], x, 1),    \
+   acc = vdotq_laneq_s32(acc, (w)[2], x, 2), acc = vdotq_laneq_s32(acc, (w)[3], x, 3))
+
+/* The k-quant activations' offsets in a scratch row (blocks_quantize_row). */
+static inline size_t kiln_uk_kq_xq_at(int32_t k, int32_t g) { return (size_t)(k / g + k / 16) * 4u; }
+static inline size_t kiln_uk_kq_sums_at(int32_t k, int32_t g) {
+  return kiln_uk_kq_xq_at(k, g) + (size_t)k + (size_t)(k + 63) / 64u * 4u;
+}
+
+/* mr rows of block activations (g = 32) against blocks b0..b1-1 of one q4_1,
+ * q5_0, q5_1 or iq4_nl panel (the x86 layout, 4 rows): the codes as signed
+ * bytes (a nibble with its fifth bit, or iq4_nl's value from a vqtbl1q table)
+ * in sdot by lane; q5_0's offset of 16 meets the activations' integer sum,
+ * the min (q4_1, q5_1) their scaled sum. */
+KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, const uint8_t *xs,
+                                   size_t stride, int32_t mr, int32_t k, int32_t b0, int32_t b1,
+                                   float *y, int32_t ldy, int32_t valid) {
+  const int32_t mins = family == KILN_UK_Q4_1 || family == KILN_UK_Q5_1;
+  const int32_t five = family == KILN_UK_Q5_0 || family == KILN_UK_Q5_1;
+  const int32_t head = kiln_uk_b32_head(family), bytes = 4 * (head + 16);
+  const int32_t bias = family == KILN_UK_Q5_0 ? 16 : 0;
+  const size_t xq_at = kiln_uk_kq_xq_at(k, 32), sums_at = kiln_uk_kq_sums_at(k, 32);
+  const uint8x16_t low = vdupq_n_u8(15), bit4 = vdupq_n_u8(0x10);
+  const int8x16_t table = vld1q_s8(kiln_uk_iq4nl_values);
+  float32x4_t acc[KILN_UK_MR_MAX];
+  int32_t r, b, c;
+  for (r = 0; r < mr; ++r)
+    acc[r] = b0 == 0 ? vdupq_n_f32(0.0f) : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * (size_t)bytes;
+    const uint32x4_t qh = five ? vld1q_u32((const uint32_t *)(const void *)(gp + 8 * (1 + mins))) : vdupq_n_u32(0);
+    int8x16_t lo[4], hi[4];
+    float32x4_t d = kiln_uk_load_scales4(gp), m = mins ? kiln_uk_load_scales4(gp + 8) : d;
+    for (c = 0; c < 4; ++c) {
+      const uint8x16_t v = vld1q_u8(gp + 4 * head + 16 * c);
+      uint8x16_t l = vandq_u8(v, low), h = vshrq_n_u8(v, 4);
+      if (five) { /* qh << (4 - c) and qh >> c, bit 4 of each byte */
+        l = vorrq_u8(l, vandq_u8(vreinterpretq_u8_u32(vshlq_u32(qh, vdupq_n_s32(4 - c))), bit4));
+        h = vorrq_u8(h, vandq_u8(vreinterpretq_u8_u32(vshlq_u32(qh, vdupq_n_s32(-c))), bit4));
+      }
+      lo[c] = family == KILN_UK_IQ4_NL ? vqtbl1q_s8(table, l) : vreinterpretq_s8_u8(l);
+      hi[c] = family == KILN_UK_IQ4_NL ? vqtbl1q_s8(table, h) : vreinterpretq_s8_u8(h);
+    }
+    for (r = 0; r < mr; ++r) {
+      const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at) + 32 * b;
+      const float xd = ((const float *)(const void *)(xs + r * stride))[b];
+      const int32_t *sums = (const int32_t *)(const void *)(xs + r * stride + sums_at) + 2 * b;
+      const int32_t isum = sums[0] + sums[1];
+      const int8x16_t xl = vld1q_s8(q), xh = vld1q_s8(q + 16);
+      int32x4_t is = vdupq_n_s32(0);
+      KILN_UK_NEON_DOT4(is, lo, xl);
+      KILN_UK_NEON_DOT4(is, hi, xh);
+      acc[r] = vfmaq_f32(acc[r], vcvtq_f32_s32(vsubq_s32(is, vdupq_n_s32(bias * isum))), vmulq_n_f32(d, xd));
+      if (mins)
+        acc[r] = vfmaq_n_f32(acc[r], m, xd * (float)isum);
+    }
+  }
+  for (r = 0; r < mr; ++r)
+    kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+}
+#define KILN_UK_HAS_PANEL_B32 1
+
+/* mr rows of k-quant activations against super-blocks b0..b1-1 of one q2_k
+ * (three = 0) or q3_k panel (the x86 layouts, 4 rows). q2_k: a sub-block's
+ * scale times its 2-bit codes from a vqtbl1q table made once per sub-block
+ * (each lane's four bytes sc x (0, 1, 2, 3)), the mins against the
+ * activations' sums of 16. q3_k: the 3-bit codes less 4 as signed bytes, the
+ * sub-block's sum times its signed 6-bit scale. */
+KILN_UK_INLINE void kiln_uk_panel_tile_q23k(const uint8_t *panel, int32_t three, const uint8_t *xs,
+                                    size_t stride, int32_t mr, int32_t k, int32_t b0, int32_t b1,
+                                    float *y, int32_t ldy, int32_t valid) {
+  const size_t bytes = three ? 110u * 4u : 84u * 4u;
+  const size_t xq_at = kiln_uk_kq_xq_at(k, 256), sums_at = kiln_uk_kq_sums_at(k, 256);
+  const uint8x16_t mask3 = vdupq_n_u8(3), four = vdupq_n_u8(4);
+  static const uint8_t row_at[16] = {0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12};
+  const uint8x16_t row_idx = vld1q_u8(row_at);
+  float32x4_t acc[KILN_UK_MR_MAX];
+  int32_t r, b, s, t;
+  for (r = 0; r < mr; ++r)
+    acc[r] = b0 == 0 ? vdupq_n_f32(0.0f) : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * bytes;
+    const uint32x4_t w0 = vld1q_u32((const uint32_t *)(const void *)(gp + (three ? 8 : 16))),
+                     w1 = vld1q_u32((const uint32_t *)(const void *)(gp + (three ? 24 : 32))),
+                     w2 = vld1q_u32((const uint32_t *)(const void *)(gp + (three ? 40 : 48))),
+                     w3 = vld1q_u32((const uint32_t *)(const void *)(gp + 64));
+    int32x4_t is[KILN_UK_MR_MAX], mi[KILN_UK_MR_MAX];
+    for (r = 0; r < mr; ++r)
+      is[r] = mi[r] = vdupq_n_s32(0);
+    for (s = 0; s < 16; ++s) {
+      const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2, group = s / 4, i = s % 4;
+      const uint32x4_t wg = group == 0 ? w0 : group == 1 ? w1 : group == 2 ? w2 : w3;
+      int32x4_t sc, mn = vdupq_n_s32(0);
+      int8x16_t code[4];
+      if (three) {
+        const uint32x4_t lo4 = vandq_u32(vshlq_u32(group & 1 ? w1 : w0, vdupq_n_s32(-(8 * i + 4 * (group >= 2)))),
+                                         vdupq_n_u32(15));
+        const uint32x4_t hi2 = vandq_u32(vshlq_u32(w2, vdupq_n_s32(-(8 * i + 2 * group))), vdupq_n_u32(3));
+        sc = vsubq_s32(vreinterpretq_s32_u32(vorrq_u32(lo4, vshlq_n_u32(hi2, 4))), vdupq_n_s32(32));
+      } else {
+        const uint32x4_t byte = vshlq_u32(wg, vdupq_n_s32(-8 * i));
+        sc = vreinterpretq_s32_u32(vandq_u32(byte, vdupq_n_u32(15)));
+        mn = vreinterpretq_s32_u32(vandq_u32(vshrq_n_u32(byte, 4), vdupq_n_u32(15)));
+      }
+      for (t = 0; t < 4; ++t) {
+        const uint8_t *cq = gp + (three ? 46 * 4 : 20 * 4) + 16 * (8 * h + 4 * half + t);
+        const uint8x16_t c2 = vandq_u8(vshlq_u8(vld1q_u8(cq), vdupq_n_s8((int8_t)(-2 * j))), mask3);
+        if (three) {
+          const int32_t bit = 4 * h + j;
+          const uint8x16_t hb = vandq_u8(vshlq_u8(vld1q_u8(gp + 14 * 4 + 16 * (4 * half + t)),
+                                                  vdupq_n_s8((int8_t)(2 - bit))),
+                                         four);
+          code[t] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(c2, hb)), vreinterpretq_s8_u8(four));
+        } else {
+          const uint8x16_t table = vreinterpretq_u8_u32(vmulq_u32(vreinterpretq_u32_s32(sc), vdupq_n_u32(0x03020100u)));
+          code[t] = vreinterpretq_s8_u8(vqtbl1q_u8(table, vorrq_u8(c2, row_idx)));
+        }
+      }
+      for (r = 0; r < mr; ++r) {
+        const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at);
+        const int8x16_t xv = vld1q_s8(q + 256 * b + 128 * h + 32 * j + 16 * half);
+        const int32_t x16 = ((const int32_t *)(const void *)(xs + r * stride + sums_at))[16 * b + s];
+        int32x4_t part = vdupq_n_s32(0);
+        KILN_UK_NEON_DOT4(part, code, xv);
+        if (three)
+          is[r] = vmlaq_s32(is[r], part, sc);
+        else {
+          is[r] = vaddq_s32(is[r], part);
+          mi[r] = vmlaq_n_s32(mi[r], mn, x16);
+        }
+      }
+    }
+    {
+      const float32x4_t d = kiln_uk_load_scales4(gp), dmin = kiln_uk_load_scales4(gp + 8);
+      for (r = 0; r < mr; ++r) {
+        const float xd = ((const float *)(const void *)(xs + r * stride))[b];
+        acc[r] = vfmaq_f32(acc[r], vcvtq_f32_s32(is[r]), vmulq_n_f32(d, xd));
+        if (!three)
+          acc[r] = vfmsq_f32(acc[r], vcvtq_f32_s32(mi[r]), vmulq_n_f32(dmin, xd));
+      }
+    }
+  }
+  for (r = 0; r < mr; ++r)
+    kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+}
+#define KILN_UK_HAS_PANEL_Q2K 1
+#define KILN_UK_HAS_PANEL_Q3K 1
+
 /* mr quantized activation rows against groups b0..b1-1 of one int8/int4 panel,
  * added to y unless b0 is 0 (the order of the additions does not depend on the
  * K block). int8 weights are stored + 128: flipping the top bit gives the signed
@@ -26,6 +176,14 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
   const uint8x16_t low = vdupq_n_u8(15), top = vdupq_n_u8(0x80);
   float32x4_t acc[KILN_UK_MR_MAX];
   int32_t r, b, c, first = 0;
+  if (kiln_uk_is_b32_family(family)) {
+    kiln_uk_panel_tile_b32(family, panel, xs, stride, mr, k, b0, b1, y, ldy, valid);
+    return;
+  }
+  if (family == KILN_UK_Q2_K || family == KILN_UK_Q3_K) {
+    kiln_uk_panel_tile_q23k(panel, family == KILN_UK_Q3_K, xs, stride, mr, k, b0, b1, y, ldy, valid);
+    return;
+  }
   for (r = 0; r < mr; ++r)
     acc[r] = b0 == 0 ? vdupq_n_f32(0.0f) : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
   for (b = b0; b < b1; ++b) {
