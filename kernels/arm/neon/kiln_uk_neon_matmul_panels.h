@@ -164,6 +164,118 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q23k(const uint8_t *panel, int32_t three,
 #define KILN_UK_HAS_PANEL_Q2K 1
 #define KILN_UK_HAS_PANEL_Q3K 1
 
+/* mr rows of k-quant activations against super-blocks b0..b1-1 of one q4_k
+ * (five = 0) or q5_k panel (the x86 layout, 4 rows): per sub-block of 32, the
+ * codes (nibbles, with q5_k's fifth bits) in sdot by lane, times the 6-bit
+ * scale; the 6-bit mins against the activations' sums of 32. */
+KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, const uint8_t *xs,
+                                    size_t stride, int32_t mr, int32_t k, int32_t b0, int32_t b1,
+                                    float *y, int32_t ldy, int32_t valid) {
+  const size_t bytes = five ? 176u * 4u : 144u * 4u, codes_at = five ? 48u * 4u : 16u * 4u;
+  const size_t xq_at = kiln_uk_kq_xq_at(k, 256), sums_at = kiln_uk_kq_sums_at(k, 256);
+  const uint8x16_t low = vdupq_n_u8(15), bit4 = vdupq_n_u8(0x10);
+  float32x4_t acc[KILN_UK_MR_MAX];
+  int32_t r, b, i, h, c;
+  for (r = 0; r < mr; ++r)
+    acc[r] = b0 == 0 ? vdupq_n_f32(0.0f) : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * bytes;
+    const uint32x4_t s0 = vld1q_u32((const uint32_t *)(const void *)(gp + 16)),
+                     s1 = vld1q_u32((const uint32_t *)(const void *)(gp + 32)),
+                     s2 = vld1q_u32((const uint32_t *)(const void *)(gp + 48));
+    int32x4_t is[KILN_UK_MR_MAX], mi[KILN_UK_MR_MAX];
+    for (r = 0; r < mr; ++r)
+      is[r] = mi[r] = vdupq_n_s32(0);
+    for (i = 0; i < 4; ++i)
+      for (h = 0; h < 2; ++h) { /* sub-block 2i + h: the low or the high nibbles */
+        const uint32x4_t sh = h ? s1 : s0;
+        const int32x4_t sc = vreinterpretq_s32_u32(vandq_u32(vshlq_u32(sh, vdupq_n_s32(-8 * i)), vdupq_n_u32(63)));
+        const int32x4_t mn = vreinterpretq_s32_u32(vorrq_u32(
+            vandq_u32(vshlq_u32(s2, vdupq_n_s32(-(4 * i + 16 * h))), vdupq_n_u32(15)),
+            vshlq_n_u32(vandq_u32(vshlq_u32(sh, vdupq_n_s32(-(8 * i + 6))), vdupq_n_u32(3)), 4)));
+        int8x16_t code[8];
+        for (c = 0; c < 8; ++c) {
+          uint8x16_t v = vld1q_u8(gp + codes_at + 16 * (8 * i + c));
+          v = h ? vshrq_n_u8(v, 4) : vandq_u8(v, low);
+          if (five) /* bit 2i + h of qh: the fifth bit of sub-block 2i + h */
+            v = vorrq_u8(v, vandq_u8(vshlq_u8(vld1q_u8(gp + 64 + 16 * c), vdupq_n_s8((int8_t)(4 - 2 * i - h))), bit4));
+          code[c] = vreinterpretq_s8_u8(v);
+        }
+        for (r = 0; r < mr; ++r) {
+          const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at) + 256 * b + 64 * i + 32 * h;
+          const int32_t *x16 = (const int32_t *)(const void *)(xs + r * stride + sums_at) + 16 * b + 4 * i + 2 * h;
+          const int8x16_t x0 = vld1q_s8(q), x1 = vld1q_s8(q + 16);
+          int32x4_t part = vdupq_n_s32(0);
+          KILN_UK_NEON_DOT4(part, code, x0);
+          KILN_UK_NEON_DOT4(part, code + 4, x1);
+          is[r] = vmlaq_s32(is[r], part, sc);
+          mi[r] = vmlaq_n_s32(mi[r], mn, x16[0] + x16[1]);
+        }
+      }
+    {
+      const float32x4_t d = kiln_uk_load_scales4(gp), dmin = kiln_uk_load_scales4(gp + 8);
+      for (r = 0; r < mr; ++r) {
+        const float xd = ((const float *)(const void *)(xs + r * stride))[b];
+        acc[r] = vfmaq_f32(acc[r], vcvtq_f32_s32(is[r]), vmulq_n_f32(d, xd));
+        acc[r] = vfmsq_f32(acc[r], vcvtq_f32_s32(mi[r]), vmulq_n_f32(dmin, xd));
+      }
+    }
+  }
+  for (r = 0; r < mr; ++r)
+    kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+}
+
+/* As panel_tile_q45k for a q6_k panel: per sub-block of 16, the 6-bit codes (a
+ * nibble of ql, two bits of qh) in sdot by lane, less 32 times the
+ * activations' sum, times the int8 scale. */
+KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size_t stride,
+                                   int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
+                                   int32_t ldy, int32_t valid) {
+  const size_t xq_at = kiln_uk_kq_xq_at(k, 256), sums_at = kiln_uk_kq_sums_at(k, 256);
+  const uint8x16_t low = vdupq_n_u8(15), top2 = vdupq_n_u8(0x30);
+  float32x4_t acc[KILN_UK_MR_MAX];
+  int32_t r, b, s, t;
+  for (r = 0; r < mr; ++r)
+    acc[r] = b0 == 0 ? vdupq_n_f32(0.0f) : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * 210u * 4u;
+    int32x4_t is[KILN_UK_MR_MAX];
+    for (r = 0; r < mr; ++r)
+      is[r] = vdupq_n_s32(0);
+    for (s = 0; s < 16; ++s) {
+      const int32_t h = s / 8, set = (s % 8) / 2, col = 128 * h + 32 * set + 16 * (s % 2);
+      const int32x4_t words = vld1q_s32((const int32_t *)(const void *)(gp + 16 * (48 + s / 4)));
+      const int32x4_t sc = vshrq_n_s32(vshlq_s32(words, vdupq_n_s32(24 - 8 * (s % 4))), 24);
+      int8x16_t code[4];
+      for (t = 0; t < 4; ++t) {
+        const int32_t l = 16 * (s % 2) + 4 * t;
+        const uint8x16_t ql = vld1q_u8(gp + 16 * ((64 * h + 32 * (set & 1) + l) / 4));
+        const uint8x16_t qh = vld1q_u8(gp + 16 * (32 + (32 * h + l) / 4));
+        const uint8x16_t lo = set >= 2 ? vshrq_n_u8(ql, 4) : vandq_u8(ql, low);
+        const uint8x16_t hi = vandq_u8(vshlq_u8(qh, vdupq_n_s8((int8_t)(4 - 2 * set))), top2);
+        code[t] = vreinterpretq_s8_u8(vorrq_u8(lo, hi));
+      }
+      for (r = 0; r < mr; ++r) {
+        const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at) + 256 * b + col;
+        const int32_t *x16 = (const int32_t *)(const void *)(xs + r * stride + sums_at);
+        int32x4_t part = vdupq_n_s32(0);
+        KILN_UK_NEON_DOT4(part, code, vld1q_s8(q));
+        is[r] = vmlaq_s32(is[r], vsubq_s32(part, vdupq_n_s32(32 * x16[16 * b + s])), sc);
+      }
+    }
+    {
+      const float32x4_t d = kiln_uk_load_scales4(gp + 208 * 4);
+      for (r = 0; r < mr; ++r) {
+        const float xd = ((const float *)(const void *)(xs + r * stride))[b];
+        acc[r] = vfmaq_f32(acc[r], vcvtq_f32_s32(is[r]), vmulq_n_f32(d, xd));
+      }
+    }
+  }
+  for (r = 0; r < mr; ++r)
+    kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+}
+#define KILN_UK_HAS_PANEL_KQUANTS 1
+
 /* mr quantized activation rows against groups b0..b1-1 of one int8/int4 panel,
  * added to y unless b0 is 0 (the order of the additions does not depend on the
  * K block). int8 weights are stored + 128: flipping the top bit gives the signed
@@ -182,6 +294,14 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
   }
   if (family == KILN_UK_Q2_K || family == KILN_UK_Q3_K) {
     kiln_uk_panel_tile_q23k(panel, family == KILN_UK_Q3_K, xs, stride, mr, k, b0, b1, y, ldy, valid);
+    return;
+  }
+  if (family == KILN_UK_Q4_K || family == KILN_UK_Q5_K) {
+    kiln_uk_panel_tile_q45k(panel, family == KILN_UK_Q5_K, xs, stride, mr, k, b0, b1, y, ldy, valid);
+    return;
+  }
+  if (family == KILN_UK_Q6_K) {
+    kiln_uk_panel_tile_q6k(panel, xs, stride, mr, k, b0, b1, y, ldy, valid);
     return;
   }
   for (r = 0; r < mr; ++r)
