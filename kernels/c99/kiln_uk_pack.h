@@ -162,6 +162,67 @@ static inline void kiln_uk_pack_q3k_block(const uint8_t *s, uint8_t *p, int32_t 
     memcpy(p + (size_t)(14 + 4 * c) * (size_t)nr + 4 * (size_t)r, s + 4 * c, 4);
 }
 
+/* Row r's block of a panel's block at p (its family's layout above), back in
+ * GGUF's bytes at blk: the inverse of the pack_*_block functions, for the
+ * kernels that decode a panel row by row. */
+static inline void kiln_uk_panel_block_row(int family, const uint8_t *p, int32_t r, int32_t nr,
+                                           uint8_t *blk) {
+  const size_t at = 4 * (size_t)r;
+  int32_t c, j;
+  if (kiln_uk_is_b32_family(family)) {
+    const int32_t mins = family == KILN_UK_Q4_1 || family == KILN_UK_Q5_1;
+    const int32_t five = family == KILN_UK_Q5_0 || family == KILN_UK_Q5_1;
+    const int32_t head = kiln_uk_b32_head(family);
+    memcpy(blk, p + 2 * r, 2);
+    if (mins)
+      memcpy(blk + 2, p + 2 * nr + 2 * r, 2);
+    if (five) {
+      const uint8_t *w = p + (size_t)(2 + 2 * mins) * (size_t)nr + at;
+      uint32_t qh = 0;
+      for (c = 0; c < 4; ++c)
+        for (j = 0; j < 4; ++j)
+          qh |= (uint32_t)((w[j] >> c) & 1u) << (4 * c + j) | (uint32_t)((w[j] >> (4 + c)) & 1u) << (16 + 4 * c + j);
+      kiln_uk_put_u32le(blk + 2 + 2 * mins, qh);
+    }
+    for (c = 0; c < 4; ++c)
+      memcpy(blk + head + 4 * c, p + (size_t)(head + 4 * c) * (size_t)nr + at, 4);
+  } else if (family == KILN_UK_Q2_K) {
+    memcpy(blk + 80, p + 2 * r, 2);
+    memcpy(blk + 82, p + 2 * nr + 2 * r, 2);
+    for (c = 0; c < 20; ++c)
+      memcpy(blk + 4 * c, p + (size_t)(4 + 4 * c) * (size_t)nr + at, 4);
+  } else if (family == KILN_UK_Q3_K) {
+    memcpy(blk + 108, p + 2 * r, 2);
+    for (c = 0; c < 3; ++c)
+      memcpy(blk + 96 + 4 * c, p + (size_t)(2 + 4 * c) * (size_t)nr + at, 4);
+    for (c = 0; c < 24; ++c)
+      memcpy(blk + 4 * c, p + (size_t)(14 + 4 * c) * (size_t)nr + at, 4);
+  } else if (family == KILN_UK_Q6_K) {
+    for (c = 0; c < 52; ++c) /* ql, qh, then the scales */
+      memcpy(blk + 4 * c, p + (size_t)(4 * c) * (size_t)nr + at, 4);
+    memcpy(blk + 208, p + 208 * (size_t)nr + 2 * (size_t)r, 2);
+  } else { /* q4_k, q5_k: the scales and mins back into GGUF's 12 bytes */
+    const int32_t five = family == KILN_UK_Q5_K;
+    const uint8_t *w0 = p + 4 * (size_t)nr + at, *w1 = p + 8 * (size_t)nr + at, *w2 = p + 12 * (size_t)nr + at;
+    uint8_t sc[8], m[8];
+    for (j = 0; j < 8; ++j) {
+      const uint8_t byte = (j % 2 ? w1 : w0)[j / 2];
+      const uint32_t lo = (uint32_t)w2[0] | (uint32_t)w2[1] << 8 | (uint32_t)w2[2] << 16 | (uint32_t)w2[3] << 24;
+      sc[j] = byte & 63;
+      m[j] = (uint8_t)(((lo >> (4 * (j / 2) + 16 * (j % 2))) & 15) | (uint32_t)(byte >> 6) << 4);
+    }
+    memcpy(blk, p + 2 * r, 2);
+    memcpy(blk + 2, p + 2 * nr + 2 * r, 2);
+    for (j = 0; j < 4; ++j) {
+      blk[4 + j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+      blk[8 + j] = (uint8_t)(m[j] | (m[j + 4] >> 4) << 6);
+      blk[12 + j] = (uint8_t)((sc[j + 4] & 15) | (m[j + 4] & 15) << 4);
+    }
+    for (c = 0; c < (five ? 40 : 32); ++c)
+      memcpy(blk + 16 + 4 * c, p + (size_t)(16 + 4 * c) * (size_t)nr + at, 4);
+  }
+}
+
 static inline void kiln_uk_pack_panels(int family, const uint8_t *src, uint8_t *dst,
                                        int32_t n, int32_t k, int32_t g, int32_t nr) {
   size_t rb = kiln_uk_row_bytes(family, k, g);

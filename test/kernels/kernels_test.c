@@ -768,6 +768,18 @@ static void test_block_panels(int fmt, int32_t rows, int32_t n, int32_t k, size_
   int32_t i, r, j, same = 1;
   char what[112];
   kiln_uk_pack_panels(family, w_rows, w_panels, n, k, e, KILN_UK_NR);
+  /* the layout's inverse gives every row's blocks back */
+  for (j = 0; j < n; ++j)
+    for (i = 0; i < k / e; ++i) {
+      uint8_t blk[256];
+      const size_t bb = (size_t)kiln_uk_block_bytes(fmt);
+      kiln_uk_panel_block_row(family, w_panels + ((size_t)(j / KILN_UK_NR) * (size_t)(k / e) + (size_t)i) * bb * KILN_UK_NR,
+                              j % KILN_UK_NR, KILN_UK_NR, blk);
+      same &= memcmp(blk, w_rows + (size_t)j * rb + (size_t)i * bb, bb) == 0;
+    }
+  snprintf(what, sizeof what, "%s %s panels n %d k %d: panel_block_row inverts the packing",
+           KILN_TEST_ISA_NAME, name, (int)n, (int)k);
+  check(same, what);
   kiln_uk_matmul_panel_int(family, w_panels, y_panel, scratch, rows, n, k, e, 8, k, 0, panels);
   worst = block_panel_error(fmt, y_panel, rows, n, k, stride, rb);
   snprintf(what, sizeof what, "%s %s panels rows %d n %d k %d: error %.2f of bound",

@@ -55,6 +55,58 @@ static inline void kiln_uk_panel_unpack_int(int family, const uint8_t *gp, int32
   }
 }
 
+/* mr rows of block activations (blocks_quantize_row) against blocks b0..b1-1
+ * of one panel of a GGUF block format (the x86 layouts, 4 rows): each row's
+ * block decoded once for the tile into int16 columns with its integer offsets
+ * and sub-block scales folded in (unpack_block: exact), then per activation
+ * row a widening vwmacc.vx per column and, per 32, the float scales and the
+ * mins against the activations' scaled sums, as matmul_blocks sums them. */
+KILN_UK_INLINE void kiln_uk_panel_tile_blocks(int family, const uint8_t *panel, const uint8_t *xs,
+                                      size_t stride, int32_t mr, int32_t k, int32_t b0, int32_t b1,
+                                      float *y, int32_t ldy, int32_t valid) {
+  const int32_t e = kiln_uk_block_elements(family), bb = kiln_uk_block_bytes(family);
+  int16_t cols[4 * 256], v[256];
+  uint8_t blk[256];
+  float ws[4 * 8], wm[4 * 16], s8[8], m16[16], acc[KILN_UK_MR_MAX * 4] = {0};
+  int32_t r, b, j, g, h;
+  for (r = 0; r < mr && b0 != 0; ++r)
+    memcpy(acc + 4 * r, y + (size_t)r * (size_t)ldy, sizeof(float) * (size_t)valid);
+  for (b = b0; b < b1; ++b) {
+    for (r = 0; r < 4; ++r) { /* the panel's rows decoded, column j's 4 rows at cols + 4 j */
+      kiln_uk_panel_block_row(family, panel + (size_t)b * (size_t)bb * 4u, r, 4, blk);
+      kiln_uk_unpack_block(family, blk, v, s8, m16);
+      for (j = 0; j < e; ++j)
+        cols[4 * j + r] = v[j];
+      for (g = 0; g < e / 32; ++g)
+        ws[4 * g + r] = s8[g];
+      for (h = 0; h < e / 16; ++h)
+        wm[4 * h + r] = m16[h];
+    }
+    for (r = 0; r < mr; ++r) {
+      const float *xd = (const float *)(const void *)(xs + (size_t)r * stride);
+      const float *xa = xd + k / e + b * (e / 16);
+      const int8_t *q = (const int8_t *)(const void *)(xd + k / e + k / 16) + e * b;
+      vfloat32m1_t a = __riscv_vle32_v_f32m1(acc + 4 * r, 4);
+      for (g = 0; g < e / 32; ++g) {
+        vint32m1_t is = __riscv_vmv_v_x_i32m1(0, 4);
+        for (j = 32 * g; j < 32 * g + 32; ++j)
+          is = __riscv_vwmacc_vx_i32m1(is, (int16_t)q[j], __riscv_vle16_v_i16mf2(cols + 4 * j, 4), 4);
+        a = __riscv_vfmacc_vv_f32m1(a, __riscv_vfcvt_f_x_v_f32m1(is, 4),
+                                    __riscv_vfmul_vf_f32m1(__riscv_vle32_v_f32m1(ws + 4 * g, 4), xd[b], 4), 4);
+        a = __riscv_vfmacc_vf_f32m1(a, xa[2 * g], __riscv_vle32_v_f32m1(wm + 8 * g, 4), 4);
+        a = __riscv_vfmacc_vf_f32m1(a, xa[2 * g + 1], __riscv_vle32_v_f32m1(wm + 8 * g + 4, 4), 4);
+      }
+      __riscv_vse32_v_f32m1(acc + 4 * r, a, 4);
+    }
+  }
+  for (r = 0; r < mr; ++r)
+    memcpy(y + (size_t)r * (size_t)ldy, acc + 4 * r, sizeof(float) * (size_t)valid);
+}
+#define KILN_UK_HAS_PANEL_KQUANTS 1
+#define KILN_UK_HAS_PANEL_B32 1
+#define KILN_UK_HAS_PANEL_Q2K 1
+#define KILN_UK_HAS_PANEL_Q3K 1
+
 /* mr quantized activation rows against groups b0..b1-1 of one int8/int4 panel,
  * added to y unless b0 is 0 (the order of the additions does not depend on the
  * K block). Each group is unpacked once for the tile (int16 columns); a row's
@@ -69,6 +121,10 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
   int16_t cols[4 * 256]; /* groups are at most 256 (i8g256, i4g256) */
   float acc[KILN_UK_MR_MAX * 4] = {0};
   int32_t r, b, j;
+  if (kiln_uk_is_block_family(family)) {
+    kiln_uk_panel_tile_blocks(family, panel, xs, stride, mr, k, b0, b1, y, ldy, valid);
+    return;
+  }
   for (r = 0; r < mr && b0 != 0; ++r)
     memcpy(acc + 4 * r, y + (size_t)r * (size_t)ldy, sizeof(float) * (size_t)valid);
   for (b = b0; b < b1; ++b) {
