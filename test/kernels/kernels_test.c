@@ -815,6 +815,33 @@ static void test_block_panels(int fmt, int32_t rows, int32_t n, int32_t k, size_
 }
 #endif
 
+#ifdef KILN_UK_HAS_PANEL_B32
+/* iq4_nl's codebook in the panel kernels against the format's definition
+ * (ggml's kvalues_iq4nl): row r of a block of 32 all code r, scale 1, against
+ * activations of all ones, gives 32 times entry r. */
+static void test_iq4nl_codebook(void) {
+  static const int8_t spec[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                  1,    13,   25,  38,  53,  69,  89,  113};
+  int32_t r, ok = 1;
+  char what[80];
+  for (r = 0; r < 16; ++r) {
+    uint8_t *blk = w_rows + 18 * r;
+    put_f16(blk, 1.0f);
+    memset(blk + 2, r | r << 4, 16);
+  }
+  for (r = 0; r < 32; ++r)
+    x[r] = 1.0f;
+  kiln_uk_blocks_quantize_row(x, scratch, 32, 32);
+  kiln_uk_pack_panels(KILN_UK_IQ4_NL, w_rows, w_panels, 16, 32, 32, KILN_UK_NR);
+  kiln_uk_matmul_panel_int(KILN_UK_IQ4_NL, w_panels, y, scratch, 1, 16, 32, 32, 1, 32, 0,
+                           (16 + KILN_UK_NR - 1) / KILN_UK_NR);
+  for (r = 0; r < 16; ++r)
+    ok &= fabsf(y[r] - 32.0f * (float)spec[r]) <= 0.01f;
+  snprintf(what, sizeof what, "%s iq4_nl panels: the codebook's 16 entries", KILN_TEST_ISA_NAME);
+  check(ok, what);
+}
+#endif
+
 /* The GGUF block formats the kernels read, and the offsets of each one's f16
  * scale (and min, or -1) within a block. */
 static const int block_formats[] = {KILN_UK_Q4_1, KILN_UK_Q5_0, KILN_UK_Q5_1, KILN_UK_IQ4_NL,
@@ -1307,6 +1334,9 @@ int main(void) {
   test_quantize_sums(64, 32);
   test_quantize_sums(512, 64);
   test_quantize_sums(256, 256);
+#endif
+#ifdef KILN_UK_HAS_PANEL_B32
+  test_iq4nl_codebook();
 #endif
   {
     for (a = 0; a < sizeof block_formats / sizeof block_formats[0]; ++a) {
