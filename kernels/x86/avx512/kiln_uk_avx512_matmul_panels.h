@@ -248,6 +248,89 @@ KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, con
     _mm512_mask_storeu_ps(y + (size_t)r * (size_t)ldy, valid, acc[r]);
 }
 
+/* q2_k's scale x code tables of super-block gp, one per sub-block, and its
+ * scale words (the mins in their high nibbles). */
+static inline void kiln_uk_q2k_tables(const uint8_t *gp, __m512i *table, __m512i *w) {
+  int32_t s;
+  for (s = 0; s < 4; ++s)
+    w[s] = _mm512_loadu_si512(gp + 64 + 64 * s);
+  for (s = 0; s < 16; ++s)
+    table[s] = _mm512_mullo_epi32(
+        _mm512_and_si512(_mm512_srli_epi32(w[s / 4], (unsigned)(8 * (s % 4))), _mm512_set1_epi32(15)),
+        _mm512_set1_epi32(0x03020100));
+}
+
+/* The sum over q2_k's 16 sub-blocks of min x the activations' sum of 16, per
+ * lane, from the scale words w and the row's sums of 16 at x16. */
+static inline __m512i kiln_uk_q2k_mins(const __m512i *w, const int32_t *x16) {
+  const __m512i nib = _mm512_set1_epi32(15), top = _mm512_set1_epi32(0xf0000);
+  __m512i m = _mm512_setzero_si512();
+  int32_t i;
+  for (i = 0; i < 8; ++i) { /* mins 2i, 2i+1 as 16-bit pairs, from the high nibbles */
+    const __m512i wi = w[i / 2];
+    const __m512i pair = i % 2 == 0
+                             ? _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(wi, 4), nib),
+                                               _mm512_and_si512(_mm512_slli_epi32(wi, 4), top))
+                             : _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(wi, 20), nib),
+                                               _mm512_and_si512(_mm512_srli_epi32(wi, 12), top));
+    m = _mm512_dpwssd_epi32(
+        m, pair, _mm512_set1_epi32((int32_t)((uint32_t)(uint16_t)x16[2 * i] | (uint32_t)x16[2 * i + 1] << 16)));
+  }
+  return m;
+}
+
+/* Byte i of each 128-bit lane: 4 (i / 4), where its row's table entries start. */
+static inline __m512i kiln_uk_q2k_rows(void) {
+  return _mm512_set_epi64(0x0c0c0c0c08080808LL, 0x0404040400000000LL, 0x0c0c0c0c08080808LL,
+                          0x0404040400000000LL, 0x0c0c0c0c08080808LL, 0x0404040400000000LL,
+                          0x0c0c0c0c08080808LL, 0x0404040400000000LL);
+}
+
+/* One row of k-quant activations against super-blocks b0..b1-1 of one q2_k
+ * panel (decode), as panel_tile_q2k with each code quad loaded once for its
+ * four sub-blocks, and four integer chains (one per sub-block of a quad), so
+ * vpdpbusd's latency does not bind: integer sums, the same result. */
+KILN_UK_INLINE void kiln_uk_panel_row_q2k(const uint8_t *panel, const uint8_t *xs, int32_t k,
+                                  int32_t b0, int32_t b1, float *y, int32_t rows_valid) {
+  const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
+  const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u;
+  const int32_t *x16 = (const int32_t *)(const void *)(xs + xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u);
+  const int8_t *q = (const int8_t *)(const void *)(xs + xq_at);
+  const float *xd = (const float *)(const void *)xs;
+  const __m512i three = _mm512_set1_epi8(3), rows = kiln_uk_q2k_rows();
+  __m512 acc = b0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(valid, y);
+  int32_t b, h, half, t, j, c;
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * 84u * 16u;
+    __m512i table[16], w[4], is[4];
+    __m512 dx;
+    for (c = 0; c < 84 * 16; c += 64)
+      KILN_UK_PREFETCH_ROW(gp + c);
+    kiln_uk_q2k_tables(gp, table, w);
+    for (j = 0; j < 4; ++j)
+      is[j] = _mm512_setzero_si512();
+    for (h = 0; h < 2; ++h)
+      for (half = 0; half < 2; ++half)
+        for (t = 0; t < 4; ++t) {
+          const __m512i v = _mm512_loadu_si512(gp + 20 * 16 + 64 * (8 * h + 4 * half + t));
+          for (j = 0; j < 4; ++j) {
+            const __m512i code = _mm512_and_si512(_mm512_srli_epi16(v, (unsigned)(2 * j)), three);
+            const __m512i prod = _mm512_shuffle_epi8(table[8 * h + 2 * j + half], _mm512_or_si512(code, rows));
+            is[j] = _mm512_dpbusd_epi32(
+                is[j], prod, _mm512_set1_epi32(kiln_uk_load_i32(q + 256 * b + 128 * h + 32 * j + 16 * half + 4 * t)));
+          }
+        }
+    dx = _mm512_set1_ps(xd[b]);
+    acc = _mm512_fmadd_ps(
+        _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_add_epi32(is[0], is[1]), _mm512_add_epi32(is[2], is[3]))),
+        _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)gp)), dx), acc);
+    acc = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(kiln_uk_q2k_mins(w, x16 + 16 * b)),
+                           _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 32))), dx),
+                           acc);
+  }
+  _mm512_mask_storeu_ps(y, valid, acc);
+}
+
 /* mr rows of k-quant activations against super-blocks b0..b1-1 of one q2_k
  * panel, as panel_tile_q45k. A sub-block's scale times its 2-bit codes (at
  * most 45) comes from a vpshufb table made once per sub-block, each lane's
@@ -260,34 +343,30 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *
   const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
   const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u;
   const size_t sums_at = xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u;
-  const __m512i three = _mm512_set1_epi8(3), nib = _mm512_set1_epi32(15);
-  /* byte i of a 128-bit lane belongs to the lane's row i / 4: its table entries start at 4 (i / 4) */
-  const __m512i rows = _mm512_set_epi64(0x0c0c0c0c08080808LL, 0x0404040400000000LL, 0x0c0c0c0c08080808LL,
-                                         0x0404040400000000LL, 0x0c0c0c0c08080808LL, 0x0404040400000000LL,
-                                         0x0c0c0c0c08080808LL, 0x0404040400000000LL);
+  const __m512i three = _mm512_set1_epi8(3), rows = kiln_uk_q2k_rows();
   __m512 acc[KILN_UK_MR_MAX];
-  int32_t r, b, s, t, i;
+  int32_t r, b, s, t;
+  if (mr == 1) {
+    kiln_uk_panel_row_q2k(panel, xs, k, b0, b1, y, rows_valid);
+    return;
+  }
   for (r = 0; r < mr; ++r)
     acc[r] = b0 == 0 ? _mm512_setzero_ps()
                      : _mm512_maskz_loadu_ps(valid, y + (size_t)r * (size_t)ldy);
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * 84u * 16u;
-    __m512i is[KILN_UK_MR_MAX], w[4];
+    __m512i is[KILN_UK_MR_MAX], w[4], table[16];
     __m512 d, dmin;
-    for (t = 0; t < 4; ++t)
-      w[t] = _mm512_loadu_si512(gp + 64 + 64 * t);
+    kiln_uk_q2k_tables(gp, table, w);
     for (r = 0; r < mr; ++r)
       is[r] = _mm512_setzero_si512();
     for (s = 0; s < 16; ++s) {
       const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2;
-      const __m512i sc = _mm512_and_si512(_mm512_srli_epi32(w[s / 4], (unsigned)(8 * (s % 4))), nib);
-      const __m512i table = _mm512_mullo_epi32(sc, _mm512_set1_epi32(0x03020100));
       kiln_uk_prefetch_share(gp, 84 * 16, s, 16);
       for (t = 0; t < 4; ++t) {
         const __m512i v = _mm512_loadu_si512(gp + 20 * 16 + 64 * (8 * h + 4 * half + t));
         const __m512i code = _mm512_and_si512(_mm512_srli_epi16(v, (unsigned)(2 * j)), three);
-        const __m512i idx = _mm512_or_si512(code, rows);
-        const __m512i prod = _mm512_shuffle_epi8(table, idx);
+        const __m512i prod = _mm512_shuffle_epi8(table[s], _mm512_or_si512(code, rows));
         for (r = 0; r < mr; ++r) {
           const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at);
           is[r] = _mm512_dpbusd_epi32(
@@ -300,26 +379,84 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *
     for (r = 0; r < mr; ++r) {
       const float xd = ((const float *)(const void *)(xs + r * stride))[b];
       const int32_t *x16 = (const int32_t *)(const void *)(xs + r * stride + sums_at) + 16 * b;
-      __m512i m = _mm512_setzero_si512();
-      for (i = 0; i < 8; ++i) { /* mins 2i, 2i+1 as 16-bit pairs, from the high nibbles */
-        const __m512i wi = w[i / 2];
-        const __m512i pair =
-            i % 2 == 0
-                ? _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(wi, 4), nib),
-                                  _mm512_and_si512(_mm512_slli_epi32(wi, 4), _mm512_set1_epi32(0xf0000)))
-                : _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(wi, 20), nib),
-                                  _mm512_and_si512(_mm512_srli_epi32(wi, 12), _mm512_set1_epi32(0xf0000)));
-        m = _mm512_dpwssd_epi32(
-            m, pair, _mm512_set1_epi32((int32_t)((uint32_t)(uint16_t)x16[2 * i] | (uint32_t)x16[2 * i + 1] << 16)));
-      }
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[r]), _mm512_mul_ps(d, _mm512_set1_ps(xd)), acc[r]);
-      acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(dmin, _mm512_set1_ps(xd)), acc[r]);
+      acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(kiln_uk_q2k_mins(w, x16)),
+                                _mm512_mul_ps(dmin, _mm512_set1_ps(xd)), acc[r]);
     }
   }
   for (r = 0; r < mr; ++r)
     _mm512_mask_storeu_ps(y + (size_t)r * (size_t)ldy, valid, acc[r]);
 }
 #define KILN_UK_HAS_PANEL_Q2K 1
+
+/* q3_k's 16 scales of super-block gp in every lane (signed, 6 bits). */
+static inline void kiln_uk_q3k_scales(const uint8_t *gp, __m512i *sc) {
+  const __m512i w0 = _mm512_loadu_si512(gp + 32), w1 = _mm512_loadu_si512(gp + 96),
+                w2 = _mm512_loadu_si512(gp + 160);
+  int32_t s;
+  for (s = 0; s < 16; ++s) {
+    const int32_t group = s / 4, i = s % 4;
+    const __m512i low = _mm512_and_si512(
+        _mm512_srli_epi32(group & 1 ? w1 : w0, (unsigned)(8 * i + 4 * (group >= 2))), _mm512_set1_epi32(15));
+    const __m512i high = _mm512_and_si512(_mm512_srli_epi32(w2, (unsigned)(8 * i + 2 * group)),
+                                          _mm512_set1_epi32(3));
+    sc[s] = _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(high, 4)), _mm512_set1_epi32(32));
+  }
+}
+
+/* One row of k-quant activations against super-blocks b0..b1-1 of one q3_k
+ * panel (decode), as panel_tile_q3k with each code quad and hmask quad loaded
+ * once for the four sub-blocks whose codes they hold. */
+KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *xs, int32_t k,
+                                  int32_t b0, int32_t b1, float *y, int32_t rows_valid) {
+  const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
+  const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u;
+  const int32_t *x16 = (const int32_t *)(const void *)(xs + xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u);
+  const int8_t *q = (const int8_t *)(const void *)(xs + xq_at);
+  const float *xd = (const float *)(const void *)xs;
+  const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4), low16 = _mm512_set1_epi32(0xffff);
+  __m512 acc = b0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(valid, y);
+  int32_t b, s, h, half, t, j;
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * 110u * 16u;
+    __m512i sc[16], is = _mm512_setzero_si512();
+    int32_t c;
+    for (c = 0; c < 110 * 16; c += 64)
+      KILN_UK_PREFETCH_ROW(gp + c);
+    kiln_uk_q3k_scales(gp, sc);
+    for (s = 0; s < 16; s += 2) /* scales s, s+1 as 16-bit pairs against -4 x the sums */
+      is = _mm512_dpwssd_epi32(
+          is, _mm512_or_si512(_mm512_and_si512(sc[s], low16), _mm512_slli_epi32(sc[s + 1], 16)),
+          _mm512_set1_epi32((int32_t)((uint32_t)(uint16_t)(-4 * x16[16 * b + s]) |
+                                      (uint32_t)(-4 * x16[16 * b + s + 1]) << 16)));
+    for (h = 0; h < 2; ++h)
+      for (half = 0; half < 2; ++half) {
+        __m512i part[4];
+        for (j = 0; j < 4; ++j)
+          part[j] = _mm512_setzero_si512();
+        for (t = 0; t < 4; ++t) {
+          const __m512i v = _mm512_loadu_si512(gp + 46 * 16 + 64 * (8 * h + 4 * half + t));
+          const __m512i hm = _mm512_loadu_si512(gp + 14 * 16 + 64 * (4 * half + t));
+          for (j = 0; j < 4; ++j) {
+            const int32_t bit = 4 * h + j;
+            const __m512i hb = bit >= 2 ? _mm512_srli_epi16(hm, (unsigned)(bit - 2))
+                                        : _mm512_slli_epi16(hm, (unsigned)(2 - bit));
+            const __m512i code = _mm512_or_si512(
+                _mm512_and_si512(_mm512_srli_epi16(v, (unsigned)(2 * j)), three), _mm512_and_si512(hb, four));
+            part[j] = _mm512_dpbusd_epi32(
+                part[j], code, _mm512_set1_epi32(kiln_uk_load_i32(q + 256 * b + 128 * h + 32 * j + 16 * half + 4 * t)));
+          }
+        }
+        for (j = 0; j < 4; ++j)
+          is = _mm512_dpwssd_epi32(is, part[j], _mm512_and_si512(sc[8 * h + 2 * j + half], low16));
+      }
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is),
+                          _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)gp)),
+                                        _mm512_set1_ps(xd[b])),
+                          acc);
+  }
+  _mm512_mask_storeu_ps(y, valid, acc);
+}
 
 /* mr rows of k-quant activations against super-blocks b0..b1-1 of one q3_k
  * panel: per sub-block of 16, the 3-bit codes (0..7, two bits of qs and one of
@@ -341,20 +478,15 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *
   for (r = 0; r < mr; ++r)
     acc[r] = b0 == 0 ? _mm512_setzero_ps()
                      : _mm512_maskz_loadu_ps(valid, y + (size_t)r * (size_t)ldy);
+  if (mr == 1) {
+    kiln_uk_panel_row_q3k(panel, xs, k, b0, b1, y, rows_valid);
+    return;
+  }
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * 110u * 16u;
-    const __m512i w0 = _mm512_loadu_si512(gp + 32), w1 = _mm512_loadu_si512(gp + 96),
-                  w2 = _mm512_loadu_si512(gp + 160);
     __m512i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX], sc[16];
     __m512 d;
-    for (s = 0; s < 16; ++s) {
-      const int32_t group = s / 4, i = s % 4;
-      const __m512i low = _mm512_and_si512(
-          _mm512_srli_epi32(group & 1 ? w1 : w0, (unsigned)(8 * i + 4 * (group >= 2))), _mm512_set1_epi32(15));
-      const __m512i high = _mm512_and_si512(_mm512_srli_epi32(w2, (unsigned)(8 * i + 2 * group)),
-                                            _mm512_set1_epi32(3));
-      sc[s] = _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(high, 4)), _mm512_set1_epi32(32));
-    }
+    kiln_uk_q3k_scales(gp, sc);
     for (r = 0; r < mr; ++r) {
       const int32_t *x16 = (const int32_t *)(const void *)(xs + r * stride + sums_at) + 16 * b;
       is[r] = _mm512_setzero_si512();
