@@ -184,14 +184,22 @@ static inline int kiln_uk_act_layout(int family, int panels) {
   return KILN_UK_ACT_NONE;
 }
 
+/* Where a KILN_UK_ACT_BLOCKS row's int8 values and its int32 sums of 16
+ * start (the scales at 0, the scaled sums of 16 after them). */
+static inline size_t kiln_uk_act_blocks_q_at(int32_t k, int32_t g) {
+  return (size_t)(k / g + k / 16) * 4u;
+}
+static inline size_t kiln_uk_act_blocks_sums_at(int32_t k, int32_t g) {
+  return kiln_uk_act_blocks_q_at(k, g) + (size_t)k + (size_t)(k + 63) / 64u * 4u;
+}
+
 /* Bytes of one quantized input row of k values in groups of g. */
 static inline size_t kiln_uk_act_stride(int layout, int32_t k, int32_t g) {
   switch (layout) {
   case KILN_UK_ACT_ROWS: return (size_t)(k / g) * 4u + (size_t)k;
   case KILN_UK_ACT_PANELS: return (size_t)(k / g) * 8u + (size_t)k;
   case KILN_UK_ACT_BLOCKS:
-    return (size_t)(k / g + k / 16) * 4u + (size_t)k + (size_t)(k + 63) / 64u * 4u +
-           (size_t)(k / 16) * 4u;
+    return kiln_uk_act_blocks_sums_at(k, g) + (size_t)(k / 16) * 4u;
   default: return 0;
   }
 }

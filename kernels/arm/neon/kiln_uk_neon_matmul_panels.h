@@ -19,12 +19,6 @@ static inline float32x4_t kiln_uk_load_scales4(const uint8_t *p) {
   (acc = vdotq_laneq_s32(acc, (w)[0], x, 0), acc = vdotq_laneq_s32(acc, (w)[1], x, 1),    \
    acc = vdotq_laneq_s32(acc, (w)[2], x, 2), acc = vdotq_laneq_s32(acc, (w)[3], x, 3))
 
-/* The k-quant activations' offsets in a scratch row (blocks_quantize_row). */
-static inline size_t kiln_uk_kq_xq_at(int32_t k, int32_t g) { return (size_t)(k / g + k / 16) * 4u; }
-static inline size_t kiln_uk_kq_sums_at(int32_t k, int32_t g) {
-  return kiln_uk_kq_xq_at(k, g) + (size_t)k + (size_t)(k + 63) / 64u * 4u;
-}
-
 /* mr rows of block activations (g = 32) against blocks b0..b1-1 of one q4_1,
  * q5_0, q5_1 or iq4_nl panel (the x86 layout, 4 rows): the codes as signed
  * bytes (a nibble with its fifth bit, or iq4_nl's value from a vqtbl1q table)
@@ -37,7 +31,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, con
   const int32_t five = family == KILN_UK_Q5_0 || family == KILN_UK_Q5_1;
   const int32_t head = kiln_uk_b32_head(family), bytes = 4 * (head + 16);
   const int32_t bias = family == KILN_UK_Q5_0 ? 16 : 0;
-  const size_t xq_at = kiln_uk_kq_xq_at(k, 32), sums_at = kiln_uk_kq_sums_at(k, 32);
+  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 32), sums_at = kiln_uk_act_blocks_sums_at(k, 32);
   const uint8x16_t low = vdupq_n_u8(15), bit4 = vdupq_n_u8(0x10);
   const int8x16_t table = vld1q_s8(kiln_uk_iq4nl_values);
   float32x4_t acc[KILN_UK_MR_MAX];
@@ -88,7 +82,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q23k(const uint8_t *panel, int32_t three,
                                     size_t stride, int32_t mr, int32_t k, int32_t b0, int32_t b1,
                                     float *y, int32_t ldy, int32_t valid) {
   const size_t bytes = three ? 110u * 4u : 84u * 4u;
-  const size_t xq_at = kiln_uk_kq_xq_at(k, 256), sums_at = kiln_uk_kq_sums_at(k, 256);
+  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256), sums_at = kiln_uk_act_blocks_sums_at(k, 256);
   const uint8x16_t mask3 = vdupq_n_u8(3), four = vdupq_n_u8(4);
   static const uint8_t row_at[16] = {0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12};
   const uint8x16_t row_idx = vld1q_u8(row_at);
@@ -172,7 +166,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, 
                                     size_t stride, int32_t mr, int32_t k, int32_t b0, int32_t b1,
                                     float *y, int32_t ldy, int32_t valid) {
   const size_t bytes = five ? 176u * 4u : 144u * 4u, codes_at = five ? 48u * 4u : 16u * 4u;
-  const size_t xq_at = kiln_uk_kq_xq_at(k, 256), sums_at = kiln_uk_kq_sums_at(k, 256);
+  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256), sums_at = kiln_uk_act_blocks_sums_at(k, 256);
   const uint8x16_t low = vdupq_n_u8(15), bit4 = vdupq_n_u8(0x10);
   float32x4_t acc[KILN_UK_MR_MAX];
   int32_t r, b, i, h, c;
@@ -231,7 +225,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, 
 KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size_t stride,
                                    int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
                                    int32_t ldy, int32_t valid) {
-  const size_t xq_at = kiln_uk_kq_xq_at(k, 256), sums_at = kiln_uk_kq_sums_at(k, 256);
+  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256), sums_at = kiln_uk_act_blocks_sums_at(k, 256);
   const uint8x16_t low = vdupq_n_u8(15), top2 = vdupq_n_u8(0x30);
   float32x4_t acc[KILN_UK_MR_MAX];
   int32_t r, b, s, t;

@@ -85,7 +85,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_blocks(int family, const uint8_t *panel, 
     for (r = 0; r < mr; ++r) {
       const float *xd = (const float *)(const void *)(xs + (size_t)r * stride);
       const float *xa = xd + k / e + b * (e / 16);
-      const int8_t *q = (const int8_t *)(const void *)(xd + k / e + k / 16) + e * b;
+      const int8_t *q = (const int8_t *)(const void *)(xs + (size_t)r * stride + kiln_uk_act_blocks_q_at(k, e)) + e * b;
       vfloat32m1_t a = __riscv_vle32_v_f32m1(acc + 4 * r, 4);
       for (g = 0; g < e / 32; ++g) {
         vint32m1_t is = __riscv_vmv_v_x_i32m1(0, 4);

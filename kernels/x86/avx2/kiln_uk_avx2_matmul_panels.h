@@ -23,7 +23,7 @@ static inline __m256i kiln_uk_panel_shift32(__m256i v, int32_t left) {
 KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, const uint8_t *xs,
                                     size_t stride, int32_t mr, int32_t k, int32_t b0, int32_t b1,
                                     float *y, int32_t ldy, int32_t valid) {
-  const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u, pairs_at = xq_at + (size_t)k;
+  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256), pairs_at = xq_at + (size_t)k;
   const size_t bytes = five ? 176u * 8u : 144u * 8u, codes_at = five ? 48u * 8u : 16u * 8u;
   const __m256i low = _mm256_set1_epi8(15), six = _mm256_set1_epi32(63);
   __m256 acc[KILN_UK_MR_MAX];
@@ -112,8 +112,8 @@ static inline __m256i kiln_uk_q6k_codes(const uint8_t *gp, int32_t s, int32_t t)
 KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size_t stride,
                                    int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
                                    int32_t ldy, int32_t valid) {
-  const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u;
-  const size_t sums_at = xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u;
+  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256);
+  const size_t sums_at = kiln_uk_act_blocks_sums_at(k, 256);
   __m256 acc[KILN_UK_MR_MAX];
   int32_t r, b, s, t;
   for (r = 0; r < mr; ++r)
@@ -189,8 +189,8 @@ KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, con
   const int32_t nl = family == KILN_UK_IQ4_NL;
   const int32_t head = kiln_uk_b32_head(family), bytes = 8 * (head + 16);
   const int32_t bias = family == KILN_UK_Q5_0 ? 16 : 0;
-  const size_t xq_at = (size_t)(k / 32 + k / 16) * 4u;
-  const size_t sums_at = xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u;
+  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 32);
+  const size_t sums_at = kiln_uk_act_blocks_sums_at(k, 32);
   const __m256i low = _mm256_set1_epi8(15), bit4 = _mm256_set1_epi8(0x10);
   const __m256i table = _mm256_broadcastsi128_si256(
       _mm_loadu_si128((const __m128i *)(const void *)kiln_uk_iq4nl_values));
@@ -256,8 +256,8 @@ KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, con
 KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *xs, size_t stride,
                                    int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
                                    int32_t ldy, int32_t valid) {
-  const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u;
-  const size_t sums_at = xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u;
+  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256);
+  const size_t sums_at = kiln_uk_act_blocks_sums_at(k, 256);
   const __m256i three = _mm256_set1_epi8(3), nib = _mm256_set1_epi32(15);
   const __m256i rows = _mm256_set_epi64x(0x0c0c0c0c08080808LL, 0x0404040400000000LL,
                                          0x0c0c0c0c08080808LL, 0x0404040400000000LL);
@@ -319,8 +319,8 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *
 KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *xs, size_t stride,
                                    int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
                                    int32_t ldy, int32_t valid) {
-  const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u;
-  const size_t sums_at = xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u;
+  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256);
+  const size_t sums_at = kiln_uk_act_blocks_sums_at(k, 256);
   const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
   __m256 acc[KILN_UK_MR_MAX];
   int32_t r, b, s, t;

@@ -38,7 +38,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, 
                                     size_t stride, int32_t mr, int32_t k, int32_t b0, int32_t b1,
                                     float *y, int32_t ldy, int32_t rows_valid) {
   const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
-  const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u, pairs_at = xq_at + (size_t)k;
+  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256), pairs_at = xq_at + (size_t)k;
   const size_t bytes = five ? 176u * 16u : 144u * 16u, codes_at = five ? 48u * 16u : 16u * 16u;
   const __m512i low = _mm512_set1_epi8(15), six = _mm512_set1_epi32(63);
   __m512 acc[KILN_UK_MR_MAX];
@@ -127,8 +127,8 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *
                                    int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
                                    int32_t ldy, int32_t rows_valid) {
   const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
-  const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u;
-  const size_t sums_at = xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u;
+  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256);
+  const size_t sums_at = kiln_uk_act_blocks_sums_at(k, 256);
   __m512 acc[KILN_UK_MR_MAX];
   int32_t r, b, s, t;
   for (r = 0; r < mr; ++r)
@@ -186,8 +186,8 @@ KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, con
   const int32_t five = family == KILN_UK_Q5_0 || family == KILN_UK_Q5_1;
   const int32_t head = kiln_uk_b32_head(family), bytes = 16 * (head + 16);
   const int32_t bias = family == KILN_UK_Q5_0 ? 16 : family == KILN_UK_IQ4_NL ? 128 : 0;
-  const size_t xq_at = (size_t)(k / 32 + k / 16) * 4u;
-  const size_t sums_at = xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u;
+  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 32);
+  const size_t sums_at = kiln_uk_act_blocks_sums_at(k, 32);
   const __m512i low = _mm512_set1_epi8(15), bit4 = _mm512_set1_epi8(0x10);
   __m512i table = _mm512_setzero_si512();
   __m512 acc[KILN_UK_MR_MAX];
@@ -293,8 +293,8 @@ static inline __m512i kiln_uk_q2k_rows(void) {
 KILN_UK_INLINE void kiln_uk_panel_row_q2k(const uint8_t *panel, const uint8_t *xs, int32_t k,
                                   int32_t b0, int32_t b1, float *y, int32_t rows_valid) {
   const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
-  const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u;
-  const int32_t *x16 = (const int32_t *)(const void *)(xs + xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u);
+  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256);
+  const int32_t *x16 = (const int32_t *)(const void *)(xs + kiln_uk_act_blocks_sums_at(k, 256));
   const int8_t *q = (const int8_t *)(const void *)(xs + xq_at);
   const float *xd = (const float *)(const void *)xs;
   const __m512i three = _mm512_set1_epi8(3), rows = kiln_uk_q2k_rows();
@@ -341,8 +341,8 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *
                                    int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
                                    int32_t ldy, int32_t rows_valid) {
   const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
-  const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u;
-  const size_t sums_at = xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u;
+  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256);
+  const size_t sums_at = kiln_uk_act_blocks_sums_at(k, 256);
   const __m512i three = _mm512_set1_epi8(3), rows = kiln_uk_q2k_rows();
   __m512 acc[KILN_UK_MR_MAX];
   int32_t r, b, s, t;
@@ -410,8 +410,8 @@ static inline void kiln_uk_q3k_scales(const uint8_t *gp, __m512i *sc) {
 KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *xs, int32_t k,
                                   int32_t b0, int32_t b1, float *y, int32_t rows_valid) {
   const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
-  const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u;
-  const int32_t *x16 = (const int32_t *)(const void *)(xs + xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u);
+  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256);
+  const int32_t *x16 = (const int32_t *)(const void *)(xs + kiln_uk_act_blocks_sums_at(k, 256));
   const int8_t *q = (const int8_t *)(const void *)(xs + xq_at);
   const float *xd = (const float *)(const void *)xs;
   const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4), low16 = _mm512_set1_epi32(0xffff);
@@ -469,8 +469,8 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *
                                    int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
                                    int32_t ldy, int32_t rows_valid) {
   const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
-  const size_t xq_at = (size_t)(k / 256 + k / 16) * 4u;
-  const size_t sums_at = xq_at + (size_t)k + (size_t)(k + 63) / 64u * 4u;
+  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256);
+  const size_t sums_at = kiln_uk_act_blocks_sums_at(k, 256);
   const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
   const __m512i low16 = _mm512_set1_epi32(0xffff);
   __m512 acc[KILN_UK_MR_MAX];
