@@ -252,6 +252,64 @@ KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, con
     kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
 }
 
+/* As the AVX-512 panel_row_q2k, 8 output rows: one activation row, each code
+ * quad loaded once for its four sub-blocks, four integer chains. */
+KILN_UK_INLINE void kiln_uk_panel_row_q2k(const uint8_t *panel, const uint8_t *xs, int32_t k,
+                                  int32_t b0, int32_t b1, float *y, int32_t valid) {
+  const int8_t *q = (const int8_t *)(const void *)(xs + kiln_uk_act_blocks_q_at(k, 256));
+  const int32_t *x16 = (const int32_t *)(const void *)(xs + kiln_uk_act_blocks_sums_at(k, 256));
+  const float *xd = (const float *)(const void *)xs;
+  const __m256i three = _mm256_set1_epi8(3), nib = _mm256_set1_epi32(15);
+  const __m256i rows = _mm256_set_epi64x(0x0c0c0c0c08080808LL, 0x0404040400000000LL,
+                                         0x0c0c0c0c08080808LL, 0x0404040400000000LL);
+  __m256 acc = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y, valid);
+  int32_t b, s, h, half, t, j, c;
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * 84u * 8u;
+    __m256i table[16], w[4], is[4], m = _mm256_setzero_si256();
+    __m256 dx = _mm256_set1_ps(xd[b]);
+    for (c = 0; c < 84 * 8; c += 64)
+      KILN_UK_PREFETCH_ROW(gp + c);
+    for (t = 0; t < 4; ++t)
+      w[t] = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 + 32 * t));
+    for (s = 0; s < 16; ++s)
+      table[s] = _mm256_mullo_epi32(_mm256_and_si256(kiln_uk_panel_shift32(w[s / 4], -8 * (s % 4)), nib),
+                                    _mm256_set1_epi32(0x03020100));
+    for (j = 0; j < 4; ++j)
+      is[j] = _mm256_setzero_si256();
+    for (h = 0; h < 2; ++h)
+      for (half = 0; half < 2; ++half)
+        for (t = 0; t < 4; ++t) {
+          const __m256i v =
+              _mm256_loadu_si256((const __m256i *)(const void *)(gp + 20 * 8 + 32 * (8 * h + 4 * half + t)));
+          for (j = 0; j < 4; ++j) {
+            const __m256i code = _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * j)), three);
+            const __m256i prod = _mm256_shuffle_epi8(table[8 * h + 2 * j + half], _mm256_or_si256(code, rows));
+            is[j] = kiln_uk_dot_u8s8(
+                is[j], prod, _mm256_set1_epi32(kiln_uk_load_i32(q + 256 * b + 128 * h + 32 * j + 16 * half + 4 * t)));
+          }
+        }
+    for (j = 0; j < 8; ++j) { /* mins 2j, 2j+1 as 16-bit pairs, from the high nibbles */
+      const __m256i wj = w[j / 2];
+      const __m256i pair =
+          j % 2 == 0 ? _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(wj, 4), nib),
+                                       _mm256_and_si256(_mm256_slli_epi32(wj, 4), _mm256_set1_epi32(0xf0000)))
+                     : _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(wj, 20), nib),
+                                       _mm256_and_si256(_mm256_srli_epi32(wj, 12), _mm256_set1_epi32(0xf0000)));
+      m = kiln_uk_blocks_madd_acc(m, pair,
+                                  _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)x16[16 * b + 2 * j] |
+                                                              (uint32_t)x16[16 * b + 2 * j + 1] << 16)));
+    }
+    acc = _mm256_fmadd_ps(
+        _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_add_epi32(is[0], is[1]), _mm256_add_epi32(is[2], is[3]))),
+        _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp)), dx), acc);
+    acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m),
+                           _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gp + 16))), dx),
+                           acc);
+  }
+  kiln_uk_store_lanes(y, acc, valid);
+}
+
 /* As the AVX-512 panel_tile_q2k, 8 output rows. */
 KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *xs, size_t stride,
                                    int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
@@ -263,6 +321,10 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *
                                          0x0c0c0c0c08080808LL, 0x0404040400000000LL);
   __m256 acc[KILN_UK_MR_MAX];
   int32_t r, b, s, t, i;
+  if (mr == 1) {
+    kiln_uk_panel_row_q2k(panel, xs, k, b0, b1, y, valid);
+    return;
+  }
   for (r = 0; r < mr; ++r)
     acc[r] = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
   for (b = b0; b < b1; ++b) {
@@ -315,6 +377,63 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *
 }
 #define KILN_UK_HAS_PANEL_Q2K 1
 
+/* One activation row against super-blocks b0..b1-1 of one q3_k panel (8
+ * rows, decode): each code and hmask quad loaded once for its four sub-blocks,
+ * four integer chains; the same integer sums as panel_tile_q3k. */
+KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *xs, int32_t k,
+                                  int32_t b0, int32_t b1, float *y, int32_t valid) {
+  const int8_t *q = (const int8_t *)(const void *)(xs + kiln_uk_act_blocks_q_at(k, 256));
+  const int32_t *x16 = (const int32_t *)(const void *)(xs + kiln_uk_act_blocks_sums_at(k, 256));
+  const float *xd = (const float *)(const void *)xs;
+  const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+  __m256 acc = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y, valid);
+  int32_t b, s, h, half, t, j, c;
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * 110u * 8u;
+    const __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 16)),
+                  w1 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 48)),
+                  w2 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 80));
+    __m256i sc[16], is = _mm256_setzero_si256();
+    for (c = 0; c < 110 * 8; c += 64)
+      KILN_UK_PREFETCH_ROW(gp + c);
+    for (s = 0; s < 16; ++s) {
+      const int32_t group = s / 4, i = s % 4;
+      const __m256i low = _mm256_and_si256(kiln_uk_panel_shift32(group & 1 ? w1 : w0, -(8 * i + 4 * (group >= 2))),
+                                           _mm256_set1_epi32(15));
+      const __m256i high = _mm256_and_si256(kiln_uk_panel_shift32(w2, -(8 * i + 2 * group)), _mm256_set1_epi32(3));
+      sc[s] = _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+    }
+    for (h = 0; h < 2; ++h)
+      for (half = 0; half < 2; ++half) {
+        __m256i part[4];
+        for (j = 0; j < 4; ++j)
+          part[j] = _mm256_setzero_si256();
+        for (t = 0; t < 4; ++t) {
+          const __m256i v =
+              _mm256_loadu_si256((const __m256i *)(const void *)(gp + 46 * 8 + 32 * (8 * h + 4 * half + t)));
+          const __m256i hm = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 14 * 8 + 32 * (4 * half + t)));
+          for (j = 0; j < 4; ++j) {
+            const __m256i code = _mm256_or_si256(
+                _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * j)), three),
+                _mm256_and_si256(kiln_uk_blocks_shift16(hm, 2 - 4 * h - j), four));
+            part[j] = kiln_uk_dot_u8s8(
+                part[j], code, _mm256_set1_epi32(kiln_uk_load_i32(q + 256 * b + 128 * h + 32 * j + 16 * half + 4 * t)));
+          }
+        }
+        for (j = 0; j < 4; ++j) {
+          const int32_t sb = 8 * h + 2 * j + half;
+          is = _mm256_add_epi32(
+              is, _mm256_mullo_epi32(_mm256_sub_epi32(part[j], _mm256_set1_epi32(4 * x16[16 * b + sb])), sc[sb]));
+        }
+      }
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is),
+                          _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp)),
+                                        _mm256_set1_ps(xd[b])),
+                          acc);
+  }
+  kiln_uk_store_lanes(y, acc, valid);
+}
+
 /* As the AVX-512 panel_tile_q3k, 8 output rows. */
 KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *xs, size_t stride,
                                    int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
@@ -324,6 +443,10 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *
   const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
   __m256 acc[KILN_UK_MR_MAX];
   int32_t r, b, s, t;
+  if (mr == 1) {
+    kiln_uk_panel_row_q3k(panel, xs, k, b0, b1, y, valid);
+    return;
+  }
   for (r = 0; r < mr; ++r)
     acc[r] = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
   for (b = b0; b < b1; ++b) {
