@@ -252,6 +252,54 @@ KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, con
     kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
 }
 
+/* As the AVX-512 helpers of its q2_k kernels, 8 rows: the scale x code
+ * tables and scale words of super-block gp, the mins against the sums of 16,
+ * and where a lane's table entries start. */
+static inline void kiln_uk_q2k_tables(const uint8_t *gp, __m256i *table, __m256i *w) {
+  int32_t s;
+  for (s = 0; s < 4; ++s)
+    w[s] = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 + 32 * s));
+  for (s = 0; s < 16; ++s)
+    table[s] = _mm256_mullo_epi32(_mm256_and_si256(kiln_uk_panel_shift32(w[s / 4], -8 * (s % 4)), _mm256_set1_epi32(15)),
+                                  _mm256_set1_epi32(0x03020100));
+}
+
+static inline __m256i kiln_uk_q2k_mins(const __m256i *w, const int32_t *x16) {
+  const __m256i nib = _mm256_set1_epi32(15), top = _mm256_set1_epi32(0xf0000);
+  __m256i m = _mm256_setzero_si256();
+  int32_t i;
+  for (i = 0; i < 8; ++i) { /* mins 2i, 2i+1 as 16-bit pairs, from the high nibbles */
+    const __m256i wi = w[i / 2];
+    const __m256i pair = i % 2 == 0 ? _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(wi, 4), nib),
+                                                      _mm256_and_si256(_mm256_slli_epi32(wi, 4), top))
+                                    : _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(wi, 20), nib),
+                                                      _mm256_and_si256(_mm256_srli_epi32(wi, 12), top));
+    m = kiln_uk_blocks_madd_acc(
+        m, pair, _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)x16[2 * i] | (uint32_t)x16[2 * i + 1] << 16)));
+  }
+  return m;
+}
+
+static inline __m256i kiln_uk_q2k_rows(void) {
+  return _mm256_set_epi64x(0x0c0c0c0c08080808LL, 0x0404040400000000LL, 0x0c0c0c0c08080808LL,
+                           0x0404040400000000LL);
+}
+
+/* q3_k's 16 scales of super-block gp in every lane (signed, 6 bits). */
+static inline void kiln_uk_q3k_scales(const uint8_t *gp, __m256i *sc) {
+  const __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 16)),
+                w1 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 48)),
+                w2 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 80));
+  int32_t s;
+  for (s = 0; s < 16; ++s) {
+    const int32_t group = s / 4, i = s % 4;
+    const __m256i low = _mm256_and_si256(kiln_uk_panel_shift32(group & 1 ? w1 : w0, -(8 * i + 4 * (group >= 2))),
+                                         _mm256_set1_epi32(15));
+    const __m256i high = _mm256_and_si256(kiln_uk_panel_shift32(w2, -(8 * i + 2 * group)), _mm256_set1_epi32(3));
+    sc[s] = _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+  }
+}
+
 /* As the AVX-512 panel_row_q2k, 8 output rows: one activation row, each code
  * quad loaded once for its four sub-blocks, four integer chains. */
 KILN_UK_INLINE void kiln_uk_panel_row_q2k(const uint8_t *panel, const uint8_t *xs, int32_t k,
@@ -259,22 +307,16 @@ KILN_UK_INLINE void kiln_uk_panel_row_q2k(const uint8_t *panel, const uint8_t *x
   const int8_t *q = (const int8_t *)(const void *)(xs + kiln_uk_act_blocks_q_at(k, 256));
   const int32_t *x16 = (const int32_t *)(const void *)(xs + kiln_uk_act_blocks_sums_at(k, 256));
   const float *xd = (const float *)(const void *)xs;
-  const __m256i three = _mm256_set1_epi8(3), nib = _mm256_set1_epi32(15);
-  const __m256i rows = _mm256_set_epi64x(0x0c0c0c0c08080808LL, 0x0404040400000000LL,
-                                         0x0c0c0c0c08080808LL, 0x0404040400000000LL);
+  const __m256i three = _mm256_set1_epi8(3), rows = kiln_uk_q2k_rows();
   __m256 acc = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y, valid);
-  int32_t b, s, h, half, t, j, c;
+  int32_t b, h, half, t, j, c;
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * 84u * 8u;
-    __m256i table[16], w[4], is[4], m = _mm256_setzero_si256();
+    __m256i table[16], w[4], is[4];
     __m256 dx = _mm256_set1_ps(xd[b]);
     for (c = 0; c < 84 * 8; c += 64)
       KILN_UK_PREFETCH_ROW(gp + c);
-    for (t = 0; t < 4; ++t)
-      w[t] = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 + 32 * t));
-    for (s = 0; s < 16; ++s)
-      table[s] = _mm256_mullo_epi32(_mm256_and_si256(kiln_uk_panel_shift32(w[s / 4], -8 * (s % 4)), nib),
-                                    _mm256_set1_epi32(0x03020100));
+    kiln_uk_q2k_tables(gp, table, w);
     for (j = 0; j < 4; ++j)
       is[j] = _mm256_setzero_si256();
     for (h = 0; h < 2; ++h)
@@ -289,21 +331,10 @@ KILN_UK_INLINE void kiln_uk_panel_row_q2k(const uint8_t *panel, const uint8_t *x
                 is[j], prod, _mm256_set1_epi32(kiln_uk_load_i32(q + 256 * b + 128 * h + 32 * j + 16 * half + 4 * t)));
           }
         }
-    for (j = 0; j < 8; ++j) { /* mins 2j, 2j+1 as 16-bit pairs, from the high nibbles */
-      const __m256i wj = w[j / 2];
-      const __m256i pair =
-          j % 2 == 0 ? _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(wj, 4), nib),
-                                       _mm256_and_si256(_mm256_slli_epi32(wj, 4), _mm256_set1_epi32(0xf0000)))
-                     : _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(wj, 20), nib),
-                                       _mm256_and_si256(_mm256_srli_epi32(wj, 12), _mm256_set1_epi32(0xf0000)));
-      m = kiln_uk_blocks_madd_acc(m, pair,
-                                  _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)x16[16 * b + 2 * j] |
-                                                              (uint32_t)x16[16 * b + 2 * j + 1] << 16)));
-    }
     acc = _mm256_fmadd_ps(
         _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_add_epi32(is[0], is[1]), _mm256_add_epi32(is[2], is[3]))),
         _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp)), dx), acc);
-    acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m),
+    acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(kiln_uk_q2k_mins(w, x16 + 16 * b)),
                            _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gp + 16))), dx),
                            acc);
   }
@@ -316,11 +347,9 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *
                                    int32_t ldy, int32_t valid) {
   const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256);
   const size_t sums_at = kiln_uk_act_blocks_sums_at(k, 256);
-  const __m256i three = _mm256_set1_epi8(3), nib = _mm256_set1_epi32(15);
-  const __m256i rows = _mm256_set_epi64x(0x0c0c0c0c08080808LL, 0x0404040400000000LL,
-                                         0x0c0c0c0c08080808LL, 0x0404040400000000LL);
+  const __m256i three = _mm256_set1_epi8(3), rows = kiln_uk_q2k_rows();
   __m256 acc[KILN_UK_MR_MAX];
-  int32_t r, b, s, t, i;
+  int32_t r, b, s, t;
   if (mr == 1) {
     kiln_uk_panel_row_q2k(panel, xs, k, b0, b1, y, valid);
     return;
@@ -329,21 +358,18 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *
     acc[r] = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * 84u * 8u;
-    __m256i is[KILN_UK_MR_MAX], w[4];
+    __m256i is[KILN_UK_MR_MAX], w[4], table[16];
     __m256 d, dmin;
-    for (t = 0; t < 4; ++t)
-      w[t] = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 + 32 * t));
+    kiln_uk_q2k_tables(gp, table, w);
     for (r = 0; r < mr; ++r)
       is[r] = _mm256_setzero_si256();
     for (s = 0; s < 16; ++s) {
       const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2;
-      const __m256i sc = _mm256_and_si256(kiln_uk_panel_shift32(w[s / 4], -8 * (s % 4)), nib);
-      const __m256i table = _mm256_mullo_epi32(sc, _mm256_set1_epi32(0x03020100));
       kiln_uk_prefetch_share(gp, 84 * 8, s, 16);
       for (t = 0; t < 4; ++t) {
         const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 20 * 8 + 32 * (8 * h + 4 * half + t)));
         const __m256i code = _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * j)), three);
-        const __m256i prod = _mm256_shuffle_epi8(table, _mm256_or_si256(code, rows));
+        const __m256i prod = _mm256_shuffle_epi8(table[s], _mm256_or_si256(code, rows));
         for (r = 0; r < mr; ++r) {
           const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at);
           is[r] = kiln_uk_dot_u8s8(is[r], prod,
@@ -356,20 +382,8 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *
     for (r = 0; r < mr; ++r) {
       const float xd = ((const float *)(const void *)(xs + r * stride))[b];
       const int32_t *x16 = (const int32_t *)(const void *)(xs + r * stride + sums_at) + 16 * b;
-      __m256i m = _mm256_setzero_si256();
-      for (i = 0; i < 8; ++i) { /* mins 2i, 2i+1 as 16-bit pairs, from the high nibbles */
-        const __m256i wi = w[i / 2];
-        const __m256i pair =
-            i % 2 == 0
-                ? _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(wi, 4), nib),
-                                  _mm256_and_si256(_mm256_slli_epi32(wi, 4), _mm256_set1_epi32(0xf0000)))
-                : _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(wi, 20), nib),
-                                  _mm256_and_si256(_mm256_srli_epi32(wi, 12), _mm256_set1_epi32(0xf0000)));
-        m = kiln_uk_blocks_madd_acc(
-            m, pair, _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)x16[2 * i] | (uint32_t)x16[2 * i + 1] << 16)));
-      }
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[r]), _mm256_mul_ps(d, _mm256_set1_ps(xd)), acc[r]);
-      acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m), _mm256_mul_ps(dmin, _mm256_set1_ps(xd)), acc[r]);
+      acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(kiln_uk_q2k_mins(w, x16)), _mm256_mul_ps(dmin, _mm256_set1_ps(xd)), acc[r]);
     }
   }
   for (r = 0; r < mr; ++r)
@@ -387,22 +401,13 @@ KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *x
   const float *xd = (const float *)(const void *)xs;
   const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
   __m256 acc = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y, valid);
-  int32_t b, s, h, half, t, j, c;
+  int32_t b, h, half, t, j, c;
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * 110u * 8u;
-    const __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 16)),
-                  w1 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 48)),
-                  w2 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 80));
     __m256i sc[16], is = _mm256_setzero_si256();
     for (c = 0; c < 110 * 8; c += 64)
       KILN_UK_PREFETCH_ROW(gp + c);
-    for (s = 0; s < 16; ++s) {
-      const int32_t group = s / 4, i = s % 4;
-      const __m256i low = _mm256_and_si256(kiln_uk_panel_shift32(group & 1 ? w1 : w0, -(8 * i + 4 * (group >= 2))),
-                                           _mm256_set1_epi32(15));
-      const __m256i high = _mm256_and_si256(kiln_uk_panel_shift32(w2, -(8 * i + 2 * group)), _mm256_set1_epi32(3));
-      sc[s] = _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
-    }
+    kiln_uk_q3k_scales(gp, sc);
     for (h = 0; h < 2; ++h)
       for (half = 0; half < 2; ++half) {
         __m256i part[4];
@@ -451,20 +456,14 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *
     acc[r] = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * 110u * 8u;
-    const __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 16)),
-                  w1 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 48)),
-                  w2 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 80));
-    __m256i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX];
+    __m256i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX], sc[16];
     __m256 d;
+    kiln_uk_q3k_scales(gp, sc);
     for (r = 0; r < mr; ++r)
       is[r] = _mm256_setzero_si256();
     for (s = 0; s < 16; ++s) {
-      const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2, group = s / 4, i = s % 4;
+      const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2;
       const int32_t bit = 4 * h + j;
-      const __m256i low = _mm256_and_si256(kiln_uk_panel_shift32(group & 1 ? w1 : w0, -(8 * i + 4 * (group >= 2))),
-                                           _mm256_set1_epi32(15));
-      const __m256i high = _mm256_and_si256(kiln_uk_panel_shift32(w2, -(8 * i + 2 * group)), _mm256_set1_epi32(3));
-      const __m256i sc = _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
       kiln_uk_prefetch_share(gp, 110 * 8, s, 16);
       for (r = 0; r < mr; ++r)
         part[r] = _mm256_setzero_si256();
@@ -483,7 +482,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *
       for (r = 0; r < mr; ++r) {
         const int32_t *x16 = (const int32_t *)(const void *)(xs + r * stride + sums_at);
         const __m256i exact = _mm256_sub_epi32(part[r], _mm256_set1_epi32(4 * x16[16 * b + s]));
-        is[r] = _mm256_add_epi32(is[r], _mm256_mullo_epi32(exact, sc));
+        is[r] = _mm256_add_epi32(is[r], _mm256_mullo_epi32(exact, sc[s]));
       }
     }
     d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp));
