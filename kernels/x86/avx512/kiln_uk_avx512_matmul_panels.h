@@ -54,6 +54,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, 
     __m512 d, dmin;
     for (r = 0; r < mr; ++r)
       is[r] = _mm512_setzero_si512();
+#pragma GCC unroll 4
     for (i = 0; i < 4; ++i)
       for (h = 0; h < 2; ++h) { /* sub-block 2i + h: the low or the high nibbles */
         kiln_uk_prefetch_share(gp, (int32_t)bytes, 2 * i + h, 8);
@@ -119,10 +120,41 @@ static inline __m512i kiln_uk_q6k_codes(const uint8_t *gp, int32_t s, int32_t t)
                          _mm512_and_si512(hi, _mm512_set1_epi8(0x30)));
 }
 
+/* a + m x sum i of an activation row's int32 sums of 16 (at `sums`), in one
+ * vpdpwssd, which a chain of vpdpbusd can then start from: the sum (at most
+ * 16 x 127) in the low half of a broadcast, m in the low half of each lane and
+ * 0 in the high half, which meets the sum's sign bits. A scalar multiply and a
+ * broadcast from a general register cost four instructions a row. */
+static inline __m512i kiln_uk_plus_sum16(__m512i a, int32_t m, const uint8_t *sums, int32_t i) {
+  return _mm512_dpwssd_epi32(a, _mm512_set1_epi32((int32_t)(uint16_t)m),
+                             _mm512_set1_epi32(((const int32_t *)(const void *)sums)[i]));
+}
+
+/* An int32 lane x with |x| < 2^22 as its float, off the multiply port: x plus
+ * the bits of 1.5 * 2^23 is that float plus x exactly, and the subtraction
+ * takes 1.5 * 2^23 off exactly. Callers fold the addition into one they make
+ * anyway; this is the subtraction. */
+#define KILN_UK_MAGIC_BITS 0x4b400000
+static inline __m512 kiln_uk_magic_float(__m512i biased) {
+  return _mm512_sub_ps(_mm512_castsi512_ps(biased), _mm512_set1_ps(12582912.0f));
+}
+
+/* q6_k sub-block s's int8 scales as floats times d: a vpshufb moves byte s % 4
+ * of each lane's scale word to its low byte, the xor flips its sign bit and
+ * lays it in a float's mantissa, so no shift or convert reaches the multiply
+ * port, which the rows' vpdpbusd keep busy. */
+static inline __m512 kiln_uk_q6k_scale(__m512i words, int32_t s, __m512 d) {
+  const int8_t j = (int8_t)(s % 4), z = (int8_t)-128;
+  const __m512i pick = _mm512_broadcast_i32x4(_mm_setr_epi8(j, z, z, z, (int8_t)(4 + j), z, z, z,
+                                                            (int8_t)(8 + j), z, z, z, (int8_t)(12 + j), z, z, z));
+  const __m512i f = _mm512_xor_si512(_mm512_shuffle_epi8(words, pick), _mm512_set1_epi32(KILN_UK_MAGIC_BITS + 128));
+  return _mm512_mul_ps(_mm512_sub_ps(_mm512_castsi512_ps(f), _mm512_set1_ps(12583040.0f)), d);
+}
+
 /* As panel_tile_q45k for a q6_k panel: per sub-block of 16, the codes times the
- * activations (vpdpbusd), less 32 times the activations' sum, times the int8
- * scale; the super-block summed in integers, then d times the activations'
- * scale. */
+ * activations (vpdpbusd), less 32 times the activations' sum, as a float
+ * (kiln_uk_magic_float: at most 63 x 127 x 16 in magnitude) times d times the
+ * int8 scale; the super-block's sum times the activations' scale. */
 KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size_t stride,
                                    int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
                                    int32_t ldy, int32_t rows_valid) {
@@ -136,17 +168,19 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *
                      : _mm512_maskz_loadu_ps(valid, y + (size_t)r * (size_t)ldy);
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * 210u * 16u;
-    __m512i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX];
-    __m512 d;
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 208 * 16)));
+    __m512i part[KILN_UK_MR_MAX];
+    __m512 fs[KILN_UK_MR_MAX];
     for (r = 0; r < mr; ++r)
-      is[r] = _mm512_setzero_si512();
+      fs[r] = _mm512_setzero_ps();
+#pragma GCC unroll 16
     for (s = 0; s < 16; ++s) {
-      kiln_uk_prefetch_share(gp, 210 * 16, s, 16);
-      const __m512i words = _mm512_loadu_si512(gp + 64 * (48 + s / 4));
-      const __m512i sc = _mm512_srai_epi32(_mm512_slli_epi32(words, 24 - 8 * (s % 4)), 24);
+      const __m512 dsc = kiln_uk_q6k_scale(_mm512_loadu_si512(gp + 64 * (48 + s / 4)), s, d);
       const int32_t col = 128 * (s / 8) + 32 * ((s % 8) / 2) + 16 * (s % 2);
-      for (r = 0; r < mr; ++r)
-        part[r] = _mm512_setzero_si512();
+      kiln_uk_prefetch_share(gp, 210 * 16, s, 16);
+      for (r = 0; r < mr; ++r) /* -32 x the sum, biased as kiln_uk_magic_float takes it */
+        part[r] = kiln_uk_plus_sum16(_mm512_set1_epi32(KILN_UK_MAGIC_BITS), -32, xs + r * stride + sums_at,
+                                     16 * b + s);
       for (t = 0; t < 4; ++t) {
         const __m512i v = kiln_uk_q6k_codes(gp, s, t);
         for (r = 0; r < mr; ++r) {
@@ -155,17 +189,12 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *
                                         _mm512_set1_epi32(kiln_uk_load_i32(q + 256 * b + col + 4 * t)));
         }
       }
-      for (r = 0; r < mr; ++r) {
-        const int32_t *sums = (const int32_t *)(const void *)(xs + r * stride + sums_at);
-        const __m512i exact = _mm512_sub_epi32(part[r], _mm512_set1_epi32(32 * sums[16 * b + s]));
-        is[r] = _mm512_add_epi32(is[r], _mm512_mullo_epi32(exact, sc));
-      }
+      for (r = 0; r < mr; ++r)
+        fs[r] = _mm512_fmadd_ps(kiln_uk_magic_float(part[r]), dsc, fs[r]);
     }
-    d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 208 * 16)));
     for (r = 0; r < mr; ++r) {
       const float xd = ((const float *)(const void *)(xs + r * stride))[b];
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[r]), _mm512_mul_ps(d, _mm512_set1_ps(xd)),
-                               acc[r]);
+      acc[r] = _mm512_fmadd_ps(fs[r], _mm512_set1_ps(xd), acc[r]);
     }
   }
   for (r = 0; r < mr; ++r)
@@ -360,6 +389,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *
     kiln_uk_q2k_tables(gp, table, w);
     for (r = 0; r < mr; ++r)
       is[r] = _mm512_setzero_si512();
+#pragma GCC unroll 16
     for (s = 0; s < 16; ++s) {
       const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2;
       kiln_uk_prefetch_share(gp, 84 * 16, s, 16);
@@ -487,20 +517,15 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *
     __m512i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX], sc[16];
     __m512 d;
     kiln_uk_q3k_scales(gp, sc);
-    for (r = 0; r < mr; ++r) {
-      const int32_t *x16 = (const int32_t *)(const void *)(xs + r * stride + sums_at) + 16 * b;
+    for (r = 0; r < mr; ++r)
       is[r] = _mm512_setzero_si512();
-      for (s = 0; s < 16; s += 2) /* scales s, s+1 as 16-bit pairs against -4 x the sums */
-        is[r] = _mm512_dpwssd_epi32(
-            is[r], _mm512_or_si512(_mm512_and_si512(sc[s], low16), _mm512_slli_epi32(sc[s + 1], 16)),
-            _mm512_set1_epi32((int32_t)((uint32_t)(uint16_t)(-4 * x16[s]) | (uint32_t)(-4 * x16[s + 1]) << 16)));
-    }
+#pragma GCC unroll 16
     for (s = 0; s < 16; ++s) {
       const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2;
       const int32_t bit = 4 * h + j; /* hmask's bit of this sub-block */
       kiln_uk_prefetch_share(gp, 110 * 16, s, 16);
-      for (r = 0; r < mr; ++r)
-        part[r] = _mm512_setzero_si512();
+      for (r = 0; r < mr; ++r) /* -4 x the sum, from the int32 in one 16-bit product */
+        part[r] = kiln_uk_plus_sum16(_mm512_setzero_si512(), -4, xs + r * stride + sums_at, 16 * b + s);
       for (t = 0; t < 4; ++t) {
         const __m512i v = _mm512_loadu_si512(gp + 46 * 16 + 64 * (8 * h + 4 * half + t));
         const __m512i hm = _mm512_loadu_si512(gp + 14 * 16 + 64 * (4 * half + t));
