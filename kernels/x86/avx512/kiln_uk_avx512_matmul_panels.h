@@ -27,6 +27,15 @@ static inline __m512i kiln_uk_q4k_mins(__m512i s0, __m512i s1, __m512i s2, int32
                       _mm512_and_si512(hi1, _mm512_set1_epi32(0x300000))));
 }
 
+/* An int32 lane x with |x| < 2^22 as its float, off the multiply port: x plus
+ * the bits of 1.5 * 2^23 is that float plus x exactly, and the subtraction
+ * takes 1.5 * 2^23 off exactly. Callers fold the addition into one they make
+ * anyway; this is the subtraction. */
+#define KILN_UK_MAGIC_BITS 0x4b400000
+static inline __m512 kiln_uk_magic_float(__m512i biased) {
+  return _mm512_sub_ps(_mm512_castsi512_ps(biased), _mm512_set1_ps(12582912.0f));
+}
+
 /* mr rows of k-quant activations (blocks_quantize_row, rows `stride` bytes
  * apart) against super-blocks b0..b1-1 of one q4_k (five = 0) or q5_k panel, as
  * panel_tile_int; q5_k's fifth bits join the codes from its qh quads.
@@ -50,17 +59,21 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, 
     const uint8_t *gp = panel + (size_t)b * bytes;
     const __m512i s0 = _mm512_loadu_si512(gp + 64), s1 = _mm512_loadu_si512(gp + 128),
                   s2 = _mm512_loadu_si512(gp + 192);
-    __m512i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX], mins[4];
-    __m512 d, dmin;
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)gp));
+    __m512i part[KILN_UK_MR_MAX], mins[4];
+    __m512 fs[KILN_UK_MR_MAX], dmin;
     for (r = 0; r < mr; ++r)
-      is[r] = _mm512_setzero_si512();
+      fs[r] = _mm512_setzero_ps();
 #pragma GCC unroll 4
     for (i = 0; i < 4; ++i)
       for (h = 0; h < 2; ++h) { /* sub-block 2i + h: the low or the high nibbles */
         kiln_uk_prefetch_share(gp, (int32_t)bytes, 2 * i + h, 8);
-        const __m512i sc = _mm512_and_si512(_mm512_srli_epi32(h ? s1 : s0, 8 * i), six);
+        const __m512 dsc = _mm512_mul_ps(
+            kiln_uk_magic_float(_mm512_ternarylogic_epi32(_mm512_srli_epi32(h ? s1 : s0, 8 * i), six,
+                                                          _mm512_set1_epi32(KILN_UK_MAGIC_BITS), 0xea)),
+            d); /* (word >> 8i) & 63 | magic */
         for (r = 0; r < mr; ++r)
-          part[r] = _mm512_setzero_si512();
+          part[r] = _mm512_set1_epi32(KILN_UK_MAGIC_BITS);
         for (c = 0; c < 8; ++c) {
           __m512i v = _mm512_loadu_si512(gp + codes_at + 64 * (8 * i + c));
           v = _mm512_and_si512(h ? _mm512_srli_epi16(v, 4) : v, low);
@@ -77,14 +90,11 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, 
                 part[r], v, _mm512_set1_epi32(kiln_uk_load_i32(q + 256 * b + 64 * i + 32 * h + 4 * c)));
           }
         }
-        for (r = 0; r < mr; ++r) {
-          __m512i t = _mm512_mullo_epi32(part[r], sc);
-          is[r] = _mm512_add_epi32(is[r], t);
-        }
+        for (r = 0; r < mr; ++r)
+          fs[r] = _mm512_fmadd_ps(kiln_uk_magic_float(part[r]), dsc, fs[r]);
       }
     for (i = 0; i < 4; ++i)
       mins[i] = kiln_uk_q4k_mins(s0, s1, s2, i);
-    d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)gp));
     dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 32)));
     for (r = 0; r < mr; ++r) {
       const float xd = ((const float *)(const void *)(xs + r * stride))[b];
@@ -92,8 +102,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, 
       __m512i m = _mm512_setzero_si512();
       for (i = 0; i < 4; ++i)
         m = _mm512_dpwssd_epi32(m, mins[i], _mm512_set1_epi32(pairs[i]));
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[r]), _mm512_mul_ps(d, _mm512_set1_ps(xd)),
-                               acc[r]);
+      acc[r] = _mm512_fmadd_ps(fs[r], _mm512_set1_ps(xd), acc[r]);
       acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(dmin, _mm512_set1_ps(xd)),
                                 acc[r]);
     }
@@ -128,15 +137,6 @@ static inline __m512i kiln_uk_q6k_codes(const uint8_t *gp, int32_t s, int32_t t)
 static inline __m512i kiln_uk_plus_sum16(__m512i a, int32_t m, const uint8_t *sums, int32_t i) {
   return _mm512_dpwssd_epi32(a, _mm512_set1_epi32((int32_t)(uint16_t)m),
                              _mm512_set1_epi32(((const int32_t *)(const void *)sums)[i]));
-}
-
-/* An int32 lane x with |x| < 2^22 as its float, off the multiply port: x plus
- * the bits of 1.5 * 2^23 is that float plus x exactly, and the subtraction
- * takes 1.5 * 2^23 off exactly. Callers fold the addition into one they make
- * anyway; this is the subtraction. */
-#define KILN_UK_MAGIC_BITS 0x4b400000
-static inline __m512 kiln_uk_magic_float(__m512i biased) {
-  return _mm512_sub_ps(_mm512_castsi512_ps(biased), _mm512_set1_ps(12582912.0f));
 }
 
 /* q6_k sub-block s's int8 scales as floats times d: a vpshufb moves byte s % 4
