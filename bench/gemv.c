@@ -7,6 +7,9 @@
  *   cc -O3 -march=native -pthread -I. -Iruntime/include bench/gemv.c -o gemv -lm
  *   ./gemv q4_0 [n=5632] [k=2048] [matrices=48] [passes=9] [threads=1]
  *
+ * q4_0, q8_0, f16, or a GGUF block format the panels read (q4_1, q5_0, q5_1,
+ * iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k; k a multiple of its block).
+ *
  * Prints the median pass of each in GB/s and the median of the per-pass
  * ratios (kernel time over read time: 1.0 is the read's speed). With threads,
  * each matrix is split as --threads splits it (whole panels; the read: the
@@ -30,13 +33,34 @@
 #define GROUP 32
 #define MAX_THREADS 8
 
+/* Where a block family's f16 scales (d, and dmin or m) sit in its block;
+ * -1 for none. */
+static void block_scales_at(int family, int32_t at[2]) {
+  at[0] = family == KILN_UK_Q2_K ? 80 : family == KILN_UK_Q3_K ? 108 : family == KILN_UK_Q6_K ? 208 : 0;
+  at[1] = family == KILN_UK_Q2_K                                ? 82
+          : family == KILN_UK_Q4_1 || family == KILN_UK_Q5_1 ||
+                    family == KILN_UK_Q4_K || family == KILN_UK_Q5_K ? 2
+                                                               : -1;
+}
+
 /* One matrix in the row layout: f16 values, or groups of an f16 scale then
- * int8 values or int4 nibble pairs, all random. */
-static void fill_rows(int family, uint8_t *w, int32_t n, int32_t k) {
-  const size_t rb = kiln_uk_row_bytes(family, k, GROUP);
+ * int8 values or int4 nibble pairs, or GGUF blocks, all random but their f16
+ * scales (0.01, so no value is a NaN). */
+static void fill_rows(int family, uint8_t *w, int32_t n, int32_t k, int32_t g) {
+  const size_t rb = kiln_uk_row_bytes(family, k, g);
+  const uint16_t h = kiln_f32_to_f16(0.01f);
   size_t i, at;
   for (i = 0; i < rb * (size_t)n; ++i)
     w[i] = (uint8_t)rand();
+  if (kiln_uk_is_block_family(family)) {
+    int32_t scales[2], j;
+    block_scales_at(family, scales);
+    for (at = 0; at < rb * (size_t)n; at += (size_t)kiln_uk_block_bytes(family))
+      for (j = 0; j < 2; ++j)
+        if (scales[j] >= 0)
+          memcpy(w + at + scales[j], &h, sizeof h);
+    return;
+  }
   if (family == KILN_UK_F16) {
     for (i = 0; i < (size_t)n * (size_t)k; ++i) {
       const uint16_t h = kiln_f32_to_f16((float)rand() / (float)RAND_MAX - 0.5f);
@@ -44,22 +68,30 @@ static void fill_rows(int family, uint8_t *w, int32_t n, int32_t k) {
     }
     return;
   }
-  for (at = 0; at < rb * (size_t)n; at += rb / (size_t)(k / GROUP)) {
-    const uint16_t h = kiln_f32_to_f16(0.01f);
+  for (at = 0; at < rb * (size_t)n; at += rb / (size_t)(k / g))
     memcpy(w + at, &h, sizeof h);
-  }
 }
 
 /* Panels p0..p1 of the decode matmul with the family a constant, as
  * generated code calls it. */
 static void gemv(int family, const uint8_t *w, const float *x, const void *scratch, float *y,
                  int32_t n, int32_t k, int32_t p0, int32_t p1) {
-  if (family == KILN_UK_I4)
-    kiln_uk_matmul_panel_int(KILN_UK_I4, w, y, scratch, 1, n, k, GROUP, KILN_UK_MR_MAX, k, p0, p1);
-  else if (family == KILN_UK_I8)
-    kiln_uk_matmul_panel_int(KILN_UK_I8, w, y, scratch, 1, n, k, GROUP, KILN_UK_MR_MAX, k, p0, p1);
-  else
-    kiln_uk_matmul_panel_float(KILN_UK_F16, x, w, y, 1, n, k, KILN_UK_MR_MAX, k, p0, p1);
+#define GEMV_INT(f, g) kiln_uk_matmul_panel_int(f, w, y, scratch, 1, n, k, g, KILN_UK_MR_MAX, k, p0, p1)
+  switch (family) {
+  case KILN_UK_I4: GEMV_INT(KILN_UK_I4, GROUP); break;
+  case KILN_UK_I8: GEMV_INT(KILN_UK_I8, GROUP); break;
+  case KILN_UK_Q4_1: GEMV_INT(KILN_UK_Q4_1, 32); break;
+  case KILN_UK_Q5_0: GEMV_INT(KILN_UK_Q5_0, 32); break;
+  case KILN_UK_Q5_1: GEMV_INT(KILN_UK_Q5_1, 32); break;
+  case KILN_UK_IQ4_NL: GEMV_INT(KILN_UK_IQ4_NL, 32); break;
+  case KILN_UK_Q2_K: GEMV_INT(KILN_UK_Q2_K, 256); break;
+  case KILN_UK_Q3_K: GEMV_INT(KILN_UK_Q3_K, 256); break;
+  case KILN_UK_Q4_K: GEMV_INT(KILN_UK_Q4_K, 256); break;
+  case KILN_UK_Q5_K: GEMV_INT(KILN_UK_Q5_K, 256); break;
+  case KILN_UK_Q6_K: GEMV_INT(KILN_UK_Q6_K, 256); break;
+  default: kiln_uk_matmul_panel_float(KILN_UK_F16, x, w, y, 1, n, k, KILN_UK_MR_MAX, k, p0, p1);
+  }
+#undef GEMV_INT
 }
 
 /* One pass of `threads` workers over every matrix: the kernel or the read. */
@@ -136,12 +168,27 @@ static double run_pass(gemv_pass *p) {
   return now() - t0;
 }
 
+/* The family a format name on the command line reads, or -1. */
+static int family_of(const char *name) {
+  int f;
+  if (strcmp(name, "q4_0") == 0)
+    return KILN_UK_I4;
+  if (strcmp(name, "q8_0") == 0)
+    return KILN_UK_I8;
+  if (strcmp(name, "f16") == 0)
+    return KILN_UK_F16;
+  for (f = 0; f < KILN_UK_FAMILIES; ++f)
+    if (kiln_uk_is_block_family(f) && f != KILN_UK_TQ2_0 && strcmp(name, kiln_uk_family_name(f)) == 0)
+      return f;
+  return -1;
+}
+
 int main(int argc, char **argv) {
   const char *name = argc > 1 ? argv[1] : "q4_0";
-  const int family = strcmp(name, "q4_0") == 0   ? KILN_UK_I4
-                     : strcmp(name, "q8_0") == 0 ? KILN_UK_I8
-                     : strcmp(name, "f16") == 0  ? KILN_UK_F16
-                                                 : -1;
+  const int family = family_of(name);
+  const int32_t g = family == KILN_UK_F16                                  ? 1
+                    : family >= 0 && kiln_uk_is_block_family(family) ? kiln_uk_block_elements(family)
+                                                                     : GROUP;
   const int32_t n = argc > 2 ? atoi(argv[2]) : 5632, k = argc > 3 ? atoi(argv[3]) : 2048;
   const int matrices = argc > 4 ? atoi(argv[4]) : 48, passes = argc > 5 ? atoi(argv[5]) : 9;
   const int threads = argc > 6 ? atoi(argv[6]) : 1;
@@ -152,19 +199,19 @@ int main(int argc, char **argv) {
   uint64_t sink = 0;
   gemv_pass p;
   int32_t i, r, m;
-  if (family < 0 || n < 1 || k < GROUP || k % GROUP != 0 || matrices < 1 || passes < 1 ||
-      threads < 1 || threads > MAX_THREADS) {
+  if (family < 0 || n < 1 || k < g || k % (g < GROUP ? GROUP : g) != 0 || matrices < 1 ||
+      passes < 1 || threads < 1 || threads > MAX_THREADS) {
     fprintf(stderr,
-            "usage: %s q4_0|q8_0|f16 [n] [k, a multiple of %d] [matrices] [passes] [threads, "
-            "1..%d]\n",
+            "usage: %s q4_0|q8_0|f16|<block format> [n] [k, a multiple of %d or of the block] "
+            "[matrices] [passes] [threads, 1..%d]\n",
             argv[0], GROUP, MAX_THREADS);
     return 2;
   }
-  bytes = kiln_uk_panel_bytes(family, n, k, family == KILN_UK_F16 ? 1 : GROUP, KILN_UK_NR);
+  bytes = kiln_uk_panel_bytes(family, n, k, g, KILN_UK_NR);
   total = bytes * (size_t)matrices;
   rows = malloc(bytes);
   w = large(total);
-  scratch = malloc(kiln_uk_act_stride(KILN_UK_ACT_PANELS, k, GROUP));
+  scratch = malloc(kiln_uk_panel_family_stride(family, k, g));
   x = malloc(sizeof(float) * (size_t)k);
   y = malloc(sizeof(float) * (size_t)n);
   kernel = malloc(sizeof(double) * (size_t)passes);
@@ -174,13 +221,15 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: out of memory\n", argv[0]);
     return 1;
   }
-  fill_rows(family, rows, n, k);
-  kiln_uk_pack_panels(family, rows, w, n, k, family == KILN_UK_F16 ? 1 : GROUP, KILN_UK_NR);
+  fill_rows(family, rows, n, k, g);
+  kiln_uk_pack_panels(family, rows, w, n, k, g, KILN_UK_NR);
   for (m = 1; m < matrices; ++m)
     memcpy(w + bytes * (size_t)m, w, bytes);
   for (i = 0; i < k; ++i)
     x[i] = (float)rand() / (float)RAND_MAX - 0.5f;
-  if (family != KILN_UK_F16)
+  if (kiln_uk_is_block_family(family))
+    kiln_uk_blocks_quantize_row(x, scratch, k, g);
+  else if (family != KILN_UK_F16)
     kiln_uk_panel_quantize_rows(x, scratch, 1, k, GROUP);
   memset(&p, 0, sizeof p);
   p.family = family;

@@ -48,8 +48,11 @@ BYTES_PER_WEIGHT = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q6_k"
                     "q5_k": 176 / 256, "q5_1": 24 / 32, "q5_0": 22 / 32, "q4_1": 20 / 32,
                     "q4_k": 144 / 256, "q4_0": 18 / 32, "iq4_nl": 18 / 32, "q3_k": 110 / 256,
                     "q2_k": 84 / 256}
+# llama.cpp's mixes (kiln-compile's --quant rules, no --pure): their bytes per token
+# come from the compile's --report.
+MIXES = ("q4_k_m", "q5_k_m")
 INT8_FORMATS = ("q8_0", "q6_k", "q5_k", "q5_1", "q5_0", "q4_1", "q4_k", "q4_0", "iq4_nl",
-                "q3_k", "q2_k")
+                "q3_k", "q2_k") + MIXES
 
 MAX_CONTEXT = 1024
 PREFILL_CHUNK = 64
@@ -170,11 +173,21 @@ def kernels_of(out):
     return m and m.group(1)
 
 
+def mix_bytes_per_token(out):
+    """Bytes of every weight a decode step reads (all but the token embedding), from
+    the compile's --report of a mix."""
+    with open(os.path.join(out, "report", "report.json")) as f:
+        tensors = json.load(f)["tensors"]
+    return sum(t["bytes"] for t in tensors if t["name"] != "token_embd.weight")
+
+
 def build(compiler, model, out, target, fmt, extra):
-    """kiln-compile and cmake; returns (compile seconds, generate cmd prefix, arena, pack)."""
+    """kiln-compile and cmake; returns (compile seconds, generate cmd prefix, arena, pack,
+    weight bytes per token for a mix, else None)."""
     # --pure: every matmul weight in the format the row names, as the bytes per
-    # token assume (no q6_k output head).
-    cmd = [compiler, model, "-o", out, "--target=" + target, "--quant=" + fmt, "--pure",
+    # token assume (no q6_k output head); a mix takes the compiler's rules.
+    rules = ["--report=" + os.path.join(out, "report")] if fmt in MIXES else ["--pure"]
+    cmd = [compiler, model, "-o", out, "--target=" + target, "--quant=" + fmt, *rules,
            "--max-context=%d" % MAX_CONTEXT, "--prefill-chunk=%d" % PREFILL_CHUNK, *extra]
     t0 = time.perf_counter()
     run(cmd)
@@ -187,7 +200,8 @@ def build(compiler, model, out, target, fmt, extra):
     if len(packs) != 1:
         raise RuntimeError("%s: expected one .kpack, found %d" % (out, len(packs)))
     gen = [os.path.join(bdir, "kiln-generate"), "--pack", packs[0], "--ignore-eos"]
-    return seconds, gen, header_define(out, "ARENA_BYTES"), os.path.getsize(packs[0])
+    mix = mix_bytes_per_token(out) if fmt in MIXES else None
+    return seconds, gen, header_define(out, "ARENA_BYTES"), os.path.getsize(packs[0]), mix
 
 
 def generate(gen, ids, n_decode):
@@ -224,7 +238,7 @@ COLUMNS = ["shape", "target", "format", "compile s", "prefill t/s", "prefill / q
            "decode t/s @16", "decode t/s @512", "arena B", "pack B", "decode roofline",
            "prefill of peak"]
 # --formats=all: every GGUF type Kiln's kernels read, as llama.cpp writes them.
-ALL_FORMATS = "f16,q8_0,q6_k,q5_k,q5_1,q5_0,q4_1,q4_k,q4_0,iq4_nl,q3_k,q2_k"
+ALL_FORMATS = "f16,q8_0,q6_k,q5_k,q5_1,q5_0,q4_1,q4_k,q4_0,iq4_nl,q3_k,q2_k,q4_k_m"
 
 
 def markdown(result):
@@ -328,8 +342,8 @@ def main():
         if s not in ALL_SHAPES:
             ap.error("unknown shape %r (M, L, A)" % s)
     for f in formats:
-        if f not in BYTES_PER_WEIGHT:
-            ap.error("unknown format %r (%s)" % (f, ", ".join(BYTES_PER_WEIGHT)))
+        if f not in BYTES_PER_WEIGHT and f not in MIXES:
+            ap.error("unknown format %r (%s)" % (f, ", ".join(list(BYTES_PER_WEIGHT) + list(MIXES))))
     os.makedirs(args.work, exist_ok=True)
     models = {s: make_model(s, args.work) for s in shapes}
     if args.models_only:
@@ -359,7 +373,7 @@ def main():
                    "target": target + "".join(" " + f for f in extra + gen_flags),
                    "format": fmt,
                    "model": models[shape], "matmul_weights": weights, "vocab": vocab,
-                   "weight_bytes_per_token": round(weights * BYTES_PER_WEIGHT[fmt]),
+                   "weight_bytes_per_token": round(weights * BYTES_PER_WEIGHT.get(fmt, 0)),
                    "prefill": [], "decode16": [], "decode512": [], "decode_long": [],
                    "rss_kib": 0, "threads": run_threads(gen_flags)}
             out = os.path.join(args.work, "out", re.sub(r"[^\w.-]+", "_", "%s-%s-%s%s" % (
@@ -368,7 +382,9 @@ def main():
                 if out not in built:
                     log("compile %s %s %s" % (shape, target, fmt))
                     built[out] = build(compiler, models[shape], out, target, fmt, extra)
-                row["compile_s"], gen, row["arena_bytes"], row["pack_bytes"] = built[out]
+                row["compile_s"], gen, row["arena_bytes"], row["pack_bytes"], mix = built[out]
+                if mix:
+                    row["weight_bytes_per_token"] = mix
                 row["gen"] = gen + gen_flags
                 row["kernels"] = kernels_of(out)
             except RuntimeError as e:

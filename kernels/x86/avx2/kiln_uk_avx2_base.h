@@ -47,12 +47,17 @@
 
 /* Step j of `steps` of prefetching the `bytes` at p: that share of its cache
  * lines, so that a kernel's prefetches spread over its work instead of
- * filling the miss queue at once. */
-KILN_UK_INLINE void kiln_uk_prefetch_share(const uint8_t *p, int32_t bytes, int32_t j, int32_t steps) {
+ * filling the miss queue at once. A tile of one row (decode) streams its
+ * panel once, from memory, and asks as panel_row_int does. */
+KILN_UK_INLINE void kiln_uk_prefetch_share(const uint8_t *p, int32_t bytes, int32_t j, int32_t steps,
+                                   int32_t mr) {
   const int32_t lines = (bytes + 63) / 64;
   int32_t c;
   for (c = lines * j / steps; c < lines * (j + 1) / steps; ++c)
-    KILN_UK_PREFETCH(p + 64 * c);
+    if (mr == 1)
+      KILN_UK_PREFETCH_ROW(p + 64 * c);
+    else
+      KILN_UK_PREFETCH(p + 64 * c);
 }
 
 static inline float kiln_uk_hsum_ps(__m256 v) {

@@ -41,7 +41,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, 
       is[r] = _mm256_setzero_si256();
     for (i = 0; i < 4; ++i)
       for (h = 0; h < 2; ++h) { /* sub-block 2i + h: the low or the high nibbles */
-        kiln_uk_prefetch_share(gp, (int32_t)bytes, 2 * i + h, 8);
+        kiln_uk_prefetch_share(gp, (int32_t)bytes, 2 * i + h, 8, mr);
         const __m256i sc = _mm256_and_si256(kiln_uk_panel_shift32(h ? s1 : s0, -8 * i), six);
         for (r = 0; r < mr; ++r)
           part[r] = _mm256_setzero_si256();
@@ -125,7 +125,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *
     for (r = 0; r < mr; ++r)
       is[r] = _mm256_setzero_si256();
     for (s = 0; s < 16; ++s) {
-      kiln_uk_prefetch_share(gp, 210 * 8, s, 16);
+      kiln_uk_prefetch_share(gp, 210 * 8, s, 16, mr);
       const __m256i words = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 * (48 + s / 4)));
       const __m256i sc = _mm256_srai_epi32(kiln_uk_panel_shift32(words, 24 - 8 * (s % 4)), 24);
       const int32_t col = 128 * (s / 8) + 32 * ((s % 8) / 2) + 16 * (s % 2);
@@ -365,7 +365,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *
       is[r] = _mm256_setzero_si256();
     for (s = 0; s < 16; ++s) {
       const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2;
-      kiln_uk_prefetch_share(gp, 84 * 8, s, 16);
+      kiln_uk_prefetch_share(gp, 84 * 8, s, 16, mr);
       for (t = 0; t < 4; ++t) {
         const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 20 * 8 + 32 * (8 * h + 4 * half + t)));
         const __m256i code = _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * j)), three);
@@ -464,7 +464,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *
     for (s = 0; s < 16; ++s) {
       const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2;
       const int32_t bit = 4 * h + j;
-      kiln_uk_prefetch_share(gp, 110 * 8, s, 16);
+      kiln_uk_prefetch_share(gp, 110 * 8, s, 16, mr);
       for (r = 0; r < mr; ++r)
         part[r] = _mm256_setzero_si256();
       for (t = 0; t < 4; ++t) {

@@ -67,7 +67,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, 
 #pragma GCC unroll 4
     for (i = 0; i < 4; ++i)
       for (h = 0; h < 2; ++h) { /* sub-block 2i + h: the low or the high nibbles */
-        kiln_uk_prefetch_share(gp, (int32_t)bytes, 2 * i + h, 8);
+        kiln_uk_prefetch_share(gp, (int32_t)bytes, 2 * i + h, 8, mr);
         const __m512 dsc = _mm512_mul_ps(
             kiln_uk_magic_float(_mm512_ternarylogic_epi32(_mm512_srli_epi32(h ? s1 : s0, 8 * i), six,
                                                           _mm512_set1_epi32(KILN_UK_MAGIC_BITS), 0xea)),
@@ -177,7 +177,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *
     for (s = 0; s < 16; ++s) {
       const __m512 dsc = kiln_uk_q6k_scale(_mm512_loadu_si512(gp + 64 * (48 + s / 4)), s, d);
       const int32_t col = 128 * (s / 8) + 32 * ((s % 8) / 2) + 16 * (s % 2);
-      kiln_uk_prefetch_share(gp, 210 * 16, s, 16);
+      kiln_uk_prefetch_share(gp, 210 * 16, s, 16, mr);
       for (r = 0; r < mr; ++r) /* -32 x the sum, biased as kiln_uk_magic_float takes it */
         part[r] = kiln_uk_plus_sum16(_mm512_set1_epi32(KILN_UK_MAGIC_BITS), -32, xs + r * stride + sums_at,
                                      16 * b + s);
@@ -392,7 +392,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *
 #pragma GCC unroll 16
     for (s = 0; s < 16; ++s) {
       const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2;
-      kiln_uk_prefetch_share(gp, 84 * 16, s, 16);
+      kiln_uk_prefetch_share(gp, 84 * 16, s, 16, mr);
       for (t = 0; t < 4; ++t) {
         const __m512i v = _mm512_loadu_si512(gp + 20 * 16 + 64 * (8 * h + 4 * half + t));
         const __m512i code = _mm512_and_si512(_mm512_srli_epi16(v, (unsigned)(2 * j)), three);
@@ -523,7 +523,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *
     for (s = 0; s < 16; ++s) {
       const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2;
       const int32_t bit = 4 * h + j; /* hmask's bit of this sub-block */
-      kiln_uk_prefetch_share(gp, 110 * 16, s, 16);
+      kiln_uk_prefetch_share(gp, 110 * 16, s, 16, mr);
       for (r = 0; r < mr; ++r) /* -4 x the sum, from the int32 in one 16-bit product */
         part[r] = kiln_uk_plus_sum16(_mm512_setzero_si512(), -4, xs + r * stride + sums_at, 16 * b + s);
       for (t = 0; t < 4; ++t) {
