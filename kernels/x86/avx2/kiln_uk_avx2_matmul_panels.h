@@ -39,6 +39,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, 
     __m256 d, dmin;
     for (r = 0; r < mr; ++r)
       is[r] = _mm256_setzero_si256();
+#pragma GCC unroll 4
     for (i = 0; i < 4; ++i)
       for (h = 0; h < 2; ++h) { /* sub-block 2i + h: the low or the high nibbles */
         kiln_uk_prefetch_share(gp, (int32_t)bytes, 2 * i + h, 8, mr);
@@ -124,6 +125,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *
     __m256 d;
     for (r = 0; r < mr; ++r)
       is[r] = _mm256_setzero_si256();
+#pragma GCC unroll 16
     for (s = 0; s < 16; ++s) {
       kiln_uk_prefetch_share(gp, 210 * 8, s, 16, mr);
       const __m256i words = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 * (48 + s / 4)));
@@ -363,6 +365,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *
     kiln_uk_q2k_tables(gp, table, w);
     for (r = 0; r < mr; ++r)
       is[r] = _mm256_setzero_si256();
+#pragma GCC unroll 16
     for (s = 0; s < 16; ++s) {
       const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2;
       kiln_uk_prefetch_share(gp, 84 * 8, s, 16, mr);
@@ -461,6 +464,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *
     kiln_uk_q3k_scales(gp, sc);
     for (r = 0; r < mr; ++r)
       is[r] = _mm256_setzero_si256();
+#pragma GCC unroll 16
     for (s = 0; s < 16; ++s) {
       const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2;
       const int32_t bit = 4 * h + j;
