@@ -139,15 +139,21 @@ static inline __m512i kiln_uk_plus_sum16(__m512i a, int32_t m, const uint8_t *su
                              _mm512_set1_epi32(((const int32_t *)(const void *)sums)[i]));
 }
 
+/* A vpshufb control that moves byte j of each 32-bit lane to the lane's low
+ * byte and zeroes the other three. */
+static inline __m512i kiln_uk_lane_byte(int32_t j) {
+  const int8_t z = (int8_t)-128;
+  return _mm512_broadcast_i32x4(_mm_setr_epi8((int8_t)j, z, z, z, (int8_t)(4 + j), z, z, z, (int8_t)(8 + j), z, z,
+                                              z, (int8_t)(12 + j), z, z, z));
+}
+
 /* q6_k sub-block s's int8 scales as floats times d: a vpshufb moves byte s % 4
  * of each lane's scale word to its low byte, the xor flips its sign bit and
  * lays it in a float's mantissa, so no shift or convert reaches the multiply
  * port, which the rows' vpdpbusd keep busy. */
 static inline __m512 kiln_uk_q6k_scale(__m512i words, int32_t s, __m512 d) {
-  const int8_t j = (int8_t)(s % 4), z = (int8_t)-128;
-  const __m512i pick = _mm512_broadcast_i32x4(_mm_setr_epi8(j, z, z, z, (int8_t)(4 + j), z, z, z,
-                                                            (int8_t)(8 + j), z, z, z, (int8_t)(12 + j), z, z, z));
-  const __m512i f = _mm512_xor_si512(_mm512_shuffle_epi8(words, pick), _mm512_set1_epi32(KILN_UK_MAGIC_BITS + 128));
+  const __m512i f = _mm512_xor_si512(_mm512_shuffle_epi8(words, kiln_uk_lane_byte(s % 4)),
+                                     _mm512_set1_epi32(KILN_UK_MAGIC_BITS + 128));
   return _mm512_mul_ps(_mm512_sub_ps(_mm512_castsi512_ps(f), _mm512_set1_ps(12583040.0f)), d);
 }
 
@@ -419,19 +425,25 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *
 }
 #define KILN_UK_HAS_PANEL_Q2K 1
 
-/* q3_k's 16 scales of super-block gp in every lane (signed, 6 bits). */
-static inline void kiln_uk_q3k_scales(const uint8_t *gp, __m512i *sc) {
+/* q3_k's 16 scales of super-block gp plus 32 (0..63) as bytes: byte i of a
+ * lane of sc[g] is scale 4g + i of that lane's row. Whole-register shifts
+ * and masks, four of each for all 16 (the bits a shift brings across a byte
+ * are masked off). */
+static inline void kiln_uk_q3k_scale_bytes(const uint8_t *gp, __m512i *sc) {
   const __m512i w0 = _mm512_loadu_si512(gp + 32), w1 = _mm512_loadu_si512(gp + 96),
                 w2 = _mm512_loadu_si512(gp + 160);
-  int32_t s;
-  for (s = 0; s < 16; ++s) {
-    const int32_t group = s / 4, i = s % 4;
-    const __m512i low = _mm512_and_si512(
-        _mm512_srli_epi32(group & 1 ? w1 : w0, (unsigned)(8 * i + 4 * (group >= 2))), _mm512_set1_epi32(15));
-    const __m512i high = _mm512_and_si512(_mm512_srli_epi32(w2, (unsigned)(8 * i + 2 * group)),
-                                          _mm512_set1_epi32(3));
-    sc[s] = _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(high, 4)), _mm512_set1_epi32(32));
-  }
+  const __m512i low = _mm512_set1_epi8(15), high = _mm512_set1_epi8(0x30);
+  sc[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(w0, low), _mm512_slli_epi16(w2, 4), high, 0xf8);
+  sc[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(w1, low), _mm512_slli_epi16(w2, 2), high, 0xf8);
+  sc[2] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(w0, 4), low), w2, high, 0xf8);
+  sc[3] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(w1, 4), low), _mm512_srli_epi16(w2, 2),
+                                    high, 0xf8);
+}
+
+/* Scale s of kiln_uk_q3k_scale_bytes as a signed int16 in the low half of
+ * each lane and 0 in the high half, vpdpwssd's other operand. */
+static inline __m512i kiln_uk_q3k_scale16(const __m512i *sc, int32_t s) {
+  return _mm512_sub_epi16(_mm512_shuffle_epi8(sc[s / 4], kiln_uk_lane_byte(s % 4)), _mm512_set1_epi32(32));
 }
 
 /* One row of k-quant activations against super-blocks b0..b1-1 of one q3_k
@@ -441,44 +453,39 @@ KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *x
                                   int32_t b0, int32_t b1, float *y, int32_t rows_valid) {
   const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
   const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256);
-  const int32_t *x16 = (const int32_t *)(const void *)(xs + kiln_uk_act_blocks_sums_at(k, 256));
+  const uint8_t *sums = xs + kiln_uk_act_blocks_sums_at(k, 256);
   const int8_t *q = (const int8_t *)(const void *)(xs + xq_at);
   const float *xd = (const float *)(const void *)xs;
-  const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4), low16 = _mm512_set1_epi32(0xffff);
+  const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
   __m512 acc = b0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(valid, y);
-  int32_t b, s, h, half, t, j;
+  int32_t b, h, half, t, j;
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * 110u * 16u;
-    __m512i sc[16], is = _mm512_setzero_si512();
+    __m512i sc[4], is = _mm512_setzero_si512();
     int32_t c;
     for (c = 0; c < 110 * 16; c += 64)
       KILN_UK_PREFETCH_ROW(gp + c);
-    kiln_uk_q3k_scales(gp, sc);
-    for (s = 0; s < 16; s += 2) /* scales s, s+1 as 16-bit pairs against -4 x the sums */
-      is = _mm512_dpwssd_epi32(
-          is, _mm512_or_si512(_mm512_and_si512(sc[s], low16), _mm512_slli_epi32(sc[s + 1], 16)),
-          _mm512_set1_epi32((int32_t)((uint32_t)(uint16_t)(-4 * x16[16 * b + s]) |
-                                      (uint32_t)(-4 * x16[16 * b + s + 1]) << 16)));
+    kiln_uk_q3k_scale_bytes(gp, sc);
+#pragma GCC unroll 2
     for (h = 0; h < 2; ++h)
+#pragma GCC unroll 2
       for (half = 0; half < 2; ++half) {
         __m512i part[4];
-        for (j = 0; j < 4; ++j)
-          part[j] = _mm512_setzero_si512();
+        for (j = 0; j < 4; ++j) /* -4 x the sum: the codes' offset */
+          part[j] = kiln_uk_plus_sum16(_mm512_setzero_si512(), -4, sums, 16 * b + 8 * h + 2 * j + half);
         for (t = 0; t < 4; ++t) {
           const __m512i v = _mm512_loadu_si512(gp + 46 * 16 + 64 * (8 * h + 4 * half + t));
           const __m512i hm = _mm512_loadu_si512(gp + 14 * 16 + 64 * (4 * half + t));
           for (j = 0; j < 4; ++j) {
-            const int32_t bit = 4 * h + j;
-            const __m512i hb = bit >= 2 ? _mm512_srli_epi16(hm, (unsigned)(bit - 2))
-                                        : _mm512_slli_epi16(hm, (unsigned)(2 - bit));
-            const __m512i code = _mm512_or_si512(
-                _mm512_and_si512(_mm512_srli_epi16(v, (unsigned)(2 * j)), three), _mm512_and_si512(hb, four));
+            const __m512i low = _mm512_and_si512(_mm512_srli_epi16(v, (unsigned)(2 * j)), three);
+            const __m512i code = _mm512_mask_add_epi8(
+                low, _mm512_test_epi8_mask(hm, _mm512_set1_epi8((char)(1 << (4 * h + j)))), low, four);
             part[j] = _mm512_dpbusd_epi32(
                 part[j], code, _mm512_set1_epi32(kiln_uk_load_i32(q + 256 * b + 128 * h + 32 * j + 16 * half + 4 * t)));
           }
         }
         for (j = 0; j < 4; ++j)
-          is = _mm512_dpwssd_epi32(is, part[j], _mm512_and_si512(sc[8 * h + 2 * j + half], low16));
+          is = _mm512_dpwssd_epi32(is, part[j], kiln_uk_q3k_scale16(sc, 8 * h + 2 * j + half));
       }
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is),
                           _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)gp)),
@@ -490,11 +497,10 @@ KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *x
 
 /* mr rows of k-quant activations against super-blocks b0..b1-1 of one q3_k
  * panel: per sub-block of 16, the 3-bit codes (0..7, two bits of qs and one of
- * hmask) times the activations (vpdpbusd, at most 14224 in magnitude, so an
- * int16), times the signed 6-bit scale in one vpdpwssd (the scale in the low
- * half of each lane, 0 in the high); the codes' offset of 4 meets the
- * activations' sums of 16 in scale pairs. The scales are unpacked into memory
- * first, which keeps the registers for the rows' sums. */
+ * hmask) times the activations (vpdpbusd), less 4 x their sum (the codes'
+ * offset; the chain starts from it, kiln_uk_plus_sum16), at most 8128 in
+ * magnitude, so an int16, times the signed 6-bit scale in one vpdpwssd
+ * (kiln_uk_q3k_scale16). */
 KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *xs, size_t stride,
                                    int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
                                    int32_t ldy, int32_t rows_valid) {
@@ -502,7 +508,6 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *
   const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256);
   const size_t sums_at = kiln_uk_act_blocks_sums_at(k, 256);
   const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
-  const __m512i low16 = _mm512_set1_epi32(0xffff);
   __m512 acc[KILN_UK_MR_MAX];
   int32_t r, b, s, t;
   for (r = 0; r < mr; ++r)
@@ -514,9 +519,9 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *
   }
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * 110u * 16u;
-    __m512i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX], sc[16];
+    __m512i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX], sc[4];
     __m512 d;
-    kiln_uk_q3k_scales(gp, sc);
+    kiln_uk_q3k_scale_bytes(gp, sc);
     for (r = 0; r < mr; ++r)
       is[r] = _mm512_setzero_si512();
 #pragma GCC unroll 16
@@ -540,7 +545,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *
         }
       }
       for (r = 0; r < mr; ++r)
-        is[r] = _mm512_dpwssd_epi32(is[r], part[r], _mm512_and_si512(sc[s], low16));
+        is[r] = _mm512_dpwssd_epi32(is[r], part[r], kiln_uk_q3k_scale16(sc, s));
     }
     d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)gp));
     for (r = 0; r < mr; ++r) {
