@@ -33,16 +33,6 @@
 #define GROUP 32
 #define MAX_THREADS 8
 
-/* Where a block family's f16 scales (d, and dmin or m) sit in its block;
- * -1 for none. */
-static void block_scales_at(int family, int32_t at[2]) {
-  at[0] = family == KILN_UK_Q2_K ? 80 : family == KILN_UK_Q3_K ? 108 : family == KILN_UK_Q6_K ? 208 : 0;
-  at[1] = family == KILN_UK_Q2_K                                ? 82
-          : family == KILN_UK_Q4_1 || family == KILN_UK_Q5_1 ||
-                    family == KILN_UK_Q4_K || family == KILN_UK_Q5_K ? 2
-                                                               : -1;
-}
-
 /* One matrix in the row layout: f16 values, or groups of an f16 scale then
  * int8 values or int4 nibble pairs, or GGUF blocks, all random but their f16
  * scales (0.01, so no value is a NaN). */
@@ -54,7 +44,7 @@ static void fill_rows(int family, uint8_t *w, int32_t n, int32_t k, int32_t g) {
     w[i] = (uint8_t)rand();
   if (kiln_uk_is_block_family(family)) {
     int32_t scales[2], j;
-    block_scales_at(family, scales);
+    kiln_uk_block_scales_at(family, scales);
     for (at = 0; at < rb * (size_t)n; at += (size_t)kiln_uk_block_bytes(family))
       for (j = 0; j < 2; ++j)
         if (scales[j] >= 0)

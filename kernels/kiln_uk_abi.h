@@ -141,6 +141,20 @@ static inline int32_t kiln_uk_block_bytes(int family) {
   return 0;
 }
 
+/* Where a block family's f16 scale d sits in its block (at[0]), and its
+ * second f16, dmin or m (at[1], -1 for none): GGUF's definitions. */
+static inline void kiln_uk_block_scales_at(int family, int32_t at[2]) {
+  at[0] = family == KILN_UK_Q2_K    ? 80
+          : family == KILN_UK_Q3_K  ? 108
+          : family == KILN_UK_Q6_K  ? 208
+          : family == KILN_UK_TQ2_0 ? 64
+                                    : 0;
+  at[1] = family == KILN_UK_Q2_K ? 82
+          : family == KILN_UK_Q4_1 || family == KILN_UK_Q5_1 || family == KILN_UK_Q4_K || family == KILN_UK_Q5_K
+              ? 2
+              : -1;
+}
+
 /* Bytes of one row of k values in the model's row layout (groups of g for the
  * int8 and int4 families). */
 static inline size_t kiln_uk_row_bytes(int family, int32_t k, int32_t g) {

@@ -842,21 +842,10 @@ static void test_iq4nl_codebook(void) {
 }
 #endif
 
-/* The GGUF block formats the kernels read, and the offsets of each one's f16
- * scale (and min, or -1) within a block. */
+/* The GGUF block formats the kernels read. */
 static const int block_formats[] = {KILN_UK_Q4_1, KILN_UK_Q5_0, KILN_UK_Q5_1, KILN_UK_IQ4_NL,
                                     KILN_UK_Q2_K, KILN_UK_Q3_K, KILN_UK_Q4_K, KILN_UK_Q5_K,
                                     KILN_UK_Q6_K, KILN_UK_TQ2_0};
-
-static const int32_t *block_scale_at(int fmt) {
-  static const int32_t at[][2] = {{0, 2}, {0, -1}, {0, 2}, {0, -1}, {80, 82},
-                                  {108, -1}, {0, 2}, {0, 2}, {208, -1}, {64, -1}};
-  size_t i;
-  for (i = 0; i < sizeof block_formats / sizeof block_formats[0]; ++i)
-    if (block_formats[i] == fmt)
-      return at[i];
-  return at[0];
-}
 
 /* The GGUF block formats: matmul_blocks against a naive double sum of the
  * decoded weights (kiln_uk_row) times the dequantized activations, within float
@@ -864,13 +853,14 @@ static const int32_t *block_scale_at(int fmt) {
  * the call (decode vs prefill, thread shares). */
 static void test_blocks(int fmt, int32_t rows, int32_t n, int32_t k) {
   /* Offsets of each format's f16 scale (and min) within a block. */
-  const int32_t *scale_at = block_scale_at(fmt);
+  int32_t scale_at[2];
   const int32_t e = kiln_uk_block_elements(fmt), bb = kiln_uk_block_bytes(fmt);
   const size_t rb = (size_t)(k / e) * (size_t)bb, stride = kiln_uk_act_stride(KILN_UK_ACT_BLOCKS, k, e);
   static float wrow[MAX_K], y_part[MAX_ROWS * MAX_N];
   double worst = 0.0;
   int32_t i, r, j, b, same = 1;
   char what[96];
+  kiln_uk_block_scales_at(fmt, scale_at);
   for (i = 0; i < (int32_t)rb * n; ++i)
     w_rows[i] = byte();
   for (i = 0; i < n * (k / e); ++i) { /* scales of 0.01 to 0.05, either sign: every block counts */
