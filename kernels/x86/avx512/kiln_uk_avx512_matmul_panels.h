@@ -154,7 +154,7 @@ static inline __m512i kiln_uk_lane_byte(int32_t j) {
 static inline __m512 kiln_uk_q6k_scale(__m512i words, int32_t s, __m512 d) {
   const __m512i f = _mm512_xor_si512(_mm512_shuffle_epi8(words, kiln_uk_lane_byte(s % 4)),
                                      _mm512_set1_epi32(KILN_UK_MAGIC_BITS + 128));
-  return _mm512_mul_ps(_mm512_sub_ps(_mm512_castsi512_ps(f), _mm512_set1_ps(12583040.0f)), d);
+  return _mm512_mul_ps(_mm512_sub_ps(_mm512_castsi512_ps(f), _mm512_set1_ps(12582912.0f + 128.0f)), d);
 }
 
 /* As panel_tile_q45k for a q6_k panel: per sub-block of 16, the codes times the
