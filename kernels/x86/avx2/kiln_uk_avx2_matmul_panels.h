@@ -267,19 +267,18 @@ static inline void kiln_uk_q2k_tables(const uint8_t *gp, __m256i *table, __m256i
 }
 
 static inline __m256i kiln_uk_q2k_mins(const __m256i *w, const int32_t *x16) {
-  const __m256i nib = _mm256_set1_epi32(15), top = _mm256_set1_epi32(0xf0000);
+  const __m256i even = _mm256_set1_epi32(0x00f000f0);
   __m256i m = _mm256_setzero_si256();
-  int32_t i;
-  for (i = 0; i < 8; ++i) { /* mins 2i, 2i+1 as 16-bit pairs, from the high nibbles */
-    const __m256i wi = w[i / 2];
-    const __m256i pair = i % 2 == 0 ? _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(wi, 4), nib),
-                                                      _mm256_and_si256(_mm256_slli_epi32(wi, 4), top))
-                                    : _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(wi, 20), nib),
-                                                      _mm256_and_si256(_mm256_srli_epi32(wi, 12), top));
+  int32_t s;
+  for (s = 0; s < 4; ++s) { /* mins 4s, 4s + 2 (x 16) and 4s + 1, 4s + 3 as 16-bit pairs */
+    const int32_t *x = x16 + 4 * s;
+    m = kiln_uk_blocks_madd_acc(m, _mm256_and_si256(w[s], even),
+                                _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)x[0] | (uint32_t)x[2] << 16)));
     m = kiln_uk_blocks_madd_acc(
-        m, pair, _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)x16[2 * i] | (uint32_t)x16[2 * i + 1] << 16)));
+        m, _mm256_srli_epi16(w[s], 12),
+        _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)(16 * x[1]) | (uint32_t)(16 * x[3]) << 16)));
   }
-  return m;
+  return _mm256_srai_epi32(m, 4);
 }
 
 static inline __m256i kiln_uk_q2k_rows(void) {
@@ -302,40 +301,52 @@ static inline void kiln_uk_q3k_scales(const uint8_t *gp, __m256i *sc) {
   }
 }
 
-/* As the AVX-512 panel_row_q2k, 8 output rows: one activation row, each code
- * quad loaded once for its four sub-blocks, four integer chains. */
+/* As the AVX-512 panel_row_q2k, 8 output rows: codes masked in place, but
+ * sub-blocks j = 3 shifted down to 16 x their codes (at most 48), so that
+ * vpmaddubsw's pairs stay below 32767 where there is no VNNI. */
 KILN_UK_INLINE void kiln_uk_panel_row_q2k(const uint8_t *panel, const uint8_t *xs, int32_t k,
                                   int32_t b0, int32_t b1, float *y, int32_t valid) {
   const int8_t *q = (const int8_t *)(const void *)(xs + kiln_uk_act_blocks_q_at(k, 256));
   const int32_t *x16 = (const int32_t *)(const void *)(xs + kiln_uk_act_blocks_sums_at(k, 256));
   const float *xd = (const float *)(const void *)xs;
-  const __m256i three = _mm256_set1_epi8(3), rows = kiln_uk_q2k_rows();
+  const __m256i nib = _mm256_set1_epi32(15);
   __m256 acc = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y, valid);
   int32_t b, h, half, t, j, c;
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * 84u * 8u;
-    __m256i table[16], w[4], is[4];
+    __m256i w[4], is[2];
     __m256 dx = _mm256_set1_ps(xd[b]);
     for (c = 0; c < 84 * 8; c += 64)
       KILN_UK_PREFETCH_ROW(gp + c);
-    kiln_uk_q2k_tables(gp, table, w);
-    for (j = 0; j < 4; ++j)
-      is[j] = _mm256_setzero_si256();
+    for (c = 0; c < 4; ++c)
+      w[c] = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 + 32 * c));
+    is[0] = is[1] = _mm256_setzero_si256();
+#pragma GCC unroll 2
     for (h = 0; h < 2; ++h)
-      for (half = 0; half < 2; ++half)
+#pragma GCC unroll 2
+      for (half = 0; half < 2; ++half) {
+        __m256i part[4];
+        for (j = 0; j < 4; ++j)
+          part[j] = _mm256_setzero_si256();
         for (t = 0; t < 4; ++t) {
           const __m256i v =
               _mm256_loadu_si256((const __m256i *)(const void *)(gp + 20 * 8 + 32 * (8 * h + 4 * half + t)));
           for (j = 0; j < 4; ++j) {
-            const __m256i code = _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * j)), three);
-            const __m256i prod = _mm256_shuffle_epi8(table[8 * h + 2 * j + half], _mm256_or_si256(code, rows));
-            is[j] = kiln_uk_dot_u8s8(
-                is[j], prod, _mm256_set1_epi32(kiln_uk_load_i32(q + 256 * b + 128 * h + 32 * j + 16 * half + 4 * t)));
+            const __m256i code = j < 3 ? _mm256_and_si256(v, _mm256_set1_epi8((char)(3 << (2 * j))))
+                                       : _mm256_and_si256(_mm256_srli_epi16(v, 2), _mm256_set1_epi8(0x30));
+            part[j] = kiln_uk_dot_u8s8(
+                part[j], code, _mm256_set1_epi32(kiln_uk_load_i32(q + 256 * b + 128 * h + 32 * j + 16 * half + 4 * t)));
           }
         }
-    acc = _mm256_fmadd_ps(
-        _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_add_epi32(is[0], is[1]), _mm256_add_epi32(is[2], is[3]))),
-        _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp)), dx), acc);
+        for (j = 0; j < 4; ++j) { /* sub-block s = 8h + 2j + half, its scale byte s % 4 of word s / 4 */
+          const int32_t s = 8 * h + 2 * j + half;
+          is[half] = kiln_uk_blocks_madd_acc(
+              is[half], _mm256_srai_epi32(part[j], j < 3 ? 2 * j : 4),
+              _mm256_and_si256(kiln_uk_panel_shift32(w[s / 4], -8 * (s % 4)), nib));
+        }
+      }
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(is[0], is[1])),
+                          _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp)), dx), acc);
     acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(kiln_uk_q2k_mins(w, x16 + 16 * b)),
                            _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gp + 16))), dx),
                            acc);

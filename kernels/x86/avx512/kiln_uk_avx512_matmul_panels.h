@@ -296,22 +296,24 @@ static inline void kiln_uk_q2k_tables(const uint8_t *gp, __m512i *table, __m512i
 }
 
 /* The sum over q2_k's 16 sub-blocks of min x the activations' sum of 16, per
- * lane, from the scale words w and the row's sums of 16 at x16. */
+ * lane, from the scale words w and the row's sums of 16 at x16. A word's
+ * high nibbles are two mins: masked in place they are 16 x the even one (a
+ * byte's top nibble), shifted down 12 the odd one, which meets 16 x its sum
+ * (at most 16 x 2048 in magnitude, an int16), so every product is 16 x the
+ * true one and one exact shift ends it. */
 static inline __m512i kiln_uk_q2k_mins(const __m512i *w, const int32_t *x16) {
-  const __m512i nib = _mm512_set1_epi32(15), top = _mm512_set1_epi32(0xf0000);
+  const __m512i even = _mm512_set1_epi32(0x00f000f0);
   __m512i m = _mm512_setzero_si512();
-  int32_t i;
-  for (i = 0; i < 8; ++i) { /* mins 2i, 2i+1 as 16-bit pairs, from the high nibbles */
-    const __m512i wi = w[i / 2];
-    const __m512i pair = i % 2 == 0
-                             ? _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(wi, 4), nib),
-                                               _mm512_and_si512(_mm512_slli_epi32(wi, 4), top))
-                             : _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(wi, 20), nib),
-                                               _mm512_and_si512(_mm512_srli_epi32(wi, 12), top));
+  int32_t s;
+  for (s = 0; s < 4; ++s) { /* mins 4s, 4s + 2 and 4s + 1, 4s + 3 as 16-bit pairs */
+    const int32_t *x = x16 + 4 * s;
+    m = _mm512_dpwssd_epi32(m, _mm512_and_si512(w[s], even),
+                            _mm512_set1_epi32((int32_t)((uint32_t)(uint16_t)x[0] | (uint32_t)x[2] << 16)));
     m = _mm512_dpwssd_epi32(
-        m, pair, _mm512_set1_epi32((int32_t)((uint32_t)(uint16_t)x16[2 * i] | (uint32_t)x16[2 * i + 1] << 16)));
+        m, _mm512_srli_epi16(w[s], 12),
+        _mm512_set1_epi32((int32_t)((uint32_t)(uint16_t)(16 * x[1]) | (uint32_t)(16 * x[3]) << 16)));
   }
-  return m;
+  return _mm512_srai_epi32(m, 4);
 }
 
 /* Byte i of each 128-bit lane: 4 (i / 4), where its row's table entries start. */
@@ -322,9 +324,11 @@ static inline __m512i kiln_uk_q2k_rows(void) {
 }
 
 /* One row of k-quant activations against super-blocks b0..b1-1 of one q2_k
- * panel (decode), as panel_tile_q2k with each code quad loaded once for its
- * four sub-blocks, and four integer chains (one per sub-block of a quad), so
- * vpdpbusd's latency does not bind: integer sums, the same result. */
+ * panel (decode). A code quad holds sub-blocks 2j + half for j = 0..3 at bits
+ * 2j: masked in place, not shifted, each is 4^j x its codes (at most 192, a
+ * u8), so a sub-block costs one mask and one vpdpbusd per four columns; its
+ * sum, shifted back down (exact), is at most 6144 in magnitude and meets its
+ * 4-bit scale in one vpdpwssd. The integers are those of panel_tile_q2k. */
 KILN_UK_INLINE void kiln_uk_panel_row_q2k(const uint8_t *panel, const uint8_t *xs, int32_t k,
                                   int32_t b0, int32_t b1, float *y, int32_t rows_valid) {
   const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
@@ -332,33 +336,42 @@ KILN_UK_INLINE void kiln_uk_panel_row_q2k(const uint8_t *panel, const uint8_t *x
   const int32_t *x16 = (const int32_t *)(const void *)(xs + kiln_uk_act_blocks_sums_at(k, 256));
   const int8_t *q = (const int8_t *)(const void *)(xs + xq_at);
   const float *xd = (const float *)(const void *)xs;
-  const __m512i three = _mm512_set1_epi8(3), rows = kiln_uk_q2k_rows();
+  const __m512i nib = _mm512_set1_epi32(15);
   __m512 acc = b0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(valid, y);
   int32_t b, h, half, t, j, c;
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * 84u * 16u;
-    __m512i table[16], w[4], is[4];
+    __m512i w[4], is[2];
     __m512 dx;
     for (c = 0; c < 84 * 16; c += 64)
       KILN_UK_PREFETCH_ROW(gp + c);
-    kiln_uk_q2k_tables(gp, table, w);
-    for (j = 0; j < 4; ++j)
-      is[j] = _mm512_setzero_si512();
+    for (c = 0; c < 4; ++c)
+      w[c] = _mm512_loadu_si512(gp + 64 + 64 * c);
+    is[0] = is[1] = _mm512_setzero_si512();
+#pragma GCC unroll 2
     for (h = 0; h < 2; ++h)
-      for (half = 0; half < 2; ++half)
+#pragma GCC unroll 2
+      for (half = 0; half < 2; ++half) {
+        __m512i part[4];
+        for (j = 0; j < 4; ++j)
+          part[j] = _mm512_setzero_si512();
         for (t = 0; t < 4; ++t) {
           const __m512i v = _mm512_loadu_si512(gp + 20 * 16 + 64 * (8 * h + 4 * half + t));
-          for (j = 0; j < 4; ++j) {
-            const __m512i code = _mm512_and_si512(_mm512_srli_epi16(v, (unsigned)(2 * j)), three);
-            const __m512i prod = _mm512_shuffle_epi8(table[8 * h + 2 * j + half], _mm512_or_si512(code, rows));
-            is[j] = _mm512_dpbusd_epi32(
-                is[j], prod, _mm512_set1_epi32(kiln_uk_load_i32(q + 256 * b + 128 * h + 32 * j + 16 * half + 4 * t)));
-          }
+          for (j = 0; j < 4; ++j)
+            part[j] = _mm512_dpbusd_epi32(
+                part[j], _mm512_and_si512(v, _mm512_set1_epi8((char)(3 << (2 * j)))),
+                _mm512_set1_epi32(kiln_uk_load_i32(q + 256 * b + 128 * h + 32 * j + 16 * half + 4 * t)));
         }
+        for (j = 0; j < 4; ++j) { /* sub-block s = 8h + 2j + half, its scale byte s % 4 of word s / 4 */
+          const int32_t s = 8 * h + 2 * j + half;
+          is[half] = _mm512_dpwssd_epi32(is[half], _mm512_srai_epi32(part[j], (unsigned)(2 * j)),
+                                         _mm512_and_si512(_mm512_srli_epi32(w[s / 4], (unsigned)(8 * (s % 4))), nib));
+        }
+      }
     dx = _mm512_set1_ps(xd[b]);
-    acc = _mm512_fmadd_ps(
-        _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_add_epi32(is[0], is[1]), _mm512_add_epi32(is[2], is[3]))),
-        _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)gp)), dx), acc);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(is[0], is[1])),
+                          _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)gp)), dx),
+                          acc);
     acc = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(kiln_uk_q2k_mins(w, x16 + 16 * b)),
                            _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 32))), dx),
                            acc);
