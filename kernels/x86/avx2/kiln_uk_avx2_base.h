@@ -97,6 +97,11 @@ static inline __m256i kiln_uk_dot_u8s8(__m256i acc, __m256i w, __m256i x) {
 
 
 
+/* Where q3_k's decode puts sub-block j's code within a byte: its low two
+ * bits masked in place (bits 2j, 2j + 1) and hmask's bit beside them, but for
+ * j = 3, whose high bit would pass the byte, shifted down to bits 4-6. */
+static inline int32_t kiln_uk_q3k_code_at(int32_t j) { return j < 3 ? 2 * j : 4; }
+
 /* roundf of 8 lanes: truncate, then step away from zero when the fraction is
  * >= 0.5. */
 static inline __m256 kiln_uk_round_away8(__m256 v) {

@@ -286,18 +286,27 @@ static inline __m256i kiln_uk_q2k_rows(void) {
                            0x0404040400000000LL);
 }
 
-/* q3_k's 16 scales of super-block gp in every lane (signed, 6 bits). */
+/* q3_k's 16 scales of super-block gp in every lane, signed 6 bits in the low
+ * half of each and 0 in the high half: vpmaddwd's (vpdpwssd's) other operand. */
 static inline void kiln_uk_q3k_scales(const uint8_t *gp, __m256i *sc) {
   const __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 16)),
                 w1 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 48)),
                 w2 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 80));
+  const __m256i low = _mm256_set1_epi8(15), high = _mm256_set1_epi8(0x30);
+  const int8_t z = (int8_t)-128;
+  __m256i bytes[4]; /* byte i of a lane of bytes[g]: scale 4g + i plus 32, as the AVX-512 scale bytes */
   int32_t s;
+  bytes[0] = _mm256_or_si256(_mm256_and_si256(w0, low), _mm256_and_si256(_mm256_slli_epi16(w2, 4), high));
+  bytes[1] = _mm256_or_si256(_mm256_and_si256(w1, low), _mm256_and_si256(_mm256_slli_epi16(w2, 2), high));
+  bytes[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(w0, 4), low), _mm256_and_si256(w2, high));
+  bytes[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(w1, 4), low),
+                             _mm256_and_si256(_mm256_srli_epi16(w2, 2), high));
   for (s = 0; s < 16; ++s) {
-    const int32_t group = s / 4, i = s % 4;
-    const __m256i low = _mm256_and_si256(kiln_uk_panel_shift32(group & 1 ? w1 : w0, -(8 * i + 4 * (group >= 2))),
-                                         _mm256_set1_epi32(15));
-    const __m256i high = _mm256_and_si256(kiln_uk_panel_shift32(w2, -(8 * i + 2 * group)), _mm256_set1_epi32(3));
-    sc[s] = _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+    const int8_t i = (int8_t)(s % 4);
+    const __m128i pick = _mm_setr_epi8(i, z, z, z, (int8_t)(4 + i), z, z, z, (int8_t)(8 + i), z, z, z,
+                                       (int8_t)(12 + i), z, z, z);
+    sc[s] = _mm256_sub_epi16(_mm256_shuffle_epi8(bytes[s / 4], _mm256_broadcastsi128_si256(pick)),
+                             _mm256_set1_epi32(32));
   }
 }
 
@@ -405,24 +414,26 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *
 }
 #define KILN_UK_HAS_PANEL_Q2K 1
 
-/* One activation row against super-blocks b0..b1-1 of one q3_k panel (8
- * rows, decode): each code and hmask quad loaded once for its four sub-blocks,
- * four integer chains; the same integer sums as panel_tile_q3k. */
+/* As the AVX-512 panel_row_q3k, 8 output rows (codes at
+ * kiln_uk_q3k_code_at, at most 7 x 16, so vpmaddubsw's pairs stay below
+ * 32767 where there is no VNNI). */
 KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *xs, int32_t k,
                                   int32_t b0, int32_t b1, float *y, int32_t valid) {
   const int8_t *q = (const int8_t *)(const void *)(xs + kiln_uk_act_blocks_q_at(k, 256));
   const int32_t *x16 = (const int32_t *)(const void *)(xs + kiln_uk_act_blocks_sums_at(k, 256));
   const float *xd = (const float *)(const void *)xs;
-  const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
   __m256 acc = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y, valid);
   int32_t b, h, half, t, j, c;
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * 110u * 8u;
-    __m256i sc[16], is = _mm256_setzero_si256();
+    __m256i sc[16], is[2];
     for (c = 0; c < 110 * 8; c += 64)
       KILN_UK_PREFETCH_ROW(gp + c);
     kiln_uk_q3k_scales(gp, sc);
+    is[0] = is[1] = _mm256_setzero_si256();
+#pragma GCC unroll 2
     for (h = 0; h < 2; ++h)
+#pragma GCC unroll 2
       for (half = 0; half < 2; ++half) {
         __m256i part[4];
         for (j = 0; j < 4; ++j)
@@ -432,20 +443,22 @@ KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *x
               _mm256_loadu_si256((const __m256i *)(const void *)(gp + 46 * 8 + 32 * (8 * h + 4 * half + t)));
           const __m256i hm = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 14 * 8 + 32 * (4 * half + t)));
           for (j = 0; j < 4; ++j) {
+            const int32_t at = kiln_uk_q3k_code_at(j);
+            const __m256i low = j < 3 ? _mm256_and_si256(v, _mm256_set1_epi8((char)(3 << at)))
+                                      : _mm256_and_si256(_mm256_srli_epi16(v, 2), _mm256_set1_epi8(0x30));
             const __m256i code = _mm256_or_si256(
-                _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * j)), three),
-                _mm256_and_si256(kiln_uk_blocks_shift16(hm, 2 - 4 * h - j), four));
+                low, _mm256_and_si256(kiln_uk_blocks_shift16(hm, at + 2 - 4 * h - j), _mm256_set1_epi8((char)(4 << at))));
             part[j] = kiln_uk_dot_u8s8(
                 part[j], code, _mm256_set1_epi32(kiln_uk_load_i32(q + 256 * b + 128 * h + 32 * j + 16 * half + 4 * t)));
           }
         }
-        for (j = 0; j < 4; ++j) {
-          const int32_t sb = 8 * h + 2 * j + half;
-          is = _mm256_add_epi32(
-              is, _mm256_mullo_epi32(_mm256_sub_epi32(part[j], _mm256_set1_epi32(4 * x16[16 * b + sb])), sc[sb]));
+        for (j = 0; j < 4; ++j) { /* less the codes' offset, back down, at most 8192: an int16 */
+          const int32_t sb = 8 * h + 2 * j + half, at = kiln_uk_q3k_code_at(j);
+          const __m256i exact = _mm256_sub_epi32(part[j], _mm256_set1_epi32((4 << at) * x16[16 * b + sb]));
+          is[half] = kiln_uk_blocks_madd_acc(is[half], _mm256_srai_epi32(exact, at), sc[sb]);
         }
       }
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is),
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(is[0], is[1])),
                           _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp)),
                                         _mm256_set1_ps(xd[b])),
                           acc);
@@ -497,7 +510,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *
       for (r = 0; r < mr; ++r) {
         const int32_t *x16 = (const int32_t *)(const void *)(xs + r * stride + sums_at);
         const __m256i exact = _mm256_sub_epi32(part[r], _mm256_set1_epi32(4 * x16[16 * b + s]));
-        is[r] = _mm256_add_epi32(is[r], _mm256_mullo_epi32(exact, sc[s]));
+        is[r] = kiln_uk_blocks_madd_acc(is[r], exact, sc[s]);
       }
     }
     d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp));

@@ -460,8 +460,11 @@ static inline __m512i kiln_uk_q3k_scale16(const __m512i *sc, int32_t s) {
 }
 
 /* One row of k-quant activations against super-blocks b0..b1-1 of one q3_k
- * panel (decode), as panel_tile_q3k with each code quad and hmask quad loaded
- * once for the four sub-blocks whose codes they hold. */
+ * panel (decode), as panel_tile_q3k with each code quad loaded once for the
+ * four sub-blocks whose codes it holds, and each code kept at
+ * kiln_uk_q3k_code_at (at most 7 x 16, a u8): one mask, one shift of hmask
+ * (shared by j = 1 and 3) and one vpternlogd a code, no shift of the codes
+ * but for j = 3; the sum, shifted back down (exact), is that of the tile. */
 KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *xs, int32_t k,
                                   int32_t b0, int32_t b1, float *y, int32_t rows_valid) {
   const __mmask16 valid = (__mmask16)((1u << rows_valid) - 1u);
@@ -469,38 +472,43 @@ KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *x
   const uint8_t *sums = xs + kiln_uk_act_blocks_sums_at(k, 256);
   const int8_t *q = (const int8_t *)(const void *)(xs + xq_at);
   const float *xd = (const float *)(const void *)xs;
-  const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
   __m512 acc = b0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(valid, y);
   int32_t b, h, half, t, j;
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * 110u * 16u;
-    __m512i sc[4], is = _mm512_setzero_si512();
+    __m512i sc[4], is[2];
     int32_t c;
     for (c = 0; c < 110 * 16; c += 64)
       KILN_UK_PREFETCH_ROW(gp + c);
     kiln_uk_q3k_scale_bytes(gp, sc);
+    is[0] = is[1] = _mm512_setzero_si512();
 #pragma GCC unroll 2
     for (h = 0; h < 2; ++h)
 #pragma GCC unroll 2
       for (half = 0; half < 2; ++half) {
         __m512i part[4];
-        for (j = 0; j < 4; ++j) /* -4 x the sum: the codes' offset */
-          part[j] = kiln_uk_plus_sum16(_mm512_setzero_si512(), -4, sums, 16 * b + 8 * h + 2 * j + half);
+        for (j = 0; j < 4; ++j) /* -4 x the sum at the code's place: the codes' offset */
+          part[j] = kiln_uk_plus_sum16(_mm512_setzero_si512(), -4 << kiln_uk_q3k_code_at(j), sums,
+                                       16 * b + 8 * h + 2 * j + half);
         for (t = 0; t < 4; ++t) {
           const __m512i v = _mm512_loadu_si512(gp + 46 * 16 + 64 * (8 * h + 4 * half + t));
           const __m512i hm = _mm512_loadu_si512(gp + 14 * 16 + 64 * (4 * half + t));
           for (j = 0; j < 4; ++j) {
-            const __m512i low = _mm512_and_si512(_mm512_srli_epi16(v, (unsigned)(2 * j)), three);
-            const __m512i code = _mm512_mask_add_epi8(
-                low, _mm512_test_epi8_mask(hm, _mm512_set1_epi8((char)(1 << (4 * h + j)))), low, four);
+            const int32_t at = kiln_uk_q3k_code_at(j), move = 4 * h + j - (at + 2); /* hmask bit 4h + j */
+            const __m512i low = j < 3 ? _mm512_and_si512(v, _mm512_set1_epi8((char)(3 << at)))
+                                      : _mm512_and_si512(_mm512_srli_epi16(v, 2), _mm512_set1_epi8(0x30));
+            const __m512i hb = move > 0 ? _mm512_srli_epi16(hm, (unsigned)move)
+                               : move < 0 ? _mm512_slli_epi16(hm, (unsigned)-move) : hm;
             part[j] = _mm512_dpbusd_epi32(
-                part[j], code, _mm512_set1_epi32(kiln_uk_load_i32(q + 256 * b + 128 * h + 32 * j + 16 * half + 4 * t)));
+                part[j], _mm512_ternarylogic_epi32(low, hb, _mm512_set1_epi8((char)(4 << at)), 0xf8),
+                _mm512_set1_epi32(kiln_uk_load_i32(q + 256 * b + 128 * h + 32 * j + 16 * half + 4 * t)));
           }
         }
         for (j = 0; j < 4; ++j)
-          is = _mm512_dpwssd_epi32(is, part[j], kiln_uk_q3k_scale16(sc, 8 * h + 2 * j + half));
+          is[half] = _mm512_dpwssd_epi32(is[half], _mm512_srai_epi32(part[j], (unsigned)kiln_uk_q3k_code_at(j)),
+                                         kiln_uk_q3k_scale16(sc, 8 * h + 2 * j + half));
       }
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is),
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(is[0], is[1])),
                           _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)gp)),
                                         _mm512_set1_ps(xd[b])),
                           acc);
