@@ -488,7 +488,7 @@ KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *x
       for (half = 0; half < 2; ++half) {
         __m512i part[4];
         for (j = 0; j < 4; ++j) /* -4 x the sum at the code's place: the codes' offset */
-          part[j] = kiln_uk_plus_sum16(_mm512_setzero_si512(), -4 << kiln_uk_q3k_code_at(j), sums,
+          part[j] = kiln_uk_plus_sum16(_mm512_setzero_si512(), -(4 << kiln_uk_q3k_code_at(j)), sums,
                                        16 * b + 8 * h + 2 * j + half);
         for (t = 0; t < 4; ++t) {
           const __m512i v = _mm512_loadu_si512(gp + 46 * 16 + 64 * (8 * h + 4 * half + t));
