@@ -97,10 +97,19 @@ static inline __m256i kiln_uk_dot_u8s8(__m256i acc, __m256i w, __m256i x) {
 
 
 
-/* Where q3_k's decode puts sub-block j's code within a byte: its low two
- * bits masked in place (bits 2j, 2j + 1) and hmask's bit beside them, but for
- * j = 3, whose high bit would pass the byte, shifted down to bits 4-6. */
-static inline int32_t kiln_uk_q3k_code_at(int32_t j) { return j < 3 ? 2 * j : 4; }
+/* Where the x86 decode of q2_k and q3_k keeps sub-block j's 2-bit code
+ * within a byte: in place (bits 2j, 2j + 1), but j = 3 shifted down to bits
+ * 4-5, so that q3_k's high bit fits beside it and vpmaddubsw's pairs stay
+ * below 32767. */
+static inline int32_t kiln_uk_code_at(int32_t j) { return j < 3 ? 2 * j : 4; }
+
+/* A vpshufb control (per 128 bits) that moves byte j of each 32-bit lane to
+ * the lane's low byte and zeroes the other three. */
+static inline __m128i kiln_uk_lane_byte128(int32_t j) {
+  const int8_t z = (int8_t)-128;
+  return _mm_setr_epi8((int8_t)j, z, z, z, (int8_t)(4 + j), z, z, z, (int8_t)(8 + j), z, z, z, (int8_t)(12 + j),
+                       z, z, z);
+}
 
 /* roundf of 8 lanes: truncate, then step away from zero when the fraction is
  * >= 0.5. */

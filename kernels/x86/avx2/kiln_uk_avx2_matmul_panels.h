@@ -293,7 +293,6 @@ static inline void kiln_uk_q3k_scales(const uint8_t *gp, __m256i *sc) {
                 w1 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 48)),
                 w2 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 80));
   const __m256i low = _mm256_set1_epi8(15), high = _mm256_set1_epi8(0x30);
-  const int8_t z = (int8_t)-128;
   __m256i bytes[4]; /* byte i of a lane of bytes[g]: scale 4g + i plus 32, as the AVX-512 scale bytes */
   int32_t s;
   bytes[0] = _mm256_or_si256(_mm256_and_si256(w0, low), _mm256_and_si256(_mm256_slli_epi16(w2, 4), high));
@@ -301,18 +300,20 @@ static inline void kiln_uk_q3k_scales(const uint8_t *gp, __m256i *sc) {
   bytes[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(w0, 4), low), _mm256_and_si256(w2, high));
   bytes[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(w1, 4), low),
                              _mm256_and_si256(_mm256_srli_epi16(w2, 2), high));
-  for (s = 0; s < 16; ++s) {
-    const int8_t i = (int8_t)(s % 4);
-    const __m128i pick = _mm_setr_epi8(i, z, z, z, (int8_t)(4 + i), z, z, z, (int8_t)(8 + i), z, z, z,
-                                       (int8_t)(12 + i), z, z, z);
-    sc[s] = _mm256_sub_epi16(_mm256_shuffle_epi8(bytes[s / 4], _mm256_broadcastsi128_si256(pick)),
+  for (s = 0; s < 16; ++s)
+    sc[s] = _mm256_sub_epi16(_mm256_shuffle_epi8(bytes[s / 4], _mm256_broadcastsi128_si256(kiln_uk_lane_byte128(s % 4))),
                              _mm256_set1_epi32(32));
-  }
 }
 
-/* As the AVX-512 panel_row_q2k, 8 output rows: codes masked in place, but
- * sub-blocks j = 3 shifted down to 16 x their codes (at most 48), so that
- * vpmaddubsw's pairs stay below 32767 where there is no VNNI. */
+/* Sub-block j's 2-bit codes of code bytes v, at kiln_uk_code_at(j). */
+static inline __m256i kiln_uk_low2_codes(__m256i v, int32_t j) {
+  return j < 3 ? _mm256_and_si256(v, _mm256_set1_epi8((char)(3 << (2 * j))))
+               : _mm256_and_si256(_mm256_srli_epi16(v, 2), _mm256_set1_epi8(0x30));
+}
+
+/* As the AVX-512 panel_row_q2k, 8 output rows, the codes at kiln_uk_code_at
+ * (j = 3 shifted down: 16 x its codes, at most 48, so that vpmaddubsw's
+ * pairs stay below 32767 where there is no VNNI). */
 KILN_UK_INLINE void kiln_uk_panel_row_q2k(const uint8_t *panel, const uint8_t *xs, int32_t k,
                                   int32_t b0, int32_t b1, float *y, int32_t valid) {
   const int8_t *q = (const int8_t *)(const void *)(xs + kiln_uk_act_blocks_q_at(k, 256));
@@ -341,16 +342,14 @@ KILN_UK_INLINE void kiln_uk_panel_row_q2k(const uint8_t *panel, const uint8_t *x
           const __m256i v =
               _mm256_loadu_si256((const __m256i *)(const void *)(gp + 20 * 8 + 32 * (8 * h + 4 * half + t)));
           for (j = 0; j < 4; ++j) {
-            const __m256i code = j < 3 ? _mm256_and_si256(v, _mm256_set1_epi8((char)(3 << (2 * j))))
-                                       : _mm256_and_si256(_mm256_srli_epi16(v, 2), _mm256_set1_epi8(0x30));
             part[j] = kiln_uk_dot_u8s8(
-                part[j], code, _mm256_set1_epi32(kiln_uk_load_i32(q + 256 * b + 128 * h + 32 * j + 16 * half + 4 * t)));
+                part[j], kiln_uk_low2_codes(v, j), _mm256_set1_epi32(kiln_uk_load_i32(q + 256 * b + 128 * h + 32 * j + 16 * half + 4 * t)));
           }
         }
         for (j = 0; j < 4; ++j) { /* sub-block s = 8h + 2j + half, its scale byte s % 4 of word s / 4 */
           const int32_t s = 8 * h + 2 * j + half;
           is[half] = kiln_uk_blocks_madd_acc(
-              is[half], _mm256_srai_epi32(part[j], j < 3 ? 2 * j : 4),
+              is[half], _mm256_srai_epi32(part[j], kiln_uk_code_at(j)),
               _mm256_and_si256(kiln_uk_panel_shift32(w[s / 4], -8 * (s % 4)), nib));
         }
       }
@@ -415,7 +414,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *
 #define KILN_UK_HAS_PANEL_Q2K 1
 
 /* As the AVX-512 panel_row_q3k, 8 output rows (codes at
- * kiln_uk_q3k_code_at, at most 7 x 16, so vpmaddubsw's pairs stay below
+ * kiln_uk_code_at, at most 7 x 16, so vpmaddubsw's pairs stay below
  * 32767 where there is no VNNI). */
 KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *xs, int32_t k,
                                   int32_t b0, int32_t b1, float *y, int32_t valid) {
@@ -443,17 +442,15 @@ KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *x
               _mm256_loadu_si256((const __m256i *)(const void *)(gp + 46 * 8 + 32 * (8 * h + 4 * half + t)));
           const __m256i hm = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 14 * 8 + 32 * (4 * half + t)));
           for (j = 0; j < 4; ++j) {
-            const int32_t at = kiln_uk_q3k_code_at(j);
-            const __m256i low = j < 3 ? _mm256_and_si256(v, _mm256_set1_epi8((char)(3 << at)))
-                                      : _mm256_and_si256(_mm256_srli_epi16(v, 2), _mm256_set1_epi8(0x30));
+            const int32_t at = kiln_uk_code_at(j);
             const __m256i code = _mm256_or_si256(
-                low, _mm256_and_si256(kiln_uk_blocks_shift16(hm, at + 2 - 4 * h - j), _mm256_set1_epi8((char)(4 << at))));
+                kiln_uk_low2_codes(v, j), _mm256_and_si256(kiln_uk_blocks_shift16(hm, at + 2 - 4 * h - j), _mm256_set1_epi8((char)(4 << at))));
             part[j] = kiln_uk_dot_u8s8(
                 part[j], code, _mm256_set1_epi32(kiln_uk_load_i32(q + 256 * b + 128 * h + 32 * j + 16 * half + 4 * t)));
           }
         }
         for (j = 0; j < 4; ++j) { /* less the codes' offset, back down, at most 8192: an int16 */
-          const int32_t sb = 8 * h + 2 * j + half, at = kiln_uk_q3k_code_at(j);
+          const int32_t sb = 8 * h + 2 * j + half, at = kiln_uk_code_at(j);
           const __m256i exact = _mm256_sub_epi32(part[j], _mm256_set1_epi32((4 << at) * x16[16 * b + sb]));
           is[half] = kiln_uk_blocks_madd_acc(is[half], _mm256_srai_epi32(exact, at), sc[sb]);
         }

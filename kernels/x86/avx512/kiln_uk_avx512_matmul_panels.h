@@ -139,13 +139,8 @@ static inline __m512i kiln_uk_plus_sum16(__m512i a, int32_t m, const uint8_t *su
                              _mm512_set1_epi32(((const int32_t *)(const void *)sums)[i]));
 }
 
-/* A vpshufb control that moves byte j of each 32-bit lane to the lane's low
- * byte and zeroes the other three. */
-static inline __m512i kiln_uk_lane_byte(int32_t j) {
-  const int8_t z = (int8_t)-128;
-  return _mm512_broadcast_i32x4(_mm_setr_epi8((int8_t)j, z, z, z, (int8_t)(4 + j), z, z, z, (int8_t)(8 + j), z, z,
-                                              z, (int8_t)(12 + j), z, z, z));
-}
+/* kiln_uk_lane_byte128 in every 128 bits. */
+static inline __m512i kiln_uk_lane_byte(int32_t j) { return _mm512_broadcast_i32x4(kiln_uk_lane_byte128(j)); }
 
 /* q6_k sub-block s's int8 scales as floats times d: a vpshufb moves byte s % 4
  * of each lane's scale word to its low byte, the xor flips its sign bit and
@@ -462,7 +457,7 @@ static inline __m512i kiln_uk_q3k_scale16(const __m512i *sc, int32_t s) {
 /* One row of k-quant activations against super-blocks b0..b1-1 of one q3_k
  * panel (decode), as panel_tile_q3k with each code quad loaded once for the
  * four sub-blocks whose codes it holds, and each code kept at
- * kiln_uk_q3k_code_at (at most 7 x 16, a u8): one mask, one shift of hmask
+ * kiln_uk_code_at (at most 7 x 16, a u8): one mask, one shift of hmask
  * (shared by j = 1 and 3) and one vpternlogd a code, no shift of the codes
  * but for j = 3; the sum, shifted back down (exact), is that of the tile. */
 KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *xs, int32_t k,
@@ -488,13 +483,13 @@ KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *x
       for (half = 0; half < 2; ++half) {
         __m512i part[4];
         for (j = 0; j < 4; ++j) /* -4 x the sum at the code's place: the codes' offset */
-          part[j] = kiln_uk_plus_sum16(_mm512_setzero_si512(), -(4 << kiln_uk_q3k_code_at(j)), sums,
+          part[j] = kiln_uk_plus_sum16(_mm512_setzero_si512(), -(4 << kiln_uk_code_at(j)), sums,
                                        16 * b + 8 * h + 2 * j + half);
         for (t = 0; t < 4; ++t) {
           const __m512i v = _mm512_loadu_si512(gp + 46 * 16 + 64 * (8 * h + 4 * half + t));
           const __m512i hm = _mm512_loadu_si512(gp + 14 * 16 + 64 * (4 * half + t));
           for (j = 0; j < 4; ++j) {
-            const int32_t at = kiln_uk_q3k_code_at(j), move = 4 * h + j - (at + 2); /* hmask bit 4h + j */
+            const int32_t at = kiln_uk_code_at(j), move = 4 * h + j - (at + 2); /* hmask bit 4h + j */
             const __m512i low = j < 3 ? _mm512_and_si512(v, _mm512_set1_epi8((char)(3 << at)))
                                       : _mm512_and_si512(_mm512_srli_epi16(v, 2), _mm512_set1_epi8(0x30));
             const __m512i hb = move > 0 ? _mm512_srli_epi16(hm, (unsigned)move)
@@ -505,7 +500,7 @@ KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *x
           }
         }
         for (j = 0; j < 4; ++j)
-          is[half] = _mm512_dpwssd_epi32(is[half], _mm512_srai_epi32(part[j], (unsigned)kiln_uk_q3k_code_at(j)),
+          is[half] = _mm512_dpwssd_epi32(is[half], _mm512_srai_epi32(part[j], (unsigned)kiln_uk_code_at(j)),
                                          kiln_uk_q3k_scale16(sc, 8 * h + 2 * j + half));
       }
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(is[0], is[1])),
