@@ -67,15 +67,15 @@ static size_t head_rows(int family, int32_t n) {
 static void attend_head(int family, const float *q, const uint8_t *keys, const uint8_t *values,
                         size_t stride, int32_t positions, float *y) {
   if (family == KILN_UK_Q4T)
-    kiln_uk_attend(KILN_UK_Q4T, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
+    kiln_uk_attend(KILN_UK_Q4T, q, 1, keys, values, stride, positions, NULL, 0, 0, positions - 1, HD, 0.125f, y);
   else if (family == KILN_UK_Q4)
-    kiln_uk_attend(KILN_UK_Q4, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
+    kiln_uk_attend(KILN_UK_Q4, q, 1, keys, values, stride, positions, NULL, 0, 0, positions - 1, HD, 0.125f, y);
   else if (family == KILN_UK_I8)
-    kiln_uk_attend(KILN_UK_I8, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
+    kiln_uk_attend(KILN_UK_I8, q, 1, keys, values, stride, positions, NULL, 0, 0, positions - 1, HD, 0.125f, y);
   else if (family == KILN_UK_F32)
-    kiln_uk_attend(KILN_UK_F32, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
+    kiln_uk_attend(KILN_UK_F32, q, 1, keys, values, stride, positions, NULL, 0, 0, positions - 1, HD, 0.125f, y);
   else
-    kiln_uk_attend(KILN_UK_F16, q, 1, keys, values, stride, positions, 0, positions - 1, HD, 0.125f, y);
+    kiln_uk_attend(KILN_UK_F16, q, 1, keys, values, stride, positions, NULL, 0, 0, positions - 1, HD, 0.125f, y);
 }
 
 int main(int argc, char **argv) {

@@ -319,8 +319,9 @@ static inline void kiln_uk_kv_axpy_rows(int family, float *acc, const float *e, 
  * rows are read from memory once for the group; each head's arithmetic is the
  * same whatever the group. */
 KILN_UK_INLINE void kiln_uk_attend(int family, const float *q, int32_t nq, const uint8_t *keys,
-                           const uint8_t *values, size_t stride, int32_t ring, int32_t t0,
-                           int32_t t1, int32_t hd, float scale, float *y) {
+                           const uint8_t *values, size_t stride, int32_t ring,
+                           const int32_t *pages, int32_t page, int32_t t0, int32_t t1,
+                           int32_t hd, float scale, float *y) {
   int32_t h0;
   for (h0 = 0; h0 < nq; h0 += KILN_UK_ATTEND_HEADS) {
     const int32_t nh = nq - h0 < KILN_UK_ATTEND_HEADS ? nq - h0 : KILN_UK_ATTEND_HEADS;
@@ -341,7 +342,7 @@ KILN_UK_INLINE void kiln_uk_attend(int family, const float *q, int32_t nq, const
       const uint8_t *kr[16], *vr[16];
       uint8_t kt[16][KILN_UK_MAX_HEAD_DIM / 32 * 20], vt[16][KILN_UK_MAX_HEAD_DIM / 32 * 20];
       for (i = 0; i < 16; ++i) { /* rows past the block's end repeat its last */
-        const int32_t slot = (t + (i < nb ? i : nb - 1)) % ring;
+        const int32_t slot = kiln_uk_kv_slot(t + (i < nb ? i : nb - 1), ring, pages, page);
         if (family == KILN_UK_Q4T) { /* tiled: the rows as kv_store_q4 wrote them */
           const size_t tile = (size_t)(slot / 16) * 16u * stride;
           kiln_uk_kv_tile_get_q4(keys + tile, slot % 16, kt[i], hd);
@@ -448,6 +449,44 @@ KILN_UK_INLINE void kiln_uk_kv_store_rows(int family, int layout, const float *x
                      layout == KILN_UK_KV_TILED ? 16u * hb : hb);
 }
 
+/* As kv_store_rows into a pool of pages shared by sessions: row r at
+ * position at[r] of the session whose page table is tables[r] (rows of a
+ * batch belong to different sessions). */
+KILN_UK_INLINE void kiln_uk_kv_store_paged(int family, int layout, const float *x, int32_t ld,
+                                   uint8_t *cache, int32_t r0, int32_t r1, int32_t h0, int32_t h1,
+                                   const int32_t *at, const int32_t *const *tables, int32_t page,
+                                   int32_t hd, int32_t heads, int32_t cap) {
+  int32_t r, h;
+  for (r = r0; r < r1; ++r)
+    for (h = h0; h < h1; ++h)
+      kiln_uk_kv_store_at(family, layout, x + (size_t)r * (size_t)ld + h * hd, cache,
+                  kiln_uk_kv_slot(at[r], cap, tables[r], page), h, cap, heads, hd);
+}
+
+/* The attention of (KV head, row) pairs u0..u1-1 (head-major) of `rows`
+ * query rows: row r at position pos + r of a cache of `cap` rows, or with
+ * page tables (tables not NULL) at at[r] over the pages tables[r] maps. */
+KILN_UK_INLINE void kiln_uk_attention_units(int family, int layout, const float *q,
+                                    const uint8_t *keys, const uint8_t *values, float *y,
+                                    int32_t u0, int32_t u1, int32_t rows, int32_t pos,
+                                    const int32_t *at, const int32_t *const *tables,
+                                    int32_t page, int32_t nh, int32_t nkv, int32_t hd,
+                                    int32_t window, int32_t cap, float scale) {
+  const size_t hb = kiln_uk_kv_head_bytes(family, hd);
+  const int major = layout != KILN_UK_KV_POS_MAJOR;
+  const size_t pos_stride = major ? hb : (size_t)nkv * hb, head_stride = major ? (size_t)cap * hb : hb;
+  const int32_t group = nh / nkv;
+  int32_t u;
+  for (u = u0; u < u1; ++u) {
+    const int32_t g = u / rows, r = u % rows, p = tables ? at[r] : pos + r;
+    const int32_t t0 = window && p - window + 1 > 0 ? p - window + 1 : 0;
+    const size_t off = (size_t)r * (size_t)(nh * hd) + (size_t)(g * group * hd);
+    kiln_uk_attend(layout == KILN_UK_KV_TILED ? KILN_UK_Q4T : family, q + off, group,
+           keys + (size_t)g * head_stride, values + (size_t)g * head_stride, pos_stride, cap,
+           tables ? tables[r] : NULL, page, t0, p, hd, scale, y + off);
+  }
+}
+
 /* Attention of `rows` query rows (row r at position pos + r) over a cache of
  * `cap` rows in `layout`, (KV head, row) pairs u0..u1-1 head-major: each pair
  * is the KV head's nh / nkv query heads, attending (attend) to positions
@@ -456,19 +495,36 @@ KILN_UK_INLINE void kiln_uk_attention_rows(int family, int layout, const float *
                                    const uint8_t *values, float *y, int32_t u0, int32_t u1,
                                    int32_t rows, int32_t pos, int32_t nh, int32_t nkv,
                                    int32_t hd, int32_t window, int32_t cap, float scale) {
-  const size_t hb = kiln_uk_kv_head_bytes(family, hd);
-  const int major = layout != KILN_UK_KV_POS_MAJOR;
-  const size_t pos_stride = major ? hb : (size_t)nkv * hb, head_stride = major ? (size_t)cap * hb : hb;
-  const int32_t group = nh / nkv;
-  int32_t u;
-  for (u = u0; u < u1; ++u) {
-    const int32_t g = u / rows, r = u % rows, p = pos + r;
-    const int32_t t0 = window && p - window + 1 > 0 ? p - window + 1 : 0;
-    const size_t at = (size_t)r * (size_t)(nh * hd) + (size_t)(g * group * hd);
-    kiln_uk_attend(layout == KILN_UK_KV_TILED ? KILN_UK_Q4T : family, q + at, group,
-           keys + (size_t)g * head_stride, values + (size_t)g * head_stride, pos_stride, cap, t0,
-           p, hd, scale, y + at);
+  kiln_uk_attention_units(family, layout, q, keys, values, y, u0, u1, rows, pos, NULL, NULL, 0, nh,
+                  nkv, hd, window, cap, scale);
+}
+
+/* As attention_rows over a pool of pages: row r at position at[r] of the
+ * session whose page table is tables[r], attending to all its positions. */
+KILN_UK_INLINE void kiln_uk_attention_paged(int family, int layout, const float *q,
+                                    const uint8_t *keys, const uint8_t *values, float *y,
+                                    int32_t u0, int32_t u1, int32_t rows, const int32_t *at,
+                                    const int32_t *const *tables, int32_t page, int32_t nh,
+                                    int32_t nkv, int32_t hd, int32_t cap, float scale) {
+  kiln_uk_attention_units(family, layout, q, keys, values, y, u0, u1, rows, 0, at, tables, page, nh,
+                  nkv, hd, 0, cap, scale);
+}
+
+/* Page `from` of a pool of pages (`page` positions each; a cache of `cap`
+ * rows, `heads` heads of hb bytes a position) copied to page `to`: a shared
+ * page a session is about to write. A page is a run of whole rows of each
+ * head (of whole tiles when tiled: page is a multiple of 16). */
+static inline void kiln_uk_kv_copy_page(int layout, uint8_t *cache, int32_t from, int32_t to,
+                                int32_t page, int32_t heads, int32_t cap, size_t hb) {
+  int32_t h;
+  if (layout == KILN_UK_KV_POS_MAJOR) {
+    memcpy(cache + (size_t)to * (size_t)page * (size_t)heads * hb,
+           cache + (size_t)from * (size_t)page * (size_t)heads * hb, (size_t)page * (size_t)heads * hb);
+    return;
   }
+  for (h = 0; h < heads; ++h)
+    memcpy(cache + kiln_uk_kv_at(layout, to * page, h, cap, heads, hb),
+           cache + kiln_uk_kv_at(layout, from * page, h, cap, heads, hb), (size_t)page * hb);
 }
 
 /* Rows r0..r1-1 of a key cache of `heads` heads turned by delta positions

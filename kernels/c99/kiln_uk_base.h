@@ -169,6 +169,13 @@ static inline void kiln_uk_kv_query_set(kv_query *kq, const float *q, int32_t hd
   }
 }
 
+/* The cache row of position t: t mod ring, or with a page table (pages not
+ * NULL: a session's pages of a pool shared by several) row
+ * pages[t / page] x page + t mod page. */
+static inline int32_t kiln_uk_kv_slot(int32_t t, int32_t ring, const int32_t *pages, int32_t page) {
+  return pages ? pages[t / page] * page + t % page : t % ring;
+}
+
 /* A fused matmul's scratch: its input rows quantized (`rows` of `stride`
  * bytes, none for float weights), then, KILN_UK_ALIGN-aligned, the rows of
  * floats it keeps (swiglu_matmul's up projection, qkv_matmul's keys and

@@ -29,6 +29,10 @@ const char *kiln_status_message(kiln_status s) {
     return "this CPU lacks instructions the model was generated for (see its --target)";
   case KILN_ERR_CORRUPT:
     return "a layer of the pack fails its checksum: the weights are corrupt";
+  case KILN_ERR_SESSION:
+    return "no such open session, or no session free";
+  case KILN_ERR_POOL_FULL:
+    return "the KV page pool has no free page";
   }
   return "unknown status";
 }

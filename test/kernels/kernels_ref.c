@@ -23,7 +23,7 @@ float ref_kv_dot(int family, const float *q, const uint8_t *row, int32_t hd) {
 void ref_attend(int family, const float *q, int32_t nq, const uint8_t *keys,
                 const uint8_t *values, size_t stride, int32_t ring, int32_t t0, int32_t t1,
                 int32_t hd, float scale, float *y) {
-  kiln_uk_attend(family, q, nq, keys, values, stride, ring, t0, t1, hd, scale, y);
+  kiln_uk_attend(family, q, nq, keys, values, stride, ring, NULL, 0, t0, t1, hd, scale, y);
 }
 
 void ref_rms_norm_row(const float *x, const float *g, float *y, int32_t d, float eps) {

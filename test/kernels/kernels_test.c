@@ -390,7 +390,7 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
       kiln_uk_kv_store_q4(vf, v, hd);
     }
   }
-  kiln_uk_attend(family, q, nq, keys + at, values + at, stride, ATTEND_ROWS, t0, t1, hd, 0.125f,
+  kiln_uk_attend(family, q, nq, keys + at, values + at, stride, ATTEND_ROWS, NULL, 0, t0, t1, hd, 0.125f,
          out);
   ref_attend(family, q, nq, keys + at, values + at, stride, ATTEND_ROWS, t0, t1, hd, 0.125f,
              out_ref);
@@ -406,7 +406,7 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
     int32_t h;
     ok = 1;
     for (h = 0; h < nq; ++h) {
-      kiln_uk_attend(family, q + h * hd, 1, keys + at, values + at, stride, ATTEND_ROWS, t0, t1,
+      kiln_uk_attend(family, q + h * hd, 1, keys + at, values + at, stride, ATTEND_ROWS, NULL, 0, t0, t1,
              hd, 0.125f, out_one);
       ok &= memcmp(out_one, out + h * hd, sizeof(float) * (size_t)hd) == 0;
     }
@@ -424,7 +424,7 @@ static void test_attend(int family, int32_t nq, int32_t hd, int32_t t0, int32_t 
       memcpy(rk + (size_t)(t % ring) * stride, keys + (size_t)t * stride, stride);
       memcpy(rv + (size_t)(t % ring) * stride, values + (size_t)t * stride, stride);
     }
-    kiln_uk_attend(family, q, nq, rk + at, rv + at, stride, ring, t0, t1, hd, 0.125f,
+    kiln_uk_attend(family, q, nq, rk + at, rv + at, stride, ring, NULL, 0, t0, t1, hd, 0.125f,
            out_ring);
     snprintf(what, sizeof what, "%s attend %s heads %d hd %d rows %d..%d from a ring of %d: same bits",
              KILN_TEST_ISA_NAME, family_name(family), (int)nq, (int)hd, (int)t0, (int)t1,
@@ -500,7 +500,7 @@ static void test_attend_q4t(int32_t nq, int32_t hd, int32_t t0, int32_t t1) {
   snprintf(what, sizeof what, "%s kv_store_q4t and kv_load_q4t hd %d: kv_store_q4's rows",
            KILN_TEST_ISA_NAME, (int)hd);
   check(same, what);
-  kiln_uk_attend(KILN_UK_Q4T, q, nq, tk, tv, hb, CAP, t0, t1, hd, 0.125f, out);
+  kiln_uk_attend(KILN_UK_Q4T, q, nq, tk, tv, hb, CAP, NULL, 0, t0, t1, hd, 0.125f, out);
   for (h = 0; h < nq; ++h) {
     kv_query kq;
     double w[CAP], qh[256], sum, slack = 0.0;
@@ -528,7 +528,7 @@ static void test_attend_q4t(int32_t nq, int32_t hd, int32_t t0, int32_t t1) {
       }
       ok &= fabs(out[h * hd + i] - a) <= 1e-5 + slack / sum;
     }
-    kiln_uk_attend(KILN_UK_Q4T, q + h * hd, 1, tk, tv, hb, CAP, t0, t1, hd, 0.125f, out_one);
+    kiln_uk_attend(KILN_UK_Q4T, q + h * hd, 1, tk, tv, hb, CAP, NULL, 0, t0, t1, hd, 0.125f, out_one);
     same &= memcmp(out_one, out + h * hd, sizeof(float) * (size_t)hd) == 0;
   }
   snprintf(what, sizeof what, "%s attend q4t heads %d hd %d rows %d..%d vs naive softmax",
@@ -1168,6 +1168,66 @@ static void test_attention_rows(int family, int layout, int32_t window) {
   check(ok, what);
 }
 
+/* attention_paged over a pool of pages that kv_store_paged filled for two
+ * sessions with scattered page tables, both rows in one call (a batch), each
+ * unit against attention_rows over the session's own contiguous cache with
+ * the same rows: equal bit for bit (the same blocks of positions), or for the
+ * tiled int4 cache within 2e-3 (its chunks end at page ends: bytes weights
+ * per chunk, test_attend_q4t). Then a page copied (kv_copy_page) and mapped
+ * in place of the original gives the same bits. */
+static void test_attention_paged(int family, int layout) {
+  enum { NH = 4, NKV = 2, PAGE = 16, PAGES = 6, CAP = PAGE * PAGES, SOLO = 48 };
+  const int32_t HD = attention_hd;
+  const float tol = layout == KILN_UK_KV_TILED ? 2e-3f : 0.0f;
+  static uint8_t keys[CAP * NKV * 128], values[CAP * NKV * 128];
+  static uint8_t sk[2][SOLO * NKV * 128], sv[2][SOLO * NKV * 128];
+  static float q[2 * NH * 32], kv[NKV * 32], y[2 * NH * 32], want[NH * 32], again[NH * 32];
+  static const int32_t pa[3] = {3, 0, 5}, pb[2] = {1, 4}, pc[3] = {2, 0, 5};
+  const int32_t *tables[2] = {pa, pb}, at[2] = {40, 21};
+  const size_t hb = kiln_uk_kv_head_bytes(family, HD);
+  int32_t s, t, i, ok = 1;
+  double worst = 0;
+  char what[140];
+  memset(keys, 0, sizeof keys);
+  memset(values, 0, sizeof values);
+  for (i = 0; i < 2 * NH * HD; ++i)
+    q[i] = uniform();
+  for (s = 0; s < 2; ++s)
+    for (t = 0; t <= at[s]; ++t) {
+      for (i = 0; i < NKV * HD; ++i)
+        kv[i] = uniform();
+      kiln_uk_kv_store_paged(family, layout, kv, 0, keys, 0, 1, 0, NKV, &t, &tables[s], PAGE, HD,
+                     NKV, CAP);
+      kiln_uk_kv_store_rows(family, layout, kv, 0, sk[s], 0, 1, 0, NKV, t, HD, NKV, SOLO, 0);
+      for (i = 0; i < NKV * HD; ++i)
+        kv[i] = uniform();
+      kiln_uk_kv_store_paged(family, layout, kv, 0, values, 0, 1, 0, NKV, &t, &tables[s], PAGE,
+                     HD, NKV, CAP);
+      kiln_uk_kv_store_rows(family, layout, kv, 0, sv[s], 0, 1, 0, NKV, t, HD, NKV, SOLO, 0);
+    }
+  kiln_uk_attention_paged(family, layout, q, keys, values, y, 0, 2 * NKV, 2, at, tables, PAGE, NH,
+                  NKV, HD, CAP, 0.125f);
+  for (s = 0; s < 2; ++s) {
+    kiln_uk_attention_rows(family, layout, q + s * NH * HD, sk[s], sv[s], want, 0, NKV, 1, at[s],
+                   NH, NKV, HD, 0, SOLO, 0.125f);
+    for (i = 0; i < NH * HD; ++i) {
+      const double d = fabs(y[s * NH * HD + i] - want[i]);
+      ok &= d <= tol;
+      worst = d > worst ? d : worst;
+    }
+  }
+  kiln_uk_kv_copy_page(layout, keys, 3, 2, PAGE, NKV, CAP, hb);
+  kiln_uk_kv_copy_page(layout, values, 3, 2, PAGE, NKV, CAP, hb);
+  memset(keys + naive_at(layout, 3 * PAGE, 0, CAP, NKV, hb), 0xff, hb); /* the original is no longer read */
+  tables[0] = pc;
+  kiln_uk_attention_paged(family, layout, q, keys, values, again, 0, NKV, 1, at, tables, PAGE, NH,
+                  NKV, HD, CAP, 0.125f);
+  ok &= memcmp(again, y, sizeof(float) * NH * HD) == 0;
+  snprintf(what, sizeof what, "%s attention_paged %s %s: a session's own cache, %.2g; a copied page",
+           KILN_TEST_ISA_NAME, family_name(family), layout_name(layout), worst);
+  check(ok, what);
+}
+
 /* kv_shift_heads: in each head's block, rows keep + drop.. moved down by drop
  * (rows, or a tiled head's positions), or a wrapped ring turned by drop rows;
  * the range of rows whose keys are to be turned. */
@@ -1353,9 +1413,11 @@ int main(void) {
         test_kv_rows(kv_families[a], layouts[b], 64);
         test_attention_rows(kv_families[a], layouts[b], 0);
         test_attention_rows(kv_families[a], layouts[b], 7);
+        test_attention_paged(kv_families[a], layouts[b]);
       }
     test_kv_rows(KILN_UK_Q4, KILN_UK_KV_TILED, 64);
     test_attention_rows(KILN_UK_Q4, KILN_UK_KV_TILED, 0);
+    test_attention_paged(KILN_UK_Q4, KILN_UK_KV_TILED);
     test_kv_shift();
   }
   test_embed(KILN_UK_F32, 64, 1);

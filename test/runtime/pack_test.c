@@ -399,7 +399,7 @@ static void test_status_messages(tally *t) {
   int i, j, ok = 1;
   const char *unknown = kiln_status_message((kiln_status)999);
 
-  for (i = KILN_OK; i <= KILN_ERR_CORRUPT; i++) {
+  for (i = KILN_OK; i <= KILN_ERR_POOL_FULL; i++) {
     const char *m = kiln_status_message((kiln_status)i);
     if (m == NULL || m[0] == '\0' || strcmp(m, unknown) == 0 || strchr(m, '\n') != NULL) {
       printf("  status %d has no proper message\n", i);
@@ -414,7 +414,7 @@ static void test_status_messages(tally *t) {
   }
   check(t, ok, "every status has a distinct one-line message");
   check(t, strcmp(unknown, "unknown status") == 0, "unknown status message");
-  check(t, strcmp(kiln_status_message((kiln_status)(KILN_ERR_CORRUPT + 1)), "unknown status") == 0,
+  check(t, strcmp(kiln_status_message((kiln_status)(KILN_ERR_POOL_FULL + 1)), "unknown status") == 0,
         "status past the last is unknown");
 }
 

@@ -598,8 +598,9 @@ KILN_UK_INLINE void kiln_uk_attend_q4t_values(__m512 *a, const uint8_t *vt, size
  * head one maximum, one rescale, the exponentials, and the weighted values
  * (attend_q4t_values). */
 KILN_UK_INLINE void kiln_uk_attend_q4t(const float *q, int32_t nq, const uint8_t *keys,
-                               const uint8_t *values, size_t stride, int32_t t0, int32_t t1,
-                               int32_t hd, float scale, float *y) {
+                               const uint8_t *values, size_t stride, const int32_t *pages,
+                               int32_t page, int32_t t0, int32_t t1, int32_t hd, float scale,
+                               float *y) {
   enum { CT = KILN_UK_ATTEND_TILES, HB = KILN_UK_MAX_HEAD_DIM / 32 };
   const size_t tile = 16u * stride;
   int32_t h0;
@@ -609,7 +610,7 @@ KILN_UK_INLINE void kiln_uk_attend_q4t(const float *q, int32_t nq, const uint8_t
     __m512 msum[KILN_UK_ATTEND_HEADS][HB];
     attend_q4t_query aq[KILN_UK_ATTEND_HEADS];
     float mx[KILN_UK_ATTEND_HEADS];
-    int32_t h, j, u, p;
+    int32_t h, j, u, p, step = 16 * CT;
     for (h = 0; h < nh; ++h) {
       for (j = 0; j < hd / 4; ++j)
         acc[h][j] = _mm512_setzero_ps();
@@ -619,11 +620,16 @@ KILN_UK_INLINE void kiln_uk_attend_q4t(const float *q, int32_t nq, const uint8_t
       mx[h] = -INFINITY;
       kiln_uk_attend_q4t_query_set(&aq[h], q + (size_t)(h0 + h) * (size_t)hd, hd);
     }
-    for (p = t0 & ~15; p <= t1; p += 16 * CT) {
-      const int32_t nt = (t1 - p) / 16 + 1 < CT ? (t1 - p) / 16 + 1 : CT;
-      const uint8_t *kt = keys + (size_t)(p / 16) * tile, *vt = values + (size_t)(p / 16) * tile;
+    for (p = t0 & ~15; p <= t1; p += step) {
+      /* a chunk's tiles follow each other: in a pool of pages, the chunk
+       * ends at its page's end */
+      const int32_t most = pages && (page - p % page) / 16 < CT ? (page - p % page) / 16 : CT;
+      const int32_t nt = (t1 - p) / 16 + 1 < most ? (t1 - p) / 16 + 1 : most;
+      const int32_t first = pages ? kiln_uk_kv_slot(p, 0, pages, page) : p;
+      const uint8_t *kt = keys + (size_t)(first / 16) * tile, *vt = values + (size_t)(first / 16) * tile;
       float sc[KILN_UK_ATTEND_HEADS][16 * CT], w[CT][HB][16];
       __mmask16 live[CT];
+      step = 16 * nt;
       for (u = 0; u < nt; ++u) {
         /* the value tile the chunk's weights read next, while the keys are
          * scored: 144 heads x 2048 positions from DRAM, 1.35-2x, medians of 5
@@ -691,8 +697,9 @@ KILN_UK_INLINE void kiln_uk_attend_q4t(const float *q, int32_t nq, const uint8_t
  * is the same whatever the group, the rows' place in a ring or the query's
  * row. */
 KILN_UK_INLINE void kiln_uk_attend(int family, const float *q, int32_t nq, const uint8_t *keys,
-                           const uint8_t *values, size_t stride, int32_t ring, int32_t t0,
-                           int32_t t1, int32_t hd, float scale, float *y) {
+                           const uint8_t *values, size_t stride, int32_t ring,
+                           const int32_t *pages, int32_t page, int32_t t0, int32_t t1,
+                           int32_t hd, float scale, float *y) {
   enum { CR = 16 * KILN_UK_ATTEND_CHUNK, HB = KILN_UK_MAX_HEAD_DIM / 32 };
   const int32_t nv = (hd + 15) / 16, sets = nv <= 2 ? 4 : nv <= 4 ? 2 : 1;
   const size_t head_bytes = family == KILN_UK_F32   ? 4u * (size_t)hd
@@ -701,7 +708,7 @@ KILN_UK_INLINE void kiln_uk_attend(int family, const float *q, int32_t nq, const
                                                     : 2u + (size_t)hd;
   int32_t h0;
   if (family == KILN_UK_Q4T) {
-    kiln_uk_attend_q4t(q, nq, keys, values, stride, t0, t1, hd, scale, y);
+    kiln_uk_attend_q4t(q, nq, keys, values, stride, pages, page, t0, t1, hd, scale, y);
     return;
   }
   for (h0 = 0; h0 < nq; h0 += KILN_UK_ATTEND_HEADS) {
@@ -725,10 +732,15 @@ KILN_UK_INLINE void kiln_uk_attend(int family, const float *q, int32_t nq, const
       size_t off[CR];
       float sc[KILN_UK_ATTEND_HEADS][CR], vs[CR], ev[CR], ed[HB][CR];
       __m512 vd[KILN_UK_ATTEND_CHUNK][HB], vm[KILN_UK_ATTEND_CHUNK][HB];
-      /* no wrap: no test per row; rows that follow each other (head-major) */
-      const int nowrap = row + 16 * nblk <= ring, flat = nowrap && stride == head_bytes;
+      /* no wrap: no test per row; rows that follow each other (head-major);
+       * pages: each row where its page table puts it */
+      const int32_t last = pages ? kiln_uk_kv_slot(t + nt - 1, ring, pages, page) : 0;
+      const int nowrap = !pages && row + 16 * nblk <= ring, flat = nowrap && stride == head_bytes;
       int32_t b;
-      if (nowrap) {
+      if (pages) {
+        for (i = 0; i < 16 * nblk; ++i) /* rows past the end repeat the last */
+          off[i] = (size_t)(i < nt ? kiln_uk_kv_slot(t + i, ring, pages, page) : last) * stride;
+      } else if (nowrap) {
         for (i = 0; i < 16 * nblk; ++i)
           off[i] = (size_t)(row + (i < nt ? i : nt)) * stride;
         row += nt;
@@ -748,7 +760,10 @@ KILN_UK_INLINE void kiln_uk_attend(int family, const float *q, int32_t nq, const
         if (family == KILN_UK_I8) /* each value row's scale */
           _mm512_storeu_ps(vs + 16 * b, kiln_uk_attend_halves(kiln_uk_attend_words(values, off + 16 * b, 0), 0,
                                                       kiln_uk_tail_mask(nb)));
-        kiln_uk_attend_block_scores(family, aq, nh, keys, values, off + 16 * b, nb, flat && nb == 16, hd,
+        kiln_uk_attend_block_scores(family, aq, nh, keys, values, off + 16 * b, nb,
+                            (flat || (pages && stride == head_bytes &&
+                                      off[16 * b + 15] == off[16 * b] + 15 * stride)) && nb == 16,
+                            hd,
                             _mm512_set1_ps(scale), &sc[0][16 * b], CR, vd[b], vm[b]);
       }
       for (h = 0; h < nh; ++h) {

@@ -32,7 +32,9 @@ typedef enum kiln_status {
   KILN_ERR_ARENA,        /* arena smaller than the generated <NAME>_ARENA_BYTES */
   KILN_ERR_CONTEXT_FULL, /* the position would pass the KV cache capacity */
   KILN_ERR_CPU,          /* the CPU lacks instructions the model was generated for */
-  KILN_ERR_CORRUPT       /* a layer's weights fail their checksum (kiln-compile --pack-checksum) */
+  KILN_ERR_CORRUPT,      /* a layer's weights fail their checksum (kiln-compile --pack-checksum) */
+  KILN_ERR_SESSION,      /* no such open session, or no session free (kiln_kv_pages.h) */
+  KILN_ERR_POOL_FULL     /* the KV page pool has no free page (kiln_kv_pages.h) */
 } kiln_status;
 
 /* One-line English message for each status; "unknown status" otherwise. */

@@ -1,0 +1,294 @@
+/* Paged KV cache bookkeeping with a prefix cache; see kiln_kv_pages.h.
+ *
+ * Invariants kept by every function:
+ *  - refs[q] is the number of table entries, over all sessions, equal to q.
+ *  - A session maps every logical page below ceil(pos / page); pages past
+ *    that are reserved ones, mapped by it alone and unregistered.
+ *  - A registered page holds keys and values for all its positions, and
+ *    each session mapping it maps its parent just before it. So a parent
+ *    lives as long as its children, and a parent id always names the page
+ *    the child was registered after. A session's position lies past its
+ *    registered pages, except one cut into by truncate, which stays intact
+ *    until reserve copies or unregisters it. */
+#include "kiln/kiln_kv_pages.h"
+
+#include <stddef.h>
+#include <string.h>
+
+static int pool_valid(const kiln_kv_pages *p) {
+  if (p == NULL || p->pages <= 0 || p->page <= 0 || p->sessions <= 0 || p->span <= 0)
+    return 0;
+  if ((int64_t)p->span * p->page > INT32_MAX)
+    return 0; /* positions are int32 */
+  if ((uint64_t)p->pages * (uint64_t)p->page > SIZE_MAX / sizeof(int32_t) ||
+      (uint64_t)p->sessions * (uint64_t)p->span > SIZE_MAX / sizeof(int32_t))
+    return 0; /* array indices are size_t */
+  return p->refs != NULL && p->parent != NULL && p->hash != NULL && p->registered != NULL &&
+         p->tokens != NULL && p->table != NULL && p->pos != NULL;
+}
+
+static int session_valid(const kiln_kv_pages *p, int32_t id) {
+  return id >= 0 && id < p->sessions && p->pos[id] >= 0;
+}
+
+static int32_t *table_of(const kiln_kv_pages *p, int32_t id) {
+  return p->table + (size_t)id * (size_t)p->span;
+}
+
+static int32_t *tokens_of(const kiln_kv_pages *p, int32_t q) {
+  return p->tokens + (size_t)q * (size_t)p->page;
+}
+
+/* FNV-1a over the bytes of each word, least significant first, so the
+ * value does not depend on the host's byte order. */
+static uint32_t fnv_word(uint32_t h, uint32_t w) {
+  int i;
+
+  for (i = 0; i < 4; i++) {
+    h ^= (w >> (8 * i)) & 0xffu;
+    h *= 16777619u;
+  }
+  return h;
+}
+
+static uint32_t page_hash(int32_t parent, const int32_t *tokens, int32_t page) {
+  uint32_t h = 2166136261u;
+  int32_t i;
+
+  h = fnv_word(h, (uint32_t)parent);
+  for (i = 0; i < page; i++)
+    h = fnv_word(h, (uint32_t)tokens[i]);
+  return h;
+}
+
+/* The lowest registered page with this parent and these tokens, or -1. A
+ * linear scan: pools hold hundreds to a few thousand pages, and the hash
+ * rejects nearly every other page with one compare. */
+static int32_t find_registered(const kiln_kv_pages *p, int32_t parent, const int32_t *tokens) {
+  uint32_t h = page_hash(parent, tokens, p->page);
+  int32_t q;
+
+  for (q = 0; q < p->pages; q++) {
+    if (!p->registered[q] || p->hash[q] != h || p->parent[q] != parent)
+      continue;
+    if (memcmp(tokens_of(p, q), tokens, (size_t)p->page * sizeof(int32_t)) == 0)
+      return q;
+  }
+  return -1;
+}
+
+static void unregister(kiln_kv_pages *p, int32_t q) {
+  p->registered[q] = 0;
+  p->parent[q] = -1;
+  p->hash[q] = 0;
+}
+
+static void release(kiln_kv_pages *p, int32_t q) {
+  if (--p->refs[q] == 0)
+    unregister(p, q);
+}
+
+/* Releases logical pages from `from` on. */
+static void release_from(kiln_kv_pages *p, int32_t id, int32_t from) {
+  int32_t *t = table_of(p, id);
+  int32_t lp;
+
+  for (lp = from; lp < p->span; lp++) {
+    if (t[lp] >= 0) {
+      release(p, t[lp]);
+      t[lp] = -1;
+    }
+  }
+}
+
+void kiln_kv_pages_init(kiln_kv_pages *p) {
+  int32_t i;
+
+  if (!pool_valid(p))
+    return;
+  for (i = 0; i < p->pages; i++) {
+    p->refs[i] = 0;
+    unregister(p, i);
+  }
+  memset(p->tokens, 0, (size_t)p->pages * (size_t)p->page * sizeof(int32_t));
+  for (i = 0; i < p->sessions; i++) {
+    int32_t *t = table_of(p, i), lp;
+    for (lp = 0; lp < p->span; lp++)
+      t[lp] = -1;
+    p->pos[i] = -1;
+  }
+}
+
+kiln_status kiln_kv_session_open(kiln_kv_pages *p, int32_t *id) {
+  int32_t i;
+
+  if (!pool_valid(p) || id == NULL)
+    return KILN_ERR_ARGUMENT;
+  for (i = 0; i < p->sessions; i++) {
+    if (p->pos[i] < 0) {
+      p->pos[i] = 0; /* close left its table empty */
+      *id = i;
+      return KILN_OK;
+    }
+  }
+  return KILN_ERR_SESSION;
+}
+
+kiln_status kiln_kv_session_close(kiln_kv_pages *p, int32_t id) {
+  if (!pool_valid(p))
+    return KILN_ERR_ARGUMENT;
+  if (!session_valid(p, id))
+    return KILN_ERR_SESSION;
+  release_from(p, id, 0);
+  p->pos[id] = -1;
+  return KILN_OK;
+}
+
+int32_t kiln_kv_session_position(const kiln_kv_pages *p, int32_t id) {
+  if (!pool_valid(p) || !session_valid(p, id))
+    return -1;
+  return p->pos[id];
+}
+
+const int32_t *kiln_kv_session_table(const kiln_kv_pages *p, int32_t id) {
+  if (!pool_valid(p) || !session_valid(p, id))
+    return NULL;
+  return table_of(p, id);
+}
+
+int32_t kiln_kv_pages_adopt(kiln_kv_pages *p, int32_t id, const int32_t *tokens, int32_t n) {
+  int32_t *t;
+  int32_t done = 0;
+
+  if (!pool_valid(p) || !session_valid(p, id) || n < 0 || (tokens == NULL && n > 0))
+    return 0;
+  t = table_of(p, id);
+  for (;;) {
+    int32_t pos = p->pos[id], lp = pos / p->page, parent, q;
+
+    /* n - done > page: at least one token must be left to compute. */
+    if (pos % p->page != 0 || lp >= p->span || t[lp] >= 0 || n - done <= p->page)
+      break;
+    parent = lp > 0 ? t[lp - 1] : -1;
+    if (lp > 0 && parent < 0)
+      break; /* cannot happen while the invariants hold; -1 would match a first page */
+    q = find_registered(p, parent, tokens + done);
+    if (q < 0)
+      break;
+    t[lp] = q;
+    p->refs[q]++;
+    p->pos[id] = pos + p->page;
+    done += p->page;
+  }
+  return done;
+}
+
+kiln_status kiln_kv_pages_reserve(kiln_kv_pages *p, int32_t id, int32_t n, kiln_kv_copy_fn copy,
+                                  void *ctx) {
+  int32_t *t;
+  int32_t pos, first, last, lp, q, need = 0, free_pages = 0, next = 0;
+
+  if (!pool_valid(p) || n < 0 || copy == NULL)
+    return KILN_ERR_ARGUMENT;
+  if (!session_valid(p, id))
+    return KILN_ERR_SESSION;
+  pos = p->pos[id];
+  if ((int64_t)pos + n > (int64_t)p->span * p->page)
+    return KILN_ERR_CONTEXT_FULL;
+  if (n == 0)
+    return KILN_OK;
+  t = table_of(p, id);
+  first = pos / p->page;
+  last = (pos + n - 1) / p->page;
+
+  /* Count first so that a full pool changes nothing. */
+  for (lp = first; lp <= last; lp++)
+    if (t[lp] < 0 || p->refs[t[lp]] > 1)
+      need++;
+  for (q = 0; q < p->pages && free_pages < need; q++)
+    if (p->refs[q] == 0)
+      free_pages++;
+  if (free_pages < need)
+    return KILN_ERR_POOL_FULL;
+
+  for (lp = first; lp <= last; lp++) {
+    int32_t old = t[lp];
+
+    if (old >= 0 && p->refs[old] == 1) {
+      if (p->registered[old])
+        unregister(p, old); /* its content is about to change */
+      continue;
+    }
+    while (p->refs[next] != 0)
+      next++; /* counted above, so one is there */
+    q = next;
+    p->refs[q] = 1; /* free pages are already unregistered */
+    if (old >= 0) {
+      /* Shared: the other sessions keep the old page as it is. */
+      copy(ctx, old, q);
+      memcpy(tokens_of(p, q), tokens_of(p, old), (size_t)p->page * sizeof(int32_t));
+      p->refs[old]--;
+    }
+    t[lp] = q;
+  }
+  return KILN_OK;
+}
+
+kiln_status kiln_kv_pages_commit(kiln_kv_pages *p, int32_t id, const int32_t *tokens, int32_t n) {
+  int32_t *t;
+  int32_t pos, first, last, lp, i;
+
+  if (!pool_valid(p) || n < 0 || (tokens == NULL && n > 0))
+    return KILN_ERR_ARGUMENT;
+  if (!session_valid(p, id))
+    return KILN_ERR_SESSION;
+  pos = p->pos[id];
+  if ((int64_t)pos + n > (int64_t)p->span * p->page)
+    return KILN_ERR_ARGUMENT;
+  if (n == 0)
+    return KILN_OK;
+  t = table_of(p, id);
+  first = pos / p->page;
+  last = (pos + n - 1) / p->page;
+  /* What reserve leaves: each page mapped by this session alone, unregistered. */
+  for (lp = first; lp <= last; lp++)
+    if (t[lp] < 0 || p->refs[t[lp]] != 1 || p->registered[t[lp]])
+      return KILN_ERR_ARGUMENT;
+
+  for (i = 0; i < n; i++) {
+    int32_t at = pos + i;
+    tokens_of(p, t[at / p->page])[at % p->page] = tokens[i];
+  }
+  p->pos[id] = pos + n;
+  for (lp = first; lp <= last && (lp + 1) * p->page <= pos + n; lp++) {
+    int32_t q = t[lp], parent = lp > 0 ? t[lp - 1] : -1;
+
+    p->parent[q] = parent;
+    p->hash[q] = page_hash(parent, tokens_of(p, q), p->page);
+    p->registered[q] = 1;
+  }
+  return KILN_OK;
+}
+
+kiln_status kiln_kv_pages_truncate(kiln_kv_pages *p, int32_t id, int32_t n) {
+  if (!pool_valid(p))
+    return KILN_ERR_ARGUMENT;
+  if (!session_valid(p, id))
+    return KILN_ERR_SESSION;
+  if (n < 0 || n > p->pos[id])
+    return KILN_ERR_ARGUMENT;
+  release_from(p, id, n / p->page + (n % p->page != 0));
+  p->pos[id] = n;
+  return KILN_OK;
+}
+
+int32_t kiln_kv_pages_used(const kiln_kv_pages *p) {
+  int32_t q, used = 0;
+
+  if (!pool_valid(p))
+    return -1;
+  for (q = 0; q < p->pages; q++)
+    if (p->refs[q] > 0)
+      used++;
+  return used;
+}

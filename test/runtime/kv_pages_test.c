@@ -1,0 +1,815 @@
+/* Tests for the paged KV cache bookkeeping (kiln_kv_pages.h). No framework:
+ * each check prints on failure and main reports the totals.
+ *
+ * The test plays the model: it keeps its own record of the tokens each
+ * session was fed, stands in for keys and values with one number per slot
+ * that depends on the token there and on every token before it (as real
+ * keys and values do), and after each step checks the pool against that
+ * record: every position of every session must read the number its own
+ * history gives, whichever page it reaches it through. */
+#include "kiln/kiln_kv_pages.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tally.h"
+
+enum { MAX_PAGES = 16, MAX_PAGE = 4, MAX_SESSIONS = 4, MAX_SPAN = 6 };
+enum { MAX_POSITIONS = MAX_SPAN * MAX_PAGE };
+
+typedef struct fixture {
+  kiln_kv_pages p;
+  int32_t refs[MAX_PAGES], parent[MAX_PAGES];
+  uint32_t hash[MAX_PAGES];
+  uint8_t registered[MAX_PAGES];
+  int32_t tokens[MAX_PAGES * MAX_PAGE];
+  int32_t table[MAX_SESSIONS * MAX_SPAN];
+  int32_t pos[MAX_SESSIONS];
+  uint32_t kv[MAX_PAGES * MAX_PAGE]; /* the stand-in keys and values */
+  /* The test's own record: length -1 for a closed session. */
+  int32_t history[MAX_SESSIONS][MAX_POSITIONS];
+  int32_t length[MAX_SESSIONS];
+  int copies;
+  int32_t copy_from, copy_to;
+} fixture;
+
+static void fixture_init(fixture *f, int32_t pages, int32_t page, int32_t sessions, int32_t span) {
+  int32_t s;
+
+  memset(f, 0xA5, sizeof *f); /* init must not rely on zeroed storage */
+  f->p.pages = pages;
+  f->p.page = page;
+  f->p.sessions = sessions;
+  f->p.span = span;
+  f->p.refs = f->refs;
+  f->p.parent = f->parent;
+  f->p.hash = f->hash;
+  f->p.registered = f->registered;
+  f->p.tokens = f->tokens;
+  f->p.table = f->table;
+  f->p.pos = f->pos;
+  kiln_kv_pages_init(&f->p);
+  memset(f->kv, 0, sizeof f->kv);
+  for (s = 0; s < MAX_SESSIONS; s++)
+    f->length[s] = -1;
+  f->copies = 0;
+  f->copy_from = f->copy_to = -1;
+}
+
+static void copy_page(void *ctx, int32_t from, int32_t to) {
+  fixture *f = (fixture *)ctx;
+
+  memcpy(f->kv + to * f->p.page, f->kv + from * f->p.page, (size_t)f->p.page * sizeof f->kv[0]);
+  f->copies++;
+  f->copy_from = from;
+  f->copy_to = to;
+}
+
+/* The stand-in value at position i: a mix of tokens 0..i. */
+static uint32_t kv_value(const int32_t *history, int32_t i) {
+  uint32_t v = 0x2545F491u;
+  int32_t j;
+
+  for (j = 0; j <= i; j++)
+    v = (v ^ (uint32_t)history[j]) * 0x9E3779B1u + 0x7F4A7C15u;
+  return v;
+}
+
+static int32_t table_at(const fixture *f, int32_t s, int32_t lp) {
+  return f->table[s * f->p.span + lp];
+}
+
+static int32_t open_session(tally *t, fixture *f) {
+  int32_t id = -1;
+
+  check(t, kiln_kv_session_open(&f->p, &id) == KILN_OK, "open a session");
+  if (id >= 0 && id < f->p.sessions)
+    f->length[id] = 0;
+  return id;
+}
+
+static void close_session(tally *t, fixture *f, int32_t id) {
+  check(t, kiln_kv_session_close(&f->p, id) == KILN_OK, "close a session");
+  f->length[id] = -1;
+}
+
+/* Writes the stand-in values of tokens[0..n) at the session's position
+ * through its table, as a model computing them would, and records them. */
+static void compute(fixture *f, int32_t id, const int32_t *tokens, int32_t n) {
+  int32_t i;
+
+  for (i = 0; i < n; i++) {
+    int32_t at = f->length[id] + i, q = table_at(f, id, at / f->p.page);
+
+    f->history[id][at] = tokens[i];
+    if (q >= 0)
+      f->kv[q * f->p.page + at % f->p.page] = kv_value(f->history[id], at);
+  }
+}
+
+/* One step: adopt, reserve the rest, compute it, commit. Returns reserve's
+ * status; *adopted gets adopt's result. */
+static kiln_status feed(fixture *f, int32_t id, const int32_t *tokens, int32_t n,
+                        int32_t *adopted) {
+  int32_t a = kiln_kv_pages_adopt(&f->p, id, tokens, n);
+  kiln_status st;
+
+  if (adopted != NULL)
+    *adopted = a;
+  memcpy(f->history[id] + f->length[id], tokens, (size_t)a * sizeof tokens[0]);
+  f->length[id] += a;
+  st = kiln_kv_pages_reserve(&f->p, id, n - a, copy_page, f);
+  if (st != KILN_OK)
+    return st;
+  compute(f, id, tokens + a, n - a);
+  st = kiln_kv_pages_commit(&f->p, id, tokens + a, n - a);
+  if (st == KILN_OK)
+    f->length[id] += n - a;
+  return st;
+}
+
+static void truncate_session(tally *t, fixture *f, int32_t id, int32_t n) {
+  check(t, kiln_kv_pages_truncate(&f->p, id, n) == KILN_OK, "truncate");
+  f->length[id] = n;
+}
+
+/* A registered page may be adopted by any session, so all of its slots must
+ * hold the values of the prefix its parents' token records spell out. */
+static int registered_page_ok(const fixture *f, int32_t q) {
+  int32_t chain[MAX_SPAN], seq[MAX_POSITIONS], depth = 0, d, j, r;
+
+  for (r = q; r >= 0; r = f->parent[r]) {
+    if (depth == f->p.span || !f->registered[r])
+      return 0;
+    chain[depth++] = r;
+  }
+  for (d = 0; d < depth; d++)
+    memcpy(seq + d * f->p.page, f->tokens + chain[depth - 1 - d] * f->p.page,
+           (size_t)f->p.page * sizeof seq[0]);
+  for (j = 0; j < f->p.page; j++)
+    if (f->kv[q * f->p.page + j] != kv_value(seq, (depth - 1) * f->p.page + j))
+      return 0;
+  return 1;
+}
+
+/* Every property of the pool that follows from the test's record and the
+ * tables, worked out here without the module. */
+static int state_ok(const fixture *f) {
+  const kiln_kv_pages *p = &f->p;
+  int32_t s, lp, i, q, mapped[MAX_PAGES], used = 0;
+  int ok = 1;
+
+  memset(mapped, 0, sizeof mapped);
+  for (s = 0; s < p->sessions; s++) {
+    int32_t len = f->length[s], kept = len < 0 ? 0 : (len + p->page - 1) / p->page;
+
+    if (p->pos[s] != len) {
+      printf("  session %d: position %d, fed %d\n", (int)s, (int)p->pos[s], (int)len);
+      ok = 0;
+    }
+    for (lp = 0; lp < p->span; lp++) {
+      q = table_at(f, s, lp);
+      if (q < 0) {
+        if (lp < kept) {
+          printf("  session %d: logical page %d unmapped below its position\n", (int)s, (int)lp);
+          ok = 0;
+        }
+        continue;
+      }
+      if (q >= p->pages || len < 0) {
+        printf("  session %d: entry %d is %d\n", (int)s, (int)lp, (int)q);
+        ok = 0;
+        continue;
+      }
+      mapped[q]++;
+      if (lp >= kept && (p->refs[q] != 1 || p->registered[q])) {
+        printf("  session %d: reserved page %d shared or registered\n", (int)s, (int)q);
+        ok = 0;
+      }
+      if (p->registered[q] && p->parent[q] != (lp > 0 ? table_at(f, s, lp - 1) : -1)) {
+        printf("  session %d: registered page %d under another parent\n", (int)s, (int)q);
+        ok = 0;
+      }
+    }
+    for (i = 0; i < len; i++) {
+      q = table_at(f, s, i / p->page);
+      if (q < 0)
+        continue;
+      if (f->kv[q * p->page + i % p->page] != kv_value(f->history[s], i) ||
+          f->tokens[q * p->page + i % p->page] != f->history[s][i]) {
+        printf("  session %d: position %d reads another prefix's values\n", (int)s, (int)i);
+        ok = 0;
+      }
+    }
+  }
+  for (q = 0; q < p->pages; q++) {
+    if (p->registered[q] && !registered_page_ok(f, q)) {
+      printf("  registered page %d does not hold its prefix's values\n", (int)q);
+      ok = 0;
+    }
+    if (p->refs[q] != mapped[q]) {
+      printf("  page %d: refs %d, mapped %d times\n", (int)q, (int)p->refs[q], (int)mapped[q]);
+      ok = 0;
+    }
+    if (mapped[q] == 0 && (p->registered[q] || p->parent[q] != -1)) {
+      printf("  free page %d still registered\n", (int)q);
+      ok = 0;
+    }
+    used += mapped[q] > 0;
+  }
+  if (kiln_kv_pages_used(p) != used) {
+    printf("  used %d, want %d\n", (int)kiln_kv_pages_used(p), (int)used);
+    ok = 0;
+  }
+  return ok;
+}
+
+/* The pool's arrays, to show a refused call changed nothing. */
+typedef struct snapshot {
+  int32_t refs[MAX_PAGES], parent[MAX_PAGES];
+  uint32_t hash[MAX_PAGES];
+  uint8_t registered[MAX_PAGES];
+  int32_t tokens[MAX_PAGES * MAX_PAGE];
+  int32_t table[MAX_SESSIONS * MAX_SPAN];
+  int32_t pos[MAX_SESSIONS];
+  uint32_t kv[MAX_PAGES * MAX_PAGE];
+} snapshot;
+
+static void take(snapshot *s, const fixture *f) {
+  memcpy(s->refs, f->refs, sizeof s->refs);
+  memcpy(s->parent, f->parent, sizeof s->parent);
+  memcpy(s->hash, f->hash, sizeof s->hash);
+  memcpy(s->registered, f->registered, sizeof s->registered);
+  memcpy(s->tokens, f->tokens, sizeof s->tokens);
+  memcpy(s->table, f->table, sizeof s->table);
+  memcpy(s->pos, f->pos, sizeof s->pos);
+  memcpy(s->kv, f->kv, sizeof s->kv);
+}
+
+static int same(const snapshot *a, const fixture *f) {
+  snapshot b;
+
+  take(&b, f);
+  return memcmp(a, &b, sizeof b) == 0;
+}
+
+/* Prompt P: 10 tokens, 2.5 pages of 4. */
+static const int32_t prompt[10] = {11, 12, 13, 14, 21, 22, 23, 24, 31, 32};
+
+enum { PAGE = 4, SPAN = 4 };
+
+static void test_init_and_sessions(tally *t) {
+  static const char session_message[] = "no such open session, or no session free";
+  static const char pool_message[] = "the KV page pool has no free page";
+  fixture f;
+  int32_t id, q, s, tok = 5;
+  int ok = 1;
+
+  fixture_init(&f, 8, PAGE, 3, SPAN);
+  for (q = 0; q < 8; q++)
+    ok &= f.refs[q] == 0 && f.registered[q] == 0 && f.parent[q] == -1;
+  for (q = 0; q < 3 * SPAN; q++)
+    ok &= f.table[q] == -1;
+  for (s = 0; s < 3; s++)
+    ok &= f.pos[s] == -1;
+  check(t, ok && kiln_kv_pages_used(&f.p) == 0, "init: all free, unmapped, closed");
+
+  for (s = 0; s < 3; s++)
+    check(t, open_session(t, &f) == s, "open: the lowest closed session");
+  id = 77;
+  check(t, kiln_kv_session_open(&f.p, &id) == KILN_ERR_SESSION && id == 77,
+        "open: KILN_ERR_SESSION when all are open, id untouched");
+  check(t,
+        kiln_kv_session_position(&f.p, 2) == 0 &&
+            kiln_kv_session_table(&f.p, 2) == f.table + 2 * SPAN,
+        "an open session: position 0, its table row");
+  check(t,
+        kiln_kv_session_position(&f.p, 3) == -1 && kiln_kv_session_position(&f.p, -1) == -1 &&
+            kiln_kv_session_table(&f.p, 3) == NULL && kiln_kv_session_table(&f.p, -1) == NULL,
+        "a bad id: position -1, table NULL");
+
+  close_session(t, &f, 1);
+  check(t, kiln_kv_session_close(&f.p, 1) == KILN_ERR_SESSION, "close: a closed id");
+  check(t,
+        kiln_kv_session_close(&f.p, -1) == KILN_ERR_SESSION &&
+            kiln_kv_session_close(&f.p, 3) == KILN_ERR_SESSION,
+        "close: an id out of range");
+  check(t, kiln_kv_session_position(&f.p, 1) == -1 && kiln_kv_session_table(&f.p, 1) == NULL,
+        "a closed id: position -1, table NULL");
+  check(t,
+        kiln_kv_pages_reserve(&f.p, 1, 1, copy_page, &f) == KILN_ERR_SESSION &&
+            kiln_kv_pages_commit(&f.p, 1, &tok, 1) == KILN_ERR_SESSION &&
+            kiln_kv_pages_truncate(&f.p, 1, 0) == KILN_ERR_SESSION &&
+            kiln_kv_pages_reserve(&f.p, 3, 1, copy_page, &f) == KILN_ERR_SESSION,
+        "reserve, commit, truncate: KILN_ERR_SESSION for a closed or bad id");
+  check(t,
+        kiln_kv_pages_adopt(&f.p, 1, prompt, 10) == 0 &&
+            kiln_kv_pages_adopt(&f.p, -1, prompt, 10) == 0,
+        "adopt: 0 for a closed or bad id");
+  check(t, open_session(t, &f) == 1, "open: reuses the closed session");
+  for (s = 0; s < 3; s++)
+    close_session(t, &f, s);
+  check(t, open_session(t, &f) == 0, "open after closing all: session 0");
+  check(t, state_ok(&f), "sessions: state");
+
+  check(t, strcmp(kiln_status_message(KILN_ERR_SESSION), session_message) == 0,
+        "KILN_ERR_SESSION's message");
+  check(t, strcmp(kiln_status_message(KILN_ERR_POOL_FULL), pool_message) == 0,
+        "KILN_ERR_POOL_FULL's message");
+}
+
+static void test_arguments(tally *t) {
+  fixture f;
+  snapshot before;
+  int32_t id, tok = 5;
+  kiln_kv_pages bad;
+
+  check(t,
+        kiln_kv_session_open(NULL, &id) == KILN_ERR_ARGUMENT &&
+            kiln_kv_session_close(NULL, 0) == KILN_ERR_ARGUMENT &&
+            kiln_kv_pages_reserve(NULL, 0, 1, copy_page, NULL) == KILN_ERR_ARGUMENT &&
+            kiln_kv_pages_commit(NULL, 0, &tok, 1) == KILN_ERR_ARGUMENT &&
+            kiln_kv_pages_truncate(NULL, 0, 0) == KILN_ERR_ARGUMENT &&
+            kiln_kv_pages_adopt(NULL, 0, prompt, 10) == 0 && kiln_kv_pages_used(NULL) == -1 &&
+            kiln_kv_session_position(NULL, 0) == -1 && kiln_kv_session_table(NULL, 0) == NULL,
+        "a NULL pool is refused");
+  kiln_kv_pages_init(NULL);
+
+  fixture_init(&f, 8, PAGE, 2, SPAN);
+  bad = f.p;
+  bad.page = 0;
+  check(t, kiln_kv_session_open(&bad, &id) == KILN_ERR_ARGUMENT && kiln_kv_pages_used(&bad) == -1,
+        "page 0 is refused");
+  bad = f.p;
+  bad.sessions = -1;
+  check(t, kiln_kv_session_open(&bad, &id) == KILN_ERR_ARGUMENT, "negative sessions are refused");
+  bad = f.p;
+  bad.span = 0x10000;
+  bad.page = 0x10000;
+  check(t, kiln_kv_session_open(&bad, &id) == KILN_ERR_ARGUMENT,
+        "span * page past int32 is refused");
+  bad = f.p;
+  bad.hash = NULL;
+  check(t, kiln_kv_session_open(&bad, &id) == KILN_ERR_ARGUMENT, "a NULL array is refused");
+  check(t, kiln_kv_session_open(&f.p, NULL) == KILN_ERR_ARGUMENT, "open: NULL id is refused");
+
+  id = open_session(t, &f);
+  take(&before, &f);
+  check(t,
+        kiln_kv_pages_reserve(&f.p, id, -1, copy_page, &f) == KILN_ERR_ARGUMENT &&
+            kiln_kv_pages_reserve(&f.p, id, 1, NULL, &f) == KILN_ERR_ARGUMENT &&
+            kiln_kv_pages_commit(&f.p, id, &tok, -1) == KILN_ERR_ARGUMENT &&
+            kiln_kv_pages_commit(&f.p, id, NULL, 1) == KILN_ERR_ARGUMENT &&
+            kiln_kv_pages_adopt(&f.p, id, prompt, -1) == 0 &&
+            kiln_kv_pages_adopt(&f.p, id, NULL, 10) == 0,
+        "negative counts, NULL tokens or copy are refused");
+  check(t, kiln_kv_pages_commit(&f.p, id, &tok, 1) == KILN_ERR_ARGUMENT,
+        "commit without reserve is refused");
+  check(t,
+        kiln_kv_pages_truncate(&f.p, id, 1) == KILN_ERR_ARGUMENT &&
+            kiln_kv_pages_truncate(&f.p, id, -1) == KILN_ERR_ARGUMENT,
+        "truncate past the position or below 0 is refused");
+  check(t, same(&before, &f), "refused calls change nothing");
+
+  check(t, kiln_kv_pages_reserve(&f.p, id, 3, copy_page, &f) == KILN_OK, "reserve 3");
+  compute(&f, id, prompt, 3);
+  check(t, kiln_kv_pages_commit(&f.p, id, prompt, 5) == KILN_ERR_ARGUMENT,
+        "commit past what reserve covered (into the next page) is refused");
+  check(t,
+        kiln_kv_pages_commit(&f.p, id, prompt, 2) == KILN_OK &&
+            kiln_kv_pages_commit(&f.p, id, prompt + 2, 1) == KILN_OK,
+        "commit of a reservation in two parts");
+  f.length[id] = 3;
+  check(t,
+        kiln_kv_pages_commit(&f.p, id, prompt, 0) == KILN_OK &&
+            kiln_kv_pages_reserve(&f.p, id, 0, copy_page, &f) == KILN_OK,
+        "n = 0 is fine");
+  check(t, state_ok(&f), "arguments: state");
+}
+
+/* P into one session: 3 pages, the 2 full ones registered. */
+static int32_t feed_prompt(tally *t, fixture *f) {
+  int32_t a, id = open_session(t, f);
+
+  check(t, feed(f, id, prompt, 10, &a) == KILN_OK && a == 0,
+        "P into an empty cache: nothing adopted");
+  return id;
+}
+
+static void test_prompt_and_adopt(tally *t) {
+  fixture f;
+  int32_t a, b, c, n;
+
+  fixture_init(&f, 8, PAGE, 4, SPAN);
+  a = feed_prompt(t, &f);
+  check(t,
+        table_at(&f, a, 0) == 0 && table_at(&f, a, 1) == 1 && table_at(&f, a, 2) == 2 &&
+            table_at(&f, a, 3) == -1 && kiln_kv_pages_used(&f.p) == 3,
+        "2.5 pages map pages 0, 1, 2");
+  check(t, f.registered[0] && f.registered[1] && !f.registered[2], "the 2 full pages registered");
+  check(t, f.parent[0] == -1 && f.parent[1] == 0, "parents: -1, then page 0");
+  check(t, f.refs[0] == 1 && f.refs[1] == 1 && f.refs[2] == 1, "refs 1 each");
+  check(t, memcmp(f.tokens, prompt, sizeof prompt) == 0, "token records hold P");
+  check(t, state_ok(&f), "P: state");
+
+  /* The same prompt again: 2 pages adopted, only the half page computed. */
+  b = open_session(t, &f);
+  n = kiln_kv_pages_adopt(&f.p, b, prompt, 10);
+  check(t, n == 8 && kiln_kv_session_position(&f.p, b) == 8, "same P: 8 tokens adopted");
+  check(t, table_at(&f, b, 0) == 0 && table_at(&f, b, 1) == 1 && f.refs[0] == 2 && f.refs[1] == 2,
+        "same P: pages 0 and 1 shared, refs 2");
+  check(t, kiln_kv_pages_used(&f.p) == 3, "adopting takes no page");
+  check(t, kiln_kv_pages_commit(&f.p, b, prompt + 8, 2) == KILN_ERR_ARGUMENT,
+        "commit into an unreserved page is refused");
+  memcpy(f.history[b], prompt, 8 * sizeof prompt[0]);
+  f.length[b] = 8;
+  check(t,
+        kiln_kv_pages_reserve(&f.p, b, 2, copy_page, &f) == KILN_OK &&
+            kiln_kv_pages_used(&f.p) == 4 && table_at(&f, b, 2) == 3 && f.copies == 0,
+        "same P: the rest takes one page, no copy");
+  compute(&f, b, prompt + 8, 2);
+  check(t, kiln_kv_pages_commit(&f.p, b, prompt + 8, 2) == KILN_OK, "same P: commit");
+  f.length[b] = 10;
+  check(t, state_ok(&f), "same P: state");
+
+  /* Exactly 2 pages: the page with the last token is computed, not adopted. */
+  c = open_session(t, &f);
+  check(t, feed(&f, c, prompt, 8, &n) == KILN_OK && n == 4, "P[0..8): 4 adopted, not 8");
+  check(t, table_at(&f, c, 0) == 0 && table_at(&f, c, 1) == 4 && f.refs[0] == 3 && f.refs[1] == 2,
+        "P[0..8): page 0 shared, page 1 its own");
+  check(t, kiln_kv_pages_adopt(&f.p, 3, prompt, 4) == 0, "adopt into a closed session: 0");
+  close_session(t, &f, c);
+  c = open_session(t, &f);
+  check(t, kiln_kv_pages_adopt(&f.p, c, prompt, 4) == 0, "one page of tokens: nothing adopted");
+  check(t, kiln_kv_pages_adopt(&f.p, c, prompt, 5) == 4, "a page and a token: one page adopted");
+  f.length[c] = 4;
+  memcpy(f.history[c], prompt, 4 * sizeof prompt[0]);
+  check(t, state_ok(&f), "P[0..8): state");
+}
+
+static void test_partial_matches(tally *t) {
+  fixture f;
+  int32_t a, b, c, n, other[10], shifted[10], z[5] = {91, 92, 93, 94, 95};
+  int32_t second[6];
+
+  fixture_init(&f, 8, PAGE, 4, SPAN);
+  a = feed_prompt(t, &f);
+  (void)a;
+
+  /* Page 2 differs in one token: page 1 only. */
+  memcpy(other, prompt, sizeof other);
+  other[5] = 99;
+  b = open_session(t, &f);
+  check(t, feed(&f, b, other, 10, &n) == KILN_OK && n == 4,
+        "a different token in page 2: 4 adopted");
+  check(t, table_at(&f, b, 0) == 0 && table_at(&f, b, 1) != 1, "page 1 shared, page 2 not");
+
+  /* Page 2's tokens at position 0: their parent is not -1. */
+  memcpy(shifted, prompt + 4, 6 * sizeof prompt[0]);
+  shifted[6] = shifted[7] = shifted[8] = shifted[9] = 7;
+  c = open_session(t, &f);
+  check(t, kiln_kv_pages_adopt(&f.p, c, shifted, 10) == 0, "page 2's tokens as a first page: 0");
+  close_session(t, &f, c);
+
+  /* Page 2's tokens after another first page: the parent differs. */
+  c = open_session(t, &f);
+  check(t, feed(&f, c, z, 4, &n) == KILN_OK && n == 0 && f.registered[table_at(&f, c, 0)],
+        "another first page, registered");
+  memcpy(second, prompt + 4, 4 * sizeof prompt[0]);
+  second[4] = second[5] = 7;
+  check(t, kiln_kv_pages_adopt(&f.p, c, second, 6) == 0, "page 2's tokens under another parent: 0");
+  check(t, feed(&f, c, second, 6, &n) == KILN_OK && n == 0, "computed instead");
+
+  /* Not at a page boundary, or the next page already reserved: nothing. */
+  close_session(t, &f, c);
+  c = open_session(t, &f);
+  check(t, feed(&f, c, z, 1, &n) == KILN_OK, "one token");
+  check(t, kiln_kv_pages_adopt(&f.p, c, prompt, 10) == 0, "mid-page: 0");
+  truncate_session(t, &f, c, 0);
+  check(t, kiln_kv_pages_reserve(&f.p, c, 8, copy_page, &f) == KILN_OK, "reserve 2 pages ahead");
+  check(t, kiln_kv_pages_adopt(&f.p, c, prompt, 10) == 0, "the next page reserved: 0");
+  check(t, state_ok(&f), "partial matches: state");
+  n = kiln_kv_pages_used(&f.p);
+  truncate_session(t, &f, c, 0);
+  check(t, kiln_kv_pages_used(&f.p) == n - 2, "truncate releases reserved pages");
+  check(t, kiln_kv_pages_adopt(&f.p, c, prompt, 10) == 8, "then P adopts 8");
+  memcpy(f.history[c], prompt, 8 * sizeof prompt[0]);
+  f.length[c] = 8;
+  check(t, state_ok(&f), "partial matches: final state");
+}
+
+static void test_copy_on_write(tally *t) {
+  fixture f;
+  int32_t a, b, c, n, a_table[SPAN], page1[PAGE];
+  const int32_t fresh[2] = {61, 62};
+  int32_t b_prompt[10];
+
+  fixture_init(&f, 8, PAGE, 4, SPAN);
+  a = feed_prompt(t, &f);
+  b = open_session(t, &f);
+  check(t, feed(&f, b, prompt, 10, &n) == KILN_OK && n == 8, "B adopts pages 0 and 1");
+  memcpy(a_table, f.table + a * SPAN, sizeof a_table);
+  memcpy(page1, f.tokens + 1 * PAGE, sizeof page1);
+
+  truncate_session(t, &f, b, 6);
+  check(t,
+        table_at(&f, b, 1) == 1 && table_at(&f, b, 2) == -1 && f.refs[1] == 2 &&
+            kiln_kv_pages_used(&f.p) == 3,
+        "truncate into the shared page: it stays mapped, page 3 freed");
+  check(t, kiln_kv_pages_commit(&f.p, b, fresh, 2) == KILN_ERR_ARGUMENT,
+        "commit into the shared page without reserve is refused");
+  check(t, kiln_kv_pages_reserve(&f.p, b, 2, copy_page, &f) == KILN_OK,
+        "reserve in the shared page");
+  check(t, f.copies == 1 && f.copy_from == 1 && f.copy_to == 3, "copy once, (1, 3)");
+  check(t,
+        table_at(&f, b, 1) == 3 && f.refs[1] == 1 && f.refs[3] == 1 && !f.registered[3] &&
+            f.registered[1],
+        "B maps the copy; page 1 is A's alone, still registered");
+  check(t, memcmp(f.table + a * SPAN, a_table, sizeof a_table) == 0, "A's table unchanged");
+  check(t, memcmp(f.tokens + 3 * PAGE, page1, sizeof page1) == 0,
+        "the token record follows the copy");
+  compute(&f, b, fresh, 2);
+  check(t, kiln_kv_pages_commit(&f.p, b, fresh, 2) == KILN_OK, "B writes its own tokens");
+  f.length[b] = 8;
+  check(t, memcmp(f.tokens + 1 * PAGE, page1, sizeof page1) == 0, "A's token record unchanged");
+  check(t, f.registered[3] && f.parent[3] == 0, "B's full copy registered under page 0");
+  check(t, state_ok(&f), "copy on write: state");
+
+  /* Both branches are now findable. */
+  c = open_session(t, &f);
+  check(t, kiln_kv_pages_adopt(&f.p, c, prompt, 10) == 8 && table_at(&f, c, 1) == 1,
+        "P adopts A's page 1");
+  close_session(t, &f, c);
+  memcpy(b_prompt, prompt, sizeof b_prompt);
+  b_prompt[6] = fresh[0];
+  b_prompt[7] = fresh[1];
+  c = open_session(t, &f);
+  check(t, kiln_kv_pages_adopt(&f.p, c, b_prompt, 10) == 8 && table_at(&f, c, 1) == 3,
+        "B's tokens adopt B's page");
+  memcpy(f.history[c], b_prompt, 8 * sizeof b_prompt[0]);
+  f.length[c] = 8;
+  check(t, state_ok(&f), "copy on write: final state");
+}
+
+static void test_unregister(tally *t) {
+  fixture f;
+  int32_t a, c, n;
+  const int32_t other = 77;
+
+  fixture_init(&f, 8, PAGE, 4, SPAN);
+  a = feed_prompt(t, &f);
+
+  /* Cutting at a page boundary keeps the page below registered. */
+  truncate_session(t, &f, a, 8);
+  check(t,
+        kiln_kv_pages_reserve(&f.p, a, 1, copy_page, &f) == KILN_OK && f.registered[1] &&
+            f.copies == 0,
+        "a write past a full page leaves it registered");
+  compute(&f, a, &other, 1);
+  check(t, kiln_kv_pages_commit(&f.p, a, &other, 1) == KILN_OK, "commit past it");
+  f.length[a] = 9;
+
+  /* Into a registered page no one shares: unregistered, not copied. */
+  truncate_session(t, &f, a, 6);
+  check(t, f.registered[1], "truncation alone keeps it registered");
+  check(t, kiln_kv_pages_commit(&f.p, a, &other, 1) == KILN_ERR_ARGUMENT,
+        "commit into it without reserve is refused");
+  check(t, kiln_kv_pages_reserve(&f.p, a, 1, copy_page, &f) == KILN_OK, "reserve in page 1");
+  check(t, !f.registered[1] && f.parent[1] == -1 && table_at(&f, a, 1) == 1 && f.copies == 0,
+        "it is unregistered in place, no copy");
+  compute(&f, a, &other, 1);
+  check(t, kiln_kv_pages_commit(&f.p, a, &other, 1) == KILN_OK, "A writes another token");
+  f.length[a] = 7;
+  c = open_session(t, &f);
+  check(t, feed(&f, c, prompt, 10, &n) == KILN_OK && n == 4, "a third session adopts page 0 only");
+  check(t, state_ok(&f), "unregister: state");
+}
+
+/* A hash match alone is not enough: with the hash left as it was, a page
+ * whose token record or parent no longer matches (as after a collision)
+ * must not be adopted. */
+static void test_exact_compare(tally *t) {
+  fixture f;
+  int32_t b, saved;
+
+  fixture_init(&f, 8, PAGE, 2, SPAN);
+  (void)feed_prompt(t, &f);
+  b = open_session(t, &f);
+  saved = f.tokens[1 * PAGE + 3];
+  f.tokens[1 * PAGE + 3] = saved + 1;
+  check(t, kiln_kv_pages_adopt(&f.p, b, prompt, 10) == 4,
+        "a token differs, the hash does not: not adopted");
+  f.tokens[1 * PAGE + 3] = saved;
+  truncate_session(t, &f, b, 0);
+  f.parent[1] = 2;
+  check(t, kiln_kv_pages_adopt(&f.p, b, prompt, 10) == 4,
+        "the parent differs, the hash does not: not adopted");
+  f.parent[1] = 0;
+  truncate_session(t, &f, b, 0);
+  check(t, kiln_kv_pages_adopt(&f.p, b, prompt, 10) == 8, "restored: adopted");
+}
+
+static void test_full(tally *t) {
+  fixture f;
+  snapshot before;
+  int32_t a, b, c, n;
+
+  fixture_init(&f, 5, PAGE, 3, SPAN);
+  a = feed_prompt(t, &f);
+  b = open_session(t, &f);
+  check(t, feed(&f, b, prompt, 10, &n) == KILN_OK && n == 8, "B adopts 8");
+  c = open_session(t, &f);
+  check(t, feed(&f, c, prompt + 8, 1, &n) == KILN_OK && kiln_kv_pages_used(&f.p) == 5, "pool full");
+
+  check(t, kiln_kv_pages_reserve(&f.p, b, 2, copy_page, &f) == KILN_OK,
+        "a reservation inside B's own page needs no free page");
+  take(&before, &f);
+  check(t, kiln_kv_pages_reserve(&f.p, b, 3, copy_page, &f) == KILN_ERR_POOL_FULL,
+        "a new page: KILN_ERR_POOL_FULL");
+  check(t, same(&before, &f) && f.copies == 0, "POOL_FULL changes nothing");
+  check(t, kiln_kv_pages_reserve(&f.p, b, 7, copy_page, &f) == KILN_ERR_CONTEXT_FULL,
+        "past span * page: KILN_ERR_CONTEXT_FULL, before the pool is counted");
+  check(t, same(&before, &f), "CONTEXT_FULL changes nothing");
+
+  /* A copy needs a free page too. */
+  truncate_session(t, &f, b, 6);
+  check(t,
+        kiln_kv_pages_reserve(&f.p, c, 4, copy_page, &f) == KILN_OK &&
+            kiln_kv_pages_used(&f.p) == 5,
+        "C takes the page B freed");
+  take(&before, &f);
+  check(t, kiln_kv_pages_reserve(&f.p, b, 1, copy_page, &f) == KILN_ERR_POOL_FULL,
+        "a shared page with no free page: KILN_ERR_POOL_FULL");
+  check(t, same(&before, &f) && f.copies == 0, "no copy, nothing changed");
+  check(t, state_ok(&f), "full: state");
+
+  /* Up to capacity exactly. */
+  close_session(t, &f, c);
+  close_session(t, &f, b);
+  check(t,
+        kiln_kv_pages_reserve(&f.p, a, 6, copy_page, &f) == KILN_OK &&
+            kiln_kv_pages_used(&f.p) == 4,
+        "A reserves up to span * page");
+  take(&before, &f);
+  check(t,
+        kiln_kv_pages_reserve(&f.p, a, 7, copy_page, &f) == KILN_ERR_CONTEXT_FULL &&
+            same(&before, &f),
+        "one more: KILN_ERR_CONTEXT_FULL");
+  truncate_session(t, &f, a, 10);
+  check(t, state_ok(&f), "full: final state");
+}
+
+static void test_close(tally *t) {
+  fixture f;
+  int32_t a, b, c, n;
+  const int32_t q[3] = {41, 42, 43};
+
+  fixture_init(&f, 8, PAGE, 3, SPAN);
+  a = feed_prompt(t, &f);
+  b = open_session(t, &f);
+  check(t, feed(&f, b, prompt, 10, &n) == KILN_OK && n == 8 && kiln_kv_pages_used(&f.p) == 4,
+        "A and B: 4 pages");
+  close_session(t, &f, a);
+  check(t,
+        kiln_kv_pages_used(&f.p) == 3 && f.refs[0] == 1 && f.refs[1] == 1 && f.refs[2] == 0 &&
+            !f.registered[2] && f.registered[0] && f.registered[1],
+        "closing A frees its own page; the shared ones stay, registered");
+  c = open_session(t, &f);
+  check(t, c == a, "A's id reused");
+  check(t, feed(&f, c, q, 3, &n) == KILN_OK && n == 0 && table_at(&f, c, 0) == 2,
+        "the freed page is taken again");
+  close_session(t, &f, c);
+  c = open_session(t, &f);
+  check(t, feed(&f, c, prompt, 10, &n) == KILN_OK && n == 8, "B's pages are still found");
+  close_session(t, &f, b);
+  close_session(t, &f, c);
+  check(t, kiln_kv_pages_used(&f.p) == 0, "all closed: no page used");
+  check(t, f.registered[0] == 0 && f.registered[1] == 0, "and none registered");
+  c = open_session(t, &f);
+  check(t, kiln_kv_pages_adopt(&f.p, c, prompt, 10) == 0, "nothing left to adopt");
+  check(t, state_ok(&f), "close: state");
+}
+
+/* Test-local generator (xorshift64*). */
+static uint64_t rng = UINT64_C(0x9E3779B97F4A7C15);
+
+static uint32_t next_u32(void) {
+  rng ^= rng >> 12;
+  rng ^= rng << 25;
+  rng ^= rng >> 27;
+  return (uint32_t)((rng * UINT64_C(2685821657736338717)) >> 32);
+}
+
+/* Pages the test expects reserve to need, from the tables alone. */
+static int32_t pages_needed(const fixture *f, int32_t id, int32_t n, int32_t *free_pages) {
+  int32_t mapped[MAX_PAGES], s, lp, q, need = 0, at = f->length[id];
+
+  memset(mapped, 0, sizeof mapped);
+  for (s = 0; s < f->p.sessions; s++)
+    for (lp = 0; lp < f->p.span; lp++)
+      if (table_at(f, s, lp) >= 0)
+        mapped[table_at(f, s, lp)]++;
+  for (*free_pages = 0, q = 0; q < f->p.pages; q++)
+    *free_pages += mapped[q] == 0;
+  for (lp = at / f->p.page; n > 0 && lp <= (at + n - 1) / f->p.page; lp++)
+    need += table_at(f, id, lp) < 0 || mapped[table_at(f, id, lp)] > 1;
+  return need;
+}
+
+/* Random sessions over prompts that often share prefixes; the state is
+ * checked after every step. */
+static void test_random(tally *t) {
+  enum { STEPS = 20000, PAGES = 12, RPAGE = 3, SESSIONS = 4, RSPAN = 6 };
+  static const int32_t bases[3][RSPAN * RPAGE] = {
+      {1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9},
+      {1, 2, 3, 4, 5, 6, 9, 9, 9, 9, 9, 9, 1, 1, 1, 1, 1, 1},
+      {3, 3, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9}};
+  fixture f;
+  int32_t step, id, n, a, i, need, free_pages, adopted = 0, full = 0;
+  int32_t toks[RSPAN * RPAGE];
+  int bad = 0;
+
+  fixture_init(&f, PAGES, RPAGE, SESSIONS, RSPAN);
+  for (step = 0; step < STEPS && !bad; step++) {
+    uint32_t r = next_u32();
+    kiln_status st;
+
+    id = (int32_t)(r % SESSIONS);
+    r /= SESSIONS;
+    if (f.length[id] < 0) {
+      int32_t want = 0, got = -1;
+      while (f.length[want] >= 0)
+        want++;
+      bad |= kiln_kv_session_open(&f.p, &got) != KILN_OK || got != want;
+      f.length[got] = 0;
+    } else if (r % 10 == 0) {
+      bad |= kiln_kv_session_close(&f.p, id) != KILN_OK;
+      f.length[id] = -1;
+    } else if (r % 10 < 3) {
+      n = (int32_t)(next_u32() % (uint32_t)(f.length[id] + 1));
+      bad |= kiln_kv_pages_truncate(&f.p, id, n) != KILN_OK;
+      f.length[id] = n;
+    } else {
+      const int32_t *base = bases[next_u32() % 3];
+      int32_t at = f.length[id];
+      snapshot before;
+
+      n = 1 + (int32_t)(next_u32() % 8);
+      for (i = 0; i < n; i++)
+        toks[i] = at + i < RSPAN * RPAGE && next_u32() % 16 != 0 ? base[at + i]
+                                                                 : (int32_t)(next_u32() % 4);
+      a = kiln_kv_pages_adopt(&f.p, id, toks, n);
+      if (a < 0 || a >= n || a % RPAGE != 0 || (a > 0 && at % RPAGE != 0)) {
+        printf("  step %d: adopted %d of %d at %d\n", (int)step, (int)a, (int)n, (int)at);
+        bad = 1;
+        break;
+      }
+      adopted += a;
+      memcpy(f.history[id] + at, toks, (size_t)a * sizeof toks[0]);
+      f.length[id] += a;
+      /* pages_needed reads the table, so only within capacity. */
+      need = at + n > RSPAN * RPAGE ? -1 : pages_needed(&f, id, n - a, &free_pages);
+      take(&before, &f);
+      st = kiln_kv_pages_reserve(&f.p, id, n - a, copy_page, &f);
+      if (need < 0) {
+        bad |= st != KILN_ERR_CONTEXT_FULL || !same(&before, &f);
+        full++;
+      } else if (need > free_pages) {
+        bad |= st != KILN_ERR_POOL_FULL || !same(&before, &f);
+        full++;
+      } else if (st != KILN_OK) {
+        bad = 1;
+      } else {
+        compute(&f, id, toks + a, n - a);
+        bad |= kiln_kv_pages_commit(&f.p, id, toks + a, n - a) != KILN_OK;
+        f.length[id] += n - a;
+      }
+    }
+    if (!state_ok(&f)) {
+      printf("  after step %d\n", (int)step);
+      bad = 1;
+    }
+  }
+  check(t, !bad, "random sessions keep every prefix's values");
+  check(t, adopted > 1000 && full > 100 && f.copies > 100,
+        "random sessions adopt, copy and fill the pool often");
+}
+
+int main(void) {
+  tally t = {0, 0};
+
+  test_init_and_sessions(&t);
+  test_arguments(&t);
+  test_prompt_and_adopt(&t);
+  test_partial_matches(&t);
+  test_copy_on_write(&t);
+  test_unregister(&t);
+  test_exact_compare(&t);
+  test_full(&t);
+  test_close(&t);
+  test_random(&t);
+
+  printf("%d passed, %d failed\n", t.passed, t.failed);
+  return t.failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
