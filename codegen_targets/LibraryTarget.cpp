@@ -117,6 +117,20 @@ struct CacheLayout {
   }
 };
 
+/// The positions per KV page of an op's model when its sessions share a pool
+/// of pages (--sessions), else 0: its kernels then take the rows' positions
+/// and page tables (kiln_uk_positions) in place of the first row's position.
+int64_t kvPage(Operation *op) {
+  ModelAttr config = getModelConfig(op);
+  return config ? config.getKvPage() : 0;
+}
+
+/// The C parameter for the rows' positions, and the kernel name's tag.
+std::string positionsParam(int64_t page) {
+  return page ? "const kiln_uk_positions *pos" : "int32_t pos";
+}
+std::string pagedTag(int64_t page) { return page ? formatv("_pg{0}", page).str() : ""; }
+
 /// The rotary embedding of a rope or qkv_matmul op, as the library's
 /// rope_rows takes it: theta_i = p * base^(-2i/rope_dim) / factor_i, as ggml
 /// computes it, the frequencies constants in double.
@@ -240,15 +254,21 @@ public:
               int64_t hd = c.family == KILN_UK_I8 ? c.group : width;
               if (!layout.tag.empty() && c.family != KILN_UK_I8)
                 hd = width / getKvCacheLayout(w.getCache().getType()).getHeads();
-              k.name = formatv("{0}_kv_write_{1}_w{2}_r{3}{4}", prefix, c.name, width,
-                               layout.rows, layout.tag);
-              k.params = "const float *x, void *cache, int32_t rows, int32_t pos";
+              int64_t page = kvPage(w);
+              k.name = formatv("{0}_kv_write_{1}_w{2}_r{3}{4}{5}", prefix, c.name, width,
+                               layout.rows, layout.tag, pagedTag(page));
+              k.params = "const float *x, void *cache, int32_t rows, " + positionsParam(page);
               // The share that writes the last row asks for the next step's.
               k.body = rowRange(split) +
-                       call("kv_store_rows",
-                            {family(c.family), layout.layout, "x", str(width), "(uint8_t *)cache",
-                             "r0", "r1", "0", str(width / hd), "pos", str(hd), str(width / hd),
-                             str(layout.rows), "r1 == rows"});
+                       (page ? call("kv_store_paged",
+                                    {family(c.family), layout.layout, "x", str(width),
+                                     "(uint8_t *)cache", "r0", "r1", "0", str(width / hd),
+                                     "pos->at", "pos->table", str(page), str(hd),
+                                     str(width / hd), str(layout.rows)})
+                             : call("kv_store_rows",
+                                    {family(c.family), layout.layout, "x", str(width),
+                                     "(uint8_t *)cache", "r0", "r1", "0", str(width / hd), "pos",
+                                     str(hd), str(width / hd), str(layout.rows), "r1 == rows"}));
               arg(w.getRows()), arg(w.getCache()), k.args.push_back("rows"),
                   k.args.push_back("pos");
               return success();
@@ -340,6 +360,44 @@ public:
                                      "r1", "delta", str(rope->hd), str(heads), str(layout.rows),
                                      "freq", str(rope->rd), rope->neox ? "1" : "0"});
     return k;
+  }
+
+  FailureOr<std::pair<KernelCall, KernelCall>>
+  pagedCacheKernelsFor(Operation *keyWriter, llvm::StringRef prefix,
+                       int64_t page) const override {
+    FailureOr<KernelCall> rerope = reropeKernelFor(keyWriter, prefix);
+    if (failed(rerope))
+      return failure();
+    Value cache = isa<KvWriteOp>(keyWriter) ? cast<KvWriteOp>(keyWriter).getCache()
+                                             : cast<QkvMatmulOp>(keyWriter).getKeys();
+    ElementCode c = cacheCode(cache);
+    CacheLayout layout(cache);
+    int64_t width = dim(cache, 1), heads = getKvCacheLayout(cache.getType()).getHeads();
+    int64_t hd = width / heads;
+    // The rerope kernel's name after the prefix: the cache and its rope.
+    std::string tag = rerope->name.substr(prefix.size() + strlen("_kv_rerope_"));
+    KernelCall copy, shift;
+    copy.name = formatv("{0}_kv_copy_page_{1}_pg{2}", prefix, tag, page);
+    copy.params = "uint8_t *k, uint8_t *v, int32_t from, int32_t to";
+    for (const char *part : {"k", "v"})
+      copy.body += call("kv_copy_page",
+                        {layout.layout, part, "from", "to", str(page), str(heads),
+                         str(layout.rows), formatv("{0}u", kiln_uk_kv_head_bytes(c.family, hd))});
+    shift.name = formatv("{0}_kv_shift_paged_{1}_pg{2}", prefix, tag, page);
+    shift.params = "uint8_t *k, uint8_t *v, const int32_t *table, int32_t pos, int32_t keep, "
+                   "int32_t drop";
+    for (const char *part : {"k", "v"})
+      shift.body += call("kv_move_paged",
+                         {family(c.family), layout.layout, part, "table", str(page), "keep",
+                          "keep + drop", "pos - keep - drop", str(hd), str(heads),
+                          str(layout.rows)});
+    shift.body += formatv("  for (int32_t t = keep; t < pos - drop; ++t) {{\n"
+                          "    const int32_t row = kiln_uk_kv_slot(t, {0}, table, {1});\n"
+                          "    {2}(k, row, row + 1, -drop);\n  }\n",
+                          layout.rows, page, rerope->name)
+                      .str();
+    shift.helpers.push_back(*rerope);
+    return std::make_pair(copy, shift);
   }
 
 private:
@@ -576,13 +634,14 @@ private:
       return m.emitOpError("expects one cache scale per head (group ") << hd << ")";
     KernelCall rope = ropeKernel(ropeOf(m), prefix);
     CacheLayout layout(m.getKeys());
-    k.name = formatv("{0}_qkv_matmul_{1}_q{2}_kv{3}_k{4}{5}_{6}_c{7}_r{8}{9}", prefix,
+    int64_t page = kvPage(m);
+    k.name = formatv("{0}_qkv_matmul_{1}_q{2}_kv{3}_k{4}{5}_{6}_c{7}_r{8}{9}{10}", prefix,
                      weightName(*w), nq, nkv, w->k, tileName(*w), ropeOf(m).tag(), cache.name,
-                     layout.rows, layout.tag);
+                     layout.rows, layout.tag, pagedTag(page));
     matmulSignature(k, *w, names, m, prefix, ValueRange{m.getWq(), m.getWk(), m.getWv()},
                     ", void *keys, void *values",
                     {names.operand(m.getKeys()), names.operand(m.getValues())}, true);
-    k.params += ", int32_t pos";
+    k.params += ", " + positionsParam(page);
     k.args.push_back("rows");
     k.args.push_back("pos");
     // Columns lo..hi-1 of the projection at `start` that fall in the range.
@@ -592,15 +651,24 @@ private:
           .str();
     };
     auto roped = [&](llvm::StringRef t, int64_t width) {
-      return statement(rope.name, {t.str(), t.str(), str(width), "rows", "pos",
-                              formatv("lo / {0}", hd).str(), formatv("hi / {0}", hd).str()});
+      std::string lo = formatv("lo / {0}", hd).str(), hi = formatv("hi / {0}", hd).str();
+      if (!page)
+        return statement(rope.name, {t.str(), t.str(), str(width), "rows", "pos", lo, hi});
+      // Rows of a batch are at their own sessions' positions.
+      std::string row = formatv("{0} + (size_t)r * {1}", t, width).str();
+      return "  for (int32_t r = 0; r < rows; ++r)\n  " +
+             statement(rope.name, {row, row, str(width), "1", "pos->at[r]", lo, hi});
     };
     auto store = [&](llvm::StringRef cacheName, llvm::StringRef t) {
-      return call("kv_store_rows",
-                  {family(cache.family), layout.layout, t.str(), str(nkv),
-                   formatv("(uint8_t *){0}", cacheName).str(), "0", "rows",
-                   formatv("lo / {0}", hd).str(), formatv("hi / {0}", hd).str(), "pos", str(hd),
-                   str(nkv / hd), str(layout.rows), "1"});
+      std::string cachePtr = formatv("(uint8_t *){0}", cacheName).str();
+      std::string lo = formatv("lo / {0}", hd).str(), hi = formatv("hi / {0}", hd).str();
+      if (page)
+        return call("kv_store_paged", {family(cache.family), layout.layout, t.str(), str(nkv),
+                                       cachePtr, "0", "rows", lo, hi, "pos->at", "pos->table",
+                                       str(page), str(hd), str(nkv / hd), str(layout.rows)});
+      return call("kv_store_rows", {family(cache.family), layout.layout, t.str(), str(nkv),
+                                    cachePtr, "0", "rows", lo, hi, "pos", str(hd), str(nkv / hd),
+                                    str(layout.rows), "1"});
     };
     k.body = shareRange(getSplitAttr(m), nq + 2 * nkv, "n0", "n1") + unusedInput(*w) +
              "  float *kt = " + floatsAt(*w) +
@@ -636,12 +704,19 @@ private:
                      KernelCall &k) const {
     int64_t width = dim(r.getInput(), 1), hd = r.getHeadDim();
     KernelCall rows = ropeKernel(ropeOf(r), prefix);
-    k.name = formatv("{0}_rope_w{1}_{2}", prefix, width, ropeOf(r).tag());
-    k.params = "const float *x, float *y, int32_t rows, int32_t pos";
-    k.body = rowRange(getSplitAttr(r)) +
-             statement(rows.name, {formatv("x + (size_t)r0 * {0}", width).str(),
-                              formatv("y + (size_t)r0 * {0}", width).str(), str(width), "r1 - r0",
-                              "pos + r0", "0", str(width / hd)});
+    int64_t page = kvPage(r);
+    k.name = formatv("{0}_rope_w{1}_{2}{3}", prefix, width, ropeOf(r).tag(), pagedTag(page));
+    k.params = "const float *x, float *y, int32_t rows, " + positionsParam(page);
+    k.body = rowRange(getSplitAttr(r));
+    if (page) // rows of a batch are at their own sessions' positions
+      k.body += "  for (int32_t r = r0; r < r1; ++r)\n  " +
+                statement(rows.name, {formatv("x + (size_t)r * {0}", width).str(),
+                                      formatv("y + (size_t)r * {0}", width).str(), str(width),
+                                      "1", "pos->at[r]", "0", str(width / hd)});
+    else
+      k.body += statement(rows.name, {formatv("x + (size_t)r0 * {0}", width).str(),
+                                      formatv("y + (size_t)r0 * {0}", width).str(), str(width),
+                                      "r1 - r0", "pos + r0", "0", str(width / hd)});
     k.helpers.push_back(rows);
     k.args = {names.operand(r.getInput()), names.result(r), "rows", "pos"};
     return success();
@@ -655,8 +730,11 @@ private:
       return a.emitOpError("expects one cache scale per head (group ") << hd << ")";
     int64_t window = a.getWindow() ? *a.getWindow() : 0;
     CacheLayout layout(a.getKeys());
-    k.name = formatv("{0}_attention_{1}_h{2}_kv{3}_d{4}_win{5}_r{6}{7}", prefix, c.name, nh, nkv,
-                     hd, window, layout.rows, layout.tag);
+    int64_t page = kvPage(a);
+    if (page && window)
+      return a.emitOpError("has a window, which a pool of pages does not keep");
+    k.name = formatv("{0}_attention_{1}_h{2}_kv{3}_d{4}_win{5}_r{6}{7}{8}", prefix, c.name, nh,
+                     nkv, hd, window, layout.rows, layout.tag, pagedTag(page));
     double scale = 1.0 / std::sqrt(double(hd));
     if (a.getScale()) {
       scale = a.getScale()->convertToFloat();
@@ -665,8 +743,8 @@ private:
     if (hd > KILN_UK_MAX_HEAD_DIM)
       return a.emitOpError() << "head dimension " << hd << " exceeds the attention kernels' "
                              << KILN_UK_MAX_HEAD_DIM;
-    k.params = "const float *q, const void *keys, const void *values, float *y, int32_t rows, "
-               "int32_t pos";
+    k.params = "const float *q, const void *keys, const void *values, float *y, int32_t rows, " +
+               positionsParam(page);
     // The work is (KV head, row) pairs u0..u1-1, head-major, all of them
     // unless split: a share holds whole KV heads where it can, so shares get
     // equal work however long each row's causal context is, and one KV head's
@@ -678,11 +756,16 @@ private:
                         nkv, split.getShares())
                     .str()
               : formatv("  const int32_t u0 = 0, u1 = rows * {0};\n", nkv).str();
-    k.body = units + call("attention_rows",
-                          {family(c.family), layout.layout, "q", "(const uint8_t *)keys",
-                           "(const uint8_t *)values", "y", "u0", "u1", "rows", "pos", str(nh),
-                           str(nkv), str(hd), str(window), str(layout.rows),
-                           floatLiteral(scale)});
+    k.body = units + (page ? call("attention_paged",
+                                  {family(c.family), layout.layout, "q", "(const uint8_t *)keys",
+                                   "(const uint8_t *)values", "y", "u0", "u1", "rows", "pos->at",
+                                   "pos->table", str(page), str(nh), str(nkv), str(hd),
+                                   str(layout.rows), floatLiteral(scale)})
+                           : call("attention_rows",
+                                  {family(c.family), layout.layout, "q", "(const uint8_t *)keys",
+                                   "(const uint8_t *)values", "y", "u0", "u1", "rows", "pos",
+                                   str(nh), str(nkv), str(hd), str(window), str(layout.rows),
+                                   floatLiteral(scale)}));
     k.args = {names.operand(a.getQuery()), names.operand(a.getKeys()),
               names.operand(a.getValues()), names.result(a), "rows", "pos"};
     return success();

@@ -100,6 +100,17 @@ public:
   /// context shift. Failure with a diagnostic when its keys are not roped.
   virtual mlir::FailureOr<KernelCall> reropeKernelFor(mlir::Operation *keyWriter,
                                                       llvm::StringRef prefix) const = 0;
+  /// For sessions over a pool of KV pages of `page` positions, the kernels of
+  /// the caches `keyWriter` fills and the value cache beside it:
+  /// `<prefix>_kv_copy_page_...(uint8_t *k, uint8_t *v, int32_t from, int32_t to)`
+  /// copies page `from` of both to page `to`, and
+  /// `<prefix>_kv_shift_paged_...(uint8_t *k, uint8_t *v, const int32_t *table,
+  /// int32_t pos, int32_t keep, int32_t drop)` moves a session's positions
+  /// keep + drop..pos-1 down by drop and turns the moved keys back (it calls
+  /// the rerope kernel, added to `helpers`).
+  virtual mlir::FailureOr<std::pair<KernelCall, KernelCall>>
+  pagedCacheKernelsFor(mlir::Operation *keyWriter, llvm::StringRef prefix,
+                       int64_t page) const = 0;
 };
 
 /// The target named `name`, or null when there is none. "host" is the best

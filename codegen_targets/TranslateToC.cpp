@@ -69,6 +69,15 @@ struct ModelInfo {
   int64_t threads = 1; // shares of every split kernel
 };
 
+/// Whether the model's sessions share a pool of KV pages: its schedule then
+/// hands the kernels the rows' positions and page tables (kiln_uk_positions).
+bool paged(const ModelInfo &info) { return info.config && info.config.getKvPage() > 0; }
+
+/// The C type of the schedule's `pos`, with the space before the name.
+std::string positionsType(const ModelInfo &info) {
+  return paged(info) ? "const kiln_uk_positions *" : "int32_t ";
+}
+
 ModelInfo moduleNames(ModuleOp module) {
   ModelInfo info;
   info.name = module.getSymName() ? module.getSymName()->str() : "model";
@@ -78,12 +87,13 @@ ModelInfo moduleNames(ModuleOp module) {
 
 /// The run-time work of a split op's kernel, as partition-work measures it, as
 /// a C expression of the schedule's `rows` (or `head_rows`) and `pos`.
-std::string workExpression(Operation *op, StringRef rows) {
+std::string workExpression(Operation *op, StringRef rows, bool paged) {
   KernelWork work = *cast<KernelOpInterface>(op).getKernelWork();
   std::string expr = formatv("(int64_t){0} * {1}", rows, work.perRow);
   if (!work.overContext)
     return expr;
-  std::string context = formatv("(pos + {0})", rows);
+  // Over a pool of pages, the furthest row's context (kiln_uk_positions).
+  std::string context = paged ? "pos->span" : formatv("(pos + {0})", rows).str();
   if (work.window)
     context = formatv("({0} < {1} ? {0} : {1})", context, work.window);
   return expr + " * " + context;
@@ -118,9 +128,9 @@ public:
     } else {
       head = outputHead(fn);
       out << formatv("static void run_{0}({1}_model *m, const int32_t *tokens, int32_t rows,\n"
-                     "    int32_t pos, int32_t head_rows) {{\n"
+                     "    {2}pos, int32_t head_rows) {{\n"
                      "  const uint8_t *w = m->weights;\n  uint8_t *a = m->arena;\n",
-                     fn.getSymName(), info.name);
+                     fn.getSymName(), info.name, positionsType(info));
     }
     // The calls, then (when some kernel is split) what the shares read first.
     std::string calls;
@@ -187,7 +197,7 @@ public:
                                  site, invoke.substr(0, invoke.size() - 1) + ", s0, s1)");
         anySplit = true;
         invoke = formatv("run_shares(m, {0}, &ctx, {1} >= {2})", site,
-                         workExpression(&op, inHead ? "head_rows" : "rows"),
+                         workExpression(&op, inHead ? "head_rows" : "rows", paged(info)),
                          split.getThreshold());
       }
       statement += invoke;
@@ -331,6 +341,78 @@ LogicalResult shiftValues(func::FuncOp decode, const TargetDescription &target,
   return success();
 }
 
+/// The bodies of `copy_page(ctx, from, to)` and `shift_pages(m, table, pos,
+/// keep, drop)` of a model whose sessions share a pool of KV pages: each
+/// layer's key and value caches by the target's paged cache kernels.
+LogicalResult sessionValues(func::FuncOp decode, const TargetDescription &target,
+                            const ModelInfo &info, std::map<std::string, KernelCall> &kernels,
+                            TemplateValues &values) {
+  std::string copies, moves;
+  for (auto cache : decode.getBody().front().getOps<KvCacheOp>()) {
+    if (cache.getKind() != CacheKind::key)
+      continue;
+    KvCacheOp valueCache;
+    for (auto v : decode.getBody().front().getOps<KvCacheOp>())
+      if (v.getKind() == CacheKind::value && v.getLayer() == cache.getLayer())
+        valueCache = v;
+    if (!valueCache)
+      return cache.emitOpError("has no value cache");
+    auto paged = target.pagedCacheKernelsFor(*cache->getUsers().begin(), info.name,
+                                             info.config.getKvPage());
+    if (failed(paged))
+      return failure();
+    auto &[copy, shift] = *paged;
+    kernels.try_emplace(copy.name, copy);
+    kernels.try_emplace(shift.name, shift);
+    for (const KernelCall &helper : shift.helpers)
+      kernels.try_emplace(helper.name, helper);
+    std::string caches = formatv("m->arena + {0}u, m->arena + {1}u", slotOffset(cache),
+                                 slotOffset(valueCache));
+    copies += formatv("  {0}({1}, from, to); /* layer {2} */\n", copy.name, caches,
+                      cache.getLayer());
+    moves += formatv("  {0}({1}, table, pos, keep, drop); /* layer {2} */\n", shift.name, caches,
+                     cache.getLayer());
+  }
+  values["COPY_PAGES"] = copies;
+  values["SHIFT_MOVES"] = moves;
+  return success();
+}
+
+/// The header's sizes of the sessions' pool of KV pages.
+std::string sessionMacros(const ModelInfo &info) {
+  if (!paged(info))
+    return "";
+  ModelAttr c = info.config;
+  int64_t page = c.getKvPage(), span = (c.getMaxContext() + page - 1) / page;
+  return formatv("#define {0}_SESSIONS {1}\n"
+                 "#define {0}_KV_PAGE {2}      /* positions a page */\n"
+                 "#define {0}_KV_PAGES {3}     /* pages in the pool: {0}_KV_BYTES */\n"
+                 "#define {0}_SESSION_PAGES {4} /* the most pages one session maps */\n"
+                 "#define {0}_SESSION_TOKENS {5} /* the most tokens one session holds */\n",
+                 info.upper, c.getSessions(), page, c.getKvPages(), span,
+                 std::min(c.getMaxContext(), c.getKvPages() * page))
+      .str();
+}
+
+/// The model struct's record of what its KV cache holds.
+std::string cacheFields(const ModelInfo &info) {
+  if (!paged(info))
+    return "  int32_t pos;                      /* tokens in the KV cache */\n";
+  return formatv(
+             "  kiln_kv_pages pages;              /* the sessions' page tables over the pool */\n"
+             "  int32_t page_refs[{0}_KV_PAGES];\n"
+             "  int32_t page_parent[{0}_KV_PAGES];\n"
+             "  uint32_t page_hash[{0}_KV_PAGES];\n"
+             "  uint8_t page_registered[{0}_KV_PAGES];\n"
+             "  int32_t page_tokens[{0}_KV_PAGES * {0}_KV_PAGE];\n"
+             "  int32_t page_table[{0}_SESSIONS * {0}_SESSION_PAGES];\n"
+             "  int32_t session_pos[{0}_SESSIONS];\n"
+             "  int32_t row_at[{0}_PREFILL_CHUNK];  /* a step's rows: positions and page tables */\n"
+             "  const int32_t *row_table[{0}_PREFILL_CHUNK];\n",
+             info.upper)
+      .str();
+}
+
 /// File offset and size of every decoder layer's weights, as C initializers.
 std::string layerRanges(ModuleOp module, const ModelInfo &m) {
   std::string rows;
@@ -472,14 +554,13 @@ kiln::translateToC(ModuleOp module, const TargetDescription &target, bool embedW
       {"SITE_BYTES", siteBytes},
       {"SHARES", workers ? fillTemplate("shares.c.in", {{"name", info.name},
                                                         {"NAME", info.upper},
+                                                        {"POS_TYPE", positionsType(info)},
                                                         {"SITE_FUNCTIONS", emitter.sitesText()}})
                          : ""},
       {"LAYER_RANGES", layerRanges(module, info)},
       {"SCHEDULE", schedule},
       {"DATA_OFFSET", std::to_string(info.dataOffset)},
       {"DATA_BYTES", std::to_string(info.dataBytes)},
-      {"PREFILL_LOGITS", std::to_string(logits[0])},
-      {"DECODE_LOGITS", std::to_string(logits[1])},
       {"CPU_CHECK", cpuCheckText(target.isaVariant())},
       {"WORKERS_RESET", workers ? "  m->workers.parallel_for = NULL;\n  m->workers.pool = NULL;\n" : ""},
       {"SET_WORKERS",
@@ -487,10 +568,19 @@ kiln::translateToC(ModuleOp module, const TargetDescription &target, bool embedW
                  "    m->workers.pool = workers ? workers->pool : NULL;\n  }\n"
                : "  (void)m;\n  (void)workers; /* compiled for one thread */\n"},
   };
-  if (failed(shiftValues(module.lookupSymbol<func::FuncOp>("decode"), target, info, kernels,
-                         values)))
+  // How steps reach the KV cache: one cache, or the sessions' pool of pages.
+  TemplateValues steps = {{"name", info.name},
+                          {"NAME", info.upper},
+                          {"PREFILL_LOGITS", std::to_string(logits[0])},
+                          {"DECODE_LOGITS", std::to_string(logits[1])}};
+  auto decode = module.lookupSymbol<func::FuncOp>("decode");
+  if (failed(paged(info) ? sessionValues(decode, target, info, kernels, steps)
+                         : shiftValues(decode, target, info, kernels, steps)))
     return failure();
   checksumValues(module, checksums, values);
+  steps["CHECK_FIRST_USE"] = values["CHECK_FIRST_USE"];
+  values.erase("CHECK_FIRST_USE");
+  values["STEPS"] = fillTemplate(paged(info) ? "sessions.c.in" : "steps.c.in", steps);
 
   std::vector<GeneratedFile> files;
   ModelAttr c = info.config;
@@ -515,7 +605,16 @@ kiln::translateToC(ModuleOp module, const TargetDescription &target, bool embedW
                      {"THREADS", std::to_string(info.threads)},
                      {"WORKERS_FIELD",
                       workers ? "  kiln_workers workers;             /* see set_workers */\n"
-                              : ""}})});
+                              : ""},
+                     {"SESSION_INCLUDE", paged(info) ? "#include \"kiln/kiln_kv_pages.h\"\n" : ""},
+                     {"SESSION_MACROS", sessionMacros(info)},
+                     {"CACHE_FIELDS", cacheFields(info)},
+                     {"SESSION_API",
+                      paged(info) ? fillTemplate("sessions.h.in", {{"name", info.name},
+                                                                   {"NAME", info.upper},
+                                                                   {"SESSIONS", std::to_string(
+                                                                        c.getSessions())}})
+                                  : ""}})});
   files.push_back({info.name + ".c", fillTemplate("model.c.in", values)});
   addKernelFiles(info, target, kernels, files);
 

@@ -133,6 +133,22 @@ static cl::opt<std::string> kvLayout(
              "contiguous, the default: measured faster at long contexts) or pos-major "
              "([position][head][dim])"),
     cl::init("head-major"), cl::cat(category));
+static cl::opt<int64_t> sessions(
+    "sessions",
+    cl::desc("Compile S sessions into one arena: the KV cache becomes a pool of pages that "
+             "each session maps through its page table, full pages whose token prefixes are "
+             "equal are shared (prefix cache), and one call decodes a token of several "
+             "sessions at once (<name>_session_*, <name>_decode_batch)"),
+    cl::init(0), cl::cat(category));
+static cl::opt<int64_t> kvPage("kv-page",
+                               cl::desc("With --sessions: positions per KV page, a multiple of "
+                                        "16 (default 16)"),
+                               cl::init(0), cl::cat(category));
+static cl::opt<int64_t> kvPages(
+    "kv-pages",
+    cl::desc("With --sessions: pages in the pool (default: every session's whole context; "
+             "fewer bound the arena and rely on shared prefixes and short sessions)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<std::string> name("name",
                                  cl::desc("C identifier of the model (default: from "
                                           "general.name)"),
@@ -202,5 +218,8 @@ int main(int argc, char **argv) {
   options.import.kvWindow = kvWindow;
   options.import.kvLayout = kvLayout;
   options.import.name = name;
+  options.import.sessions = sessions;
+  options.import.kvPage = kvPage;
+  options.import.kvPages = kvPages;
   return failed(kiln::compile(options, outs(), errs())) ? 1 : 0;
 }

@@ -243,6 +243,17 @@ static inline size_t kiln_uk_kv_head_bytes(int family, int32_t hd) {
 /* Positions of one head a tile of the tiled int4 cache holds. */
 #define KILN_UK_KV_TILE 16
 
+/* Where the rows of a step sit when sessions share a pool of KV pages: row r
+ * at position at[r] of the session whose page table is table[r] (a batch's
+ * rows belong to different sessions); span is the largest at[r] + 1, how far
+ * back attention reads. A schedule over such a pool hands its kernels this in
+ * place of the first row's position. */
+typedef struct kiln_uk_positions {
+  const int32_t *at;
+  const int32_t *const *table;
+  int32_t span;
+} kiln_uk_positions;
+
 /* --- limits the compiler checks ------------------------------------------- */
 
 /* The largest register tile of activation rows the panel kernels are

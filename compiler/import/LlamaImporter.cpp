@@ -492,8 +492,10 @@ namespace {
 class DecoderBuilder {
 public:
   DecoderBuilder(OpBuilder &b, const gguf::File &file, const LlamaConfig &c,
-                 int64_t capacity, int64_t chunk, std::vector<int64_t> windows, KvOrder order)
-      : b(b), file(file), c(c), capacity(capacity), chunk(chunk), windows(std::move(windows)),
+                 int64_t capacity, int64_t chunk, std::vector<int64_t> windows, KvOrder order,
+                 int64_t poolRows)
+      : b(b), file(file), c(c), capacity(capacity), chunk(chunk), poolRows(poolRows),
+        windows(std::move(windows)),
         order(order),
         loc(b.getUnknownLoc()),
         ropeFactors(!c.ropeFreqFactorsLong.empty() && capacity > c.ropeOriginalContext
@@ -559,6 +561,7 @@ private:
   const gguf::File &file;
   const LlamaConfig &c;
   int64_t capacity, chunk;
+  int64_t poolRows; // the rows of every cache when sessions share a pool of pages; 0: none
   /// Each layer's attention window, 0 for none.
   std::vector<int64_t> windows;
   KvOrder order;
@@ -588,7 +591,8 @@ void DecoderBuilder::build(StringRef name, int64_t rows) {
     // read: its window plus the chunk's other rows (written before attention).
     int64_t window = windows[l];
     auto cacheType = RankedTensorType::get(
-        {window ? std::min(capacity, window + chunk - 1) : capacity, c.kvWidth()},
+        {poolRows ? poolRows : window ? std::min(capacity, window + chunk - 1) : capacity,
+         c.kvWidth()},
         b.getF32Type(), KvCacheLayoutAttr::get(b.getContext(), order, c.nKvHead, 0));
     Value a = rmsNorm(x, p + "attn_norm.weight");
     // Queries and keys: projected, normalized per head (qwen3, gemma3), roped.
@@ -670,6 +674,27 @@ Expected<OwningOpRef<ModuleOp>> kiln::importLlama(MLIRContext &context,
     return fail(llvm::formatv("prefill chunk {0} must be in [1, max context {1}]", chunk,
                               capacity));
 
+  // Sessions: every cache is one pool of pages the sessions' page tables map.
+  int64_t page = 0, pages = 0;
+  if (options.sessions < 0 || options.sessions > 4096)
+    return fail(llvm::formatv("--sessions={0} must be in [1, 4096]", options.sessions));
+  if (options.sessions) {
+    page = options.kvPage ? options.kvPage : 16;
+    // Whole int4 tiles of 16 positions a page (kv_copy_page).
+    if (page <= 0 || page % 16 != 0 || page > capacity)
+      return fail(llvm::formatv("--kv-page={0} must be a multiple of 16 in [16, max context {1}]",
+                                page, capacity));
+    int64_t span = (capacity + page - 1) / page;
+    pages = options.kvPages ? options.kvPages : options.sessions * span;
+    if (pages <= 0 || pages * page > INT32_MAX)
+      return fail(llvm::formatv("--kv-pages={0} must be in [1, {1}]", pages, INT32_MAX / page));
+    if (options.kvWindow || llvm::any_of(c.localLayers, [](bool l) { return l; }))
+      return fail("--sessions keeps every position of a session in its pages: it does not take "
+                  "sliding windows (--kv-window, or a model with local layers)");
+  } else if (options.kvPage || options.kvPages) {
+    return fail("--kv-page and --kv-pages size the page pool of --sessions");
+  }
+
   context.loadDialect<KilnDialect, func::FuncDialect>();
   OpBuilder b(&context);
   OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
@@ -697,7 +722,7 @@ Expected<OwningOpRef<ModuleOp>> kiln::importLlama(MLIRContext &context,
                                        c.nHead, c.nKvHead, c.headDim, c.nVocab, capacity, chunk,
                                        options.kvWindow, *order, c.tiedOutput, vocab->model,
                                        vocab->bos, vocab->eos, vocab->addBos,
-                                       vocab->addSpacePrefix));
+                                       vocab->addSpacePrefix, options.sessions, page, pages));
   b.setInsertionPointToEnd(module->getBody());
   // The model's windows, narrowed (or set, on the layers without one) by
   // --kv-window.
@@ -711,7 +736,7 @@ Expected<OwningOpRef<ModuleOp>> kiln::importLlama(MLIRContext &context,
     if (options.kvWindow)
       windows[l] = windows[l] ? std::min(windows[l], options.kvWindow) : options.kvWindow;
   }
-  DecoderBuilder builder(b, file, c, capacity, chunk, windows, *order);
+  DecoderBuilder builder(b, file, c, capacity, chunk, windows, *order, pages * page);
   builder.build("prefill", chunk);
   builder.build("decode", 1);
   if (failed(verify(*module)))

@@ -67,6 +67,9 @@ struct ImportOptions {
   std::string kvLayout = "head-major"; // KV cache order: head-major or pos-major
   std::string name;         // C identifier of the model; empty: from general.name
   int64_t layers = 0;       // only the first `layers` decoder layers (a self-speculative draft); 0: all
+  int64_t sessions = 0;     // sessions sharing a pool of KV pages; 0: one cache, no pages
+  int64_t kvPage = 0;       // positions per page (0: 16)
+  int64_t kvPages = 0;      // pages in the pool (0: every session's whole context)
 };
 
 /// Renames fused tensors to the separate ones the importer reads, as views of

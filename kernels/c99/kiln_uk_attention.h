@@ -510,6 +510,31 @@ KILN_UK_INLINE void kiln_uk_attention_paged(int family, int layout, const float 
                   nkv, hd, 0, cap, scale);
 }
 
+/* A context shift in a pool of pages: positions from..from+n-1 of the
+ * session whose page table is `pages` moved to to.. (to < from, in order),
+ * every head, byte for byte (a tiled int4 head position by position). */
+static inline void kiln_uk_kv_move_paged(int family, int layout, uint8_t *cache,
+                                 const int32_t *pages, int32_t page, int32_t to, int32_t from,
+                                 int32_t n, int32_t hd, int32_t heads, int32_t cap) {
+  const size_t hb = kiln_uk_kv_head_bytes(family, hd);
+  uint8_t row[KILN_UK_MAX_HEAD_DIM * 4];
+  int32_t i, h;
+  for (i = 0; i < n; ++i) {
+    const int32_t src = kiln_uk_kv_slot(from + i, cap, pages, page);
+    const int32_t dst = kiln_uk_kv_slot(to + i, cap, pages, page);
+    for (h = 0; h < heads; ++h) {
+      const uint8_t *a = cache + kiln_uk_kv_at(layout, src, h, cap, heads, hb);
+      uint8_t *b = cache + kiln_uk_kv_at(layout, dst, h, cap, heads, hb);
+      if (layout == KILN_UK_KV_TILED) {
+        kiln_uk_kv_tile_get_q4(a, src % 16, row, hd);
+        kiln_uk_kv_tile_put_q4(row, b, dst % 16, hd);
+      } else {
+        memmove(b, a, hb);
+      }
+    }
+  }
+}
+
 /* Page `from` of a pool of pages (`page` positions each; a cache of `cap`
  * rows, `heads` heads of hb bytes a position) copied to page `to`: a shared
  * page a session is about to write. A page is a run of whole rows of each

@@ -9,7 +9,15 @@
  *    lives as long as its children, and a parent id always names the page
  *    the child was registered after. A session's position lies past its
  *    registered pages, except one cut into by truncate, which stays intact
- *    until reserve copies or unregisters it. */
+ *    until reserve copies or unregisters it.
+ *  - A registered page's values are the ones its tokens give computed from
+ *    the start, so its parent is registered too. A shift breaks this: the
+ *    values it moves, and all the session computes after them, were
+ *    computed with the dropped positions in context. It marks the first
+ *    page it writes MOVED_VALUES, and commit registers no marked page and
+ *    none after an unregistered one. (Between a shift and its truncate, a
+ *    page past the moved range may still be registered under a page the
+ *    shift wrote; the truncate releases it.) */
 #include "kiln/kiln_kv_pages.h"
 
 #include <stddef.h>
@@ -26,6 +34,10 @@ static int pool_valid(const kiln_kv_pages *p) {
   return p->refs != NULL && p->parent != NULL && p->hash != NULL && p->registered != NULL &&
          p->tokens != NULL && p->table != NULL && p->pos != NULL;
 }
+
+/* parent[] of a mapped, unregistered page holding values a shift moved:
+ * never registered again. Cleared when the page is freed. */
+#define MOVED_VALUES (-2)
 
 static int session_valid(const kiln_kv_pages *p, int32_t id) {
   return id >= 0 && id < p->sessions && p->pos[id] >= 0;
@@ -183,23 +195,13 @@ int32_t kiln_kv_pages_adopt(kiln_kv_pages *p, int32_t id, const int32_t *tokens,
   return done;
 }
 
-kiln_status kiln_kv_pages_reserve(kiln_kv_pages *p, int32_t id, int32_t n, kiln_kv_copy_fn copy,
-                                  void *ctx) {
-  int32_t *t;
-  int32_t pos, first, last, lp, q, need = 0, free_pages = 0, next = 0;
-
-  if (!pool_valid(p) || n < 0 || copy == NULL)
-    return KILN_ERR_ARGUMENT;
-  if (!session_valid(p, id))
-    return KILN_ERR_SESSION;
-  pos = p->pos[id];
-  if ((int64_t)pos + n > (int64_t)p->span * p->page)
-    return KILN_ERR_CONTEXT_FULL;
-  if (n == 0)
-    return KILN_OK;
-  t = table_of(p, id);
-  first = pos / p->page;
-  last = (pos + n - 1) / p->page;
+/* Logical pages first..last of the session mapped by it alone and
+ * unregistered: a free page for an unmapped one, a copy for a shared one.
+ * KILN_ERR_POOL_FULL, with nothing changed, when too few pages are free. */
+static kiln_status own_pages(kiln_kv_pages *p, int32_t id, int32_t first, int32_t last,
+                             kiln_kv_copy_fn copy, void *ctx) {
+  int32_t *t = table_of(p, id);
+  int32_t lp, q, need = 0, free_pages = 0, next = 0;
 
   /* Count first so that a full pool changes nothing. */
   for (lp = first; lp <= last; lp++)
@@ -234,6 +236,49 @@ kiln_status kiln_kv_pages_reserve(kiln_kv_pages *p, int32_t id, int32_t n, kiln_
   return KILN_OK;
 }
 
+kiln_status kiln_kv_pages_reserve(kiln_kv_pages *p, int32_t id, int32_t n, kiln_kv_copy_fn copy,
+                                  void *ctx) {
+  int32_t pos;
+
+  if (!pool_valid(p) || n < 0 || copy == NULL)
+    return KILN_ERR_ARGUMENT;
+  if (!session_valid(p, id))
+    return KILN_ERR_SESSION;
+  pos = p->pos[id];
+  if ((int64_t)pos + n > (int64_t)p->span * p->page)
+    return KILN_ERR_CONTEXT_FULL;
+  if (n == 0)
+    return KILN_OK;
+  return own_pages(p, id, pos / p->page, (pos + n - 1) / p->page, copy, ctx);
+}
+
+kiln_status kiln_kv_pages_shift(kiln_kv_pages *p, int32_t id, int32_t keep, int32_t drop,
+                                kiln_kv_copy_fn copy, void *ctx) {
+  const int32_t *t;
+  int32_t pos, i;
+  kiln_status s;
+
+  if (!pool_valid(p) || copy == NULL)
+    return KILN_ERR_ARGUMENT;
+  if (!session_valid(p, id))
+    return KILN_ERR_SESSION;
+  pos = p->pos[id];
+  if (keep < 0 || drop < 0 || drop > pos - keep)
+    return KILN_ERR_ARGUMENT;
+  if (drop == 0 || keep == pos - drop)
+    return KILN_OK; /* nothing moves: truncate alone drops the tail */
+  s = own_pages(p, id, keep / p->page, (pos - drop - 1) / p->page, copy, ctx);
+  if (s != KILN_OK)
+    return s;
+  t = table_of(p, id);
+  p->parent[t[keep / p->page]] = MOVED_VALUES; /* own_pages left it unregistered */
+  for (i = keep; i < pos - drop; i++) {
+    tokens_of(p, t[i / p->page])[i % p->page] =
+        tokens_of(p, t[(i + drop) / p->page])[(i + drop) % p->page];
+  }
+  return KILN_OK;
+}
+
 kiln_status kiln_kv_pages_commit(kiln_kv_pages *p, int32_t id, const int32_t *tokens, int32_t n) {
   int32_t *t;
   int32_t pos, first, last, lp, i;
@@ -263,6 +308,9 @@ kiln_status kiln_kv_pages_commit(kiln_kv_pages *p, int32_t id, const int32_t *to
   for (lp = first; lp <= last && (lp + 1) * p->page <= pos + n; lp++) {
     int32_t q = t[lp], parent = lp > 0 ? t[lp - 1] : -1;
 
+    /* Values a shift moved, or computed after them: their tokens do not give them. */
+    if (p->parent[q] == MOVED_VALUES || (parent >= 0 && !p->registered[parent]))
+      break;
     p->parent[q] = parent;
     p->hash[q] = page_hash(parent, tokens_of(p, q), p->page);
     p->registered[q] = 1;

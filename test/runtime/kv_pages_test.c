@@ -3,10 +3,13 @@
  *
  * The test plays the model: it keeps its own record of the tokens each
  * session was fed, stands in for keys and values with one number per slot
- * that depends on the token there and on every token before it (as real
- * keys and values do), and after each step checks the pool against that
- * record: every position of every session must read the number its own
- * history gives, whichever page it reaches it through. */
+ * made from the token there and the value before it (as real keys and
+ * values depend, through attention, on those before them), and after each
+ * step checks the pool against that record: every position of every
+ * session must read the number its own steps left there, whichever page it
+ * reaches it through, and every registered page the number its tokens give
+ * when computed from the start. A context shift moves values without
+ * recomputing them, so after one the two differ. */
 #include "kiln/kiln_kv_pages.h"
 
 #include <stdio.h>
@@ -29,9 +32,12 @@ typedef struct fixture {
   uint32_t kv[MAX_PAGES * MAX_PAGE]; /* the stand-in keys and values */
   /* The test's own record: length -1 for a closed session. */
   int32_t history[MAX_SESSIONS][MAX_POSITIONS];
+  uint32_t value[MAX_SESSIONS][MAX_POSITIONS]; /* what each position must hold */
   int32_t length[MAX_SESSIONS];
   int copies;
   int32_t copy_from, copy_to;
+  int32_t copied[8][2]; /* the first (from, to) pairs since logged was set to 0 */
+  int logged;
 } fixture;
 
 static void fixture_init(fixture *f, int32_t pages, int32_t page, int32_t sessions, int32_t span) {
@@ -55,6 +61,7 @@ static void fixture_init(fixture *f, int32_t pages, int32_t page, int32_t sessio
     f->length[s] = -1;
   f->copies = 0;
   f->copy_from = f->copy_to = -1;
+  f->logged = 0;
 }
 
 static void copy_page(void *ctx, int32_t from, int32_t to) {
@@ -64,15 +71,28 @@ static void copy_page(void *ctx, int32_t from, int32_t to) {
   f->copies++;
   f->copy_from = from;
   f->copy_to = to;
+  if (f->logged < 8) {
+    f->copied[f->logged][0] = from;
+    f->copied[f->logged][1] = to;
+    f->logged++;
+  }
 }
 
-/* The stand-in value at position i: a mix of tokens 0..i. */
+enum { KV_SEED = 0x2545F491 };
+
+/* The stand-in value of token tok after the value `before` (KV_SEED at
+ * position 0). */
+static uint32_t kv_next(uint32_t before, int32_t tok) {
+  return (before ^ (uint32_t)tok) * 0x9E3779B1u + 0x7F4A7C15u;
+}
+
+/* The value at position i when tokens 0..i are computed from the start. */
 static uint32_t kv_value(const int32_t *history, int32_t i) {
-  uint32_t v = 0x2545F491u;
+  uint32_t v = KV_SEED;
   int32_t j;
 
   for (j = 0; j <= i; j++)
-    v = (v ^ (uint32_t)history[j]) * 0x9E3779B1u + 0x7F4A7C15u;
+    v = kv_next(v, history[j]);
   return v;
 }
 
@@ -94,6 +114,13 @@ static void close_session(tally *t, fixture *f, int32_t id) {
   f->length[id] = -1;
 }
 
+/* Records token tok at position at of the session, and the value it gets
+ * when computed after what the session holds below at. */
+static void record(fixture *f, int32_t id, int32_t at, int32_t tok) {
+  f->history[id][at] = tok;
+  f->value[id][at] = kv_next(at > 0 ? f->value[id][at - 1] : KV_SEED, tok);
+}
+
 /* Writes the stand-in values of tokens[0..n) at the session's position
  * through its table, as a model computing them would, and records them. */
 static void compute(fixture *f, int32_t id, const int32_t *tokens, int32_t n) {
@@ -102,10 +129,20 @@ static void compute(fixture *f, int32_t id, const int32_t *tokens, int32_t n) {
   for (i = 0; i < n; i++) {
     int32_t at = f->length[id] + i, q = table_at(f, id, at / f->p.page);
 
-    f->history[id][at] = tokens[i];
+    record(f, id, at, tokens[i]);
     if (q >= 0)
-      f->kv[q * f->p.page + at % f->p.page] = kv_value(f->history[id], at);
+      f->kv[q * f->p.page + at % f->p.page] = f->value[id][at];
   }
+}
+
+/* Records n tokens adopted at the session's position: their pages must hold
+ * what the session would have computed itself. */
+static void record_adopted(fixture *f, int32_t id, const int32_t *tokens, int32_t n) {
+  int32_t i;
+
+  for (i = 0; i < n; i++)
+    record(f, id, f->length[id] + i, tokens[i]);
+  f->length[id] += n;
 }
 
 /* One step: adopt, reserve the rest, compute it, commit. Returns reserve's
@@ -117,8 +154,7 @@ static kiln_status feed(fixture *f, int32_t id, const int32_t *tokens, int32_t n
 
   if (adopted != NULL)
     *adopted = a;
-  memcpy(f->history[id] + f->length[id], tokens, (size_t)a * sizeof tokens[0]);
-  f->length[id] += a;
+  record_adopted(f, id, tokens, a);
   st = kiln_kv_pages_reserve(&f->p, id, n - a, copy_page, f);
   if (st != KILN_OK)
     return st;
@@ -132,6 +168,40 @@ static kiln_status feed(fixture *f, int32_t id, const int32_t *tokens, int32_t n
 static void truncate_session(tally *t, fixture *f, int32_t id, int32_t n) {
   check(t, kiln_kv_pages_truncate(&f->p, id, n) == KILN_OK, "truncate");
   f->length[id] = n;
+}
+
+/* After kiln_kv_pages_shift, before the caller's part: the session's token
+ * records read its history with keep+drop..pos-1 moved down by drop. */
+static int records_shifted(const fixture *f, int32_t id, int32_t keep, int32_t drop) {
+  int32_t i, q;
+
+  for (i = 0; i < f->length[id] - drop; i++) {
+    q = table_at(f, id, i / f->p.page);
+    if (q < 0 ||
+        f->tokens[q * f->p.page + i % f->p.page] != f->history[id][i < keep ? i : i + drop])
+      return 0;
+  }
+  return 1;
+}
+
+/* The caller's part of a context shift after kiln_kv_pages_shift: the keys
+ * and values of keep+drop..pos-1 moved down by drop through the table as
+ * shift left it, then a truncate to pos - drop; the record moves the same
+ * way. 0 when a position is unmapped or truncate fails. */
+static int finish_shift(fixture *f, int32_t id, int32_t keep, int32_t drop) {
+  int32_t len = f->length[id], i;
+
+  for (i = keep; i + drop < len; i++) {
+    int32_t to = table_at(f, id, i / f->p.page), from = table_at(f, id, (i + drop) / f->p.page);
+
+    if (to < 0 || from < 0)
+      return 0;
+    f->kv[to * f->p.page + i % f->p.page] = f->kv[from * f->p.page + (i + drop) % f->p.page];
+    f->history[id][i] = f->history[id][i + drop];
+    f->value[id][i] = f->value[id][i + drop];
+  }
+  f->length[id] = len - drop;
+  return kiln_kv_pages_truncate(&f->p, id, len - drop) == KILN_OK;
 }
 
 /* A registered page may be adopted by any session, so all of its slots must
@@ -196,7 +266,7 @@ static int state_ok(const fixture *f) {
       q = table_at(f, s, i / p->page);
       if (q < 0)
         continue;
-      if (f->kv[q * p->page + i % p->page] != kv_value(f->history[s], i) ||
+      if (f->kv[q * p->page + i % p->page] != f->value[s][i] ||
           f->tokens[q * p->page + i % p->page] != f->history[s][i]) {
         printf("  session %d: position %d reads another prefix's values\n", (int)s, (int)i);
         ok = 0;
@@ -422,8 +492,7 @@ static void test_prompt_and_adopt(tally *t) {
   check(t, kiln_kv_pages_used(&f.p) == 3, "adopting takes no page");
   check(t, kiln_kv_pages_commit(&f.p, b, prompt + 8, 2) == KILN_ERR_ARGUMENT,
         "commit into an unreserved page is refused");
-  memcpy(f.history[b], prompt, 8 * sizeof prompt[0]);
-  f.length[b] = 8;
+  record_adopted(&f, b, prompt, 8);
   check(t,
         kiln_kv_pages_reserve(&f.p, b, 2, copy_page, &f) == KILN_OK &&
             kiln_kv_pages_used(&f.p) == 4 && table_at(&f, b, 2) == 3 && f.copies == 0,
@@ -443,8 +512,7 @@ static void test_prompt_and_adopt(tally *t) {
   c = open_session(t, &f);
   check(t, kiln_kv_pages_adopt(&f.p, c, prompt, 4) == 0, "one page of tokens: nothing adopted");
   check(t, kiln_kv_pages_adopt(&f.p, c, prompt, 5) == 4, "a page and a token: one page adopted");
-  f.length[c] = 4;
-  memcpy(f.history[c], prompt, 4 * sizeof prompt[0]);
+  record_adopted(&f, c, prompt, 4);
   check(t, state_ok(&f), "P[0..8): state");
 }
 
@@ -494,8 +562,7 @@ static void test_partial_matches(tally *t) {
   truncate_session(t, &f, c, 0);
   check(t, kiln_kv_pages_used(&f.p) == n - 2, "truncate releases reserved pages");
   check(t, kiln_kv_pages_adopt(&f.p, c, prompt, 10) == 8, "then P adopts 8");
-  memcpy(f.history[c], prompt, 8 * sizeof prompt[0]);
-  f.length[c] = 8;
+  record_adopted(&f, c, prompt, 8);
   check(t, state_ok(&f), "partial matches: final state");
 }
 
@@ -547,8 +614,7 @@ static void test_copy_on_write(tally *t) {
   c = open_session(t, &f);
   check(t, kiln_kv_pages_adopt(&f.p, c, b_prompt, 10) == 8 && table_at(&f, c, 1) == 3,
         "B's tokens adopt B's page");
-  memcpy(f.history[c], b_prompt, 8 * sizeof b_prompt[0]);
-  f.length[c] = 8;
+  record_adopted(&f, c, b_prompt, 8);
   check(t, state_ok(&f), "copy on write: final state");
 }
 
@@ -691,6 +757,225 @@ static void test_close(tally *t) {
   check(t, state_ok(&f), "close: state");
 }
 
+/* 14 tokens: 3.5 pages of 4, P first. */
+static const int32_t text[14] = {11, 12, 13, 14, 21, 22, 23, 24, 31, 32, 33, 34, 41, 42};
+
+static void test_shift_arguments(tally *t) {
+  fixture f;
+  snapshot before;
+  int32_t a, b, n;
+  kiln_kv_pages bad;
+
+  fixture_init(&f, 8, PAGE, 3, SPAN);
+  a = feed_prompt(t, &f);
+  b = open_session(t, &f);
+  check(t, feed(&f, b, prompt, 10, &n) == KILN_OK && n == 8, "B adopts pages 0 and 1");
+  (void)a;
+  take(&before, &f);
+  check(t,
+        kiln_kv_pages_shift(&f.p, b, -1, 1, copy_page, &f) == KILN_ERR_ARGUMENT &&
+            kiln_kv_pages_shift(&f.p, b, 0, -1, copy_page, &f) == KILN_ERR_ARGUMENT &&
+            kiln_kv_pages_shift(&f.p, b, 4, 7, copy_page, &f) == KILN_ERR_ARGUMENT &&
+            kiln_kv_pages_shift(&f.p, b, 11, 0, copy_page, &f) == KILN_ERR_ARGUMENT &&
+            kiln_kv_pages_shift(&f.p, b, 1, INT32_MAX, copy_page, &f) == KILN_ERR_ARGUMENT &&
+            kiln_kv_pages_shift(&f.p, b, INT32_MAX, INT32_MAX, copy_page, &f) == KILN_ERR_ARGUMENT,
+        "shift: keep or drop below 0, or keep + drop past the position, is refused");
+  bad = f.p;
+  bad.page = 0;
+  check(t,
+        kiln_kv_pages_shift(&f.p, b, 0, 2, NULL, &f) == KILN_ERR_ARGUMENT &&
+            kiln_kv_pages_shift(NULL, b, 0, 2, copy_page, &f) == KILN_ERR_ARGUMENT &&
+            kiln_kv_pages_shift(&bad, b, 0, 2, copy_page, &f) == KILN_ERR_ARGUMENT,
+        "shift: NULL copy or an invalid pool is refused");
+  check(t,
+        kiln_kv_pages_shift(&f.p, 2, 0, 0, copy_page, &f) == KILN_ERR_SESSION &&
+            kiln_kv_pages_shift(&f.p, -1, 0, 0, copy_page, &f) == KILN_ERR_SESSION &&
+            kiln_kv_pages_shift(&f.p, 3, 0, 0, copy_page, &f) == KILN_ERR_SESSION,
+        "shift: KILN_ERR_SESSION for a closed or bad id");
+  check(t, same(&before, &f) && f.copies == 0, "refused shifts change nothing");
+
+  /* Nothing moves, so nothing is copied even where B's pages are shared. */
+  check(t, kiln_kv_pages_shift(&f.p, b, 2, 0, copy_page, &f) == KILN_OK, "drop 0");
+  check(t, same(&before, &f) && f.copies == 0, "drop 0 changes nothing");
+  check(t,
+        kiln_kv_pages_shift(&f.p, b, 0, 10, copy_page, &f) == KILN_OK &&
+            kiln_kv_pages_shift(&f.p, b, 10, 0, copy_page, &f) == KILN_OK,
+        "drop everything, keep everything");
+  check(t, kiln_kv_pages_shift(&f.p, b, 5, 5, copy_page, &f) == KILN_OK,
+        "keep == pos - drop, inside a shared page");
+  check(t, same(&before, &f) && f.copies == 0, "keep == pos - drop changes nothing");
+  truncate_session(t, &f, b, 5);
+  check(t,
+        table_at(&f, b, 1) == 1 && table_at(&f, b, 2) == -1 && f.refs[1] == 2 && f.registered[0] &&
+            f.registered[1] && f.copies == 0,
+        "then truncate to pos - drop: the shared pages stay shared and registered");
+  check(t, state_ok(&f), "shift that moves nothing: state");
+}
+
+static void test_shift_own(tally *t) {
+  fixture f;
+  snapshot before;
+  int32_t a, b, n, b_text[9];
+  const int32_t more[5] = {51, 52, 53, 54, 55};
+
+  fixture_init(&f, 8, PAGE, 2, SPAN);
+  a = open_session(t, &f);
+  check(t, feed(&f, a, text, 14, &n) == KILN_OK && n == 0, "A: 14 tokens, pages 0 to 3");
+  take(&before, &f);
+  check(t, kiln_kv_pages_shift(&f.p, a, 5, 3, copy_page, &f) == KILN_OK,
+        "shift keep 5 drop 3 in A's own pages");
+  check(t,
+        f.copies == 0 && memcmp(f.table, before.table, sizeof f.table) == 0 &&
+            memcmp(f.refs, before.refs, sizeof f.refs) == 0,
+        "own pages: no copy, no new page");
+  check(t, records_shifted(&f, a, 5, 3), "token records of 8..13 moved down to 5..10");
+  check(t, f.registered[0] && !f.registered[1] && !f.registered[2],
+        "pages 1 and 2, written, unregistered; page 0, below keep's page, registered");
+  check(t, finish_shift(&f, a, 5, 3) && table_at(&f, a, 3) == -1 && f.refs[3] == 0,
+        "truncate to 11 frees page 3");
+  check(t, state_ok(&f), "shift in own pages: state");
+
+  b = open_session(t, &f);
+  check(t, kiln_kv_pages_adopt(&f.p, b, text, 14) == 4 && table_at(&f, b, 0) == 0,
+        "the old text adopts page 0 only");
+  truncate_session(t, &f, b, 0);
+  check(t, kiln_kv_pages_adopt(&f.p, b, f.history[a], 11) == 4,
+        "A's shifted text adopts page 0 only");
+  truncate_session(t, &f, b, 0);
+
+  /* Values from keep on were computed with the dropped tokens in their
+   * context, and so are all A computes after them: their tokens do not
+   * give them, so no page holding them may be registered. */
+  check(t, feed(&f, a, more, 5, &n) == KILN_OK && n == 0, "A goes on to 16");
+  check(t,
+        !f.registered[table_at(&f, a, 1)] && !f.registered[table_at(&f, a, 2)] &&
+            !f.registered[table_at(&f, a, 3)],
+        "pages filled after the shift are not registered");
+  check(t, state_ok(&f), "after the shift: state");
+  check(t, feed(&f, b, f.history[a], 16, &n) == KILN_OK && n == 4,
+        "A's whole text adopts page 0 only");
+  check(t, state_ok(&f), "after the shift: final state");
+
+  /* keep on a page boundary: the page filled after it is not registered. */
+  fixture_init(&f, 8, PAGE, 2, SPAN);
+  a = feed_prompt(t, &f);
+  check(t, kiln_kv_pages_shift(&f.p, a, 4, 4, copy_page, &f) == KILN_OK, "shift keep 4 drop 4");
+  check(t, records_shifted(&f, a, 4, 4) && f.registered[0] && !f.registered[1],
+        "tokens 8, 9 moved to 4, 5; page 1 unregistered");
+  check(t, finish_shift(&f, a, 4, 4) && f.refs[2] == 0, "truncate to 6 frees page 2");
+  check(t, feed(&f, a, more, 2, &n) == KILN_OK && !f.registered[table_at(&f, a, 1)],
+        "page 1 filled after the shift: not registered");
+  memcpy(b_text, f.history[a], 8 * sizeof b_text[0]);
+  b_text[8] = 99;
+  b = open_session(t, &f);
+  check(t, feed(&f, b, b_text, 9, &n) == KILN_OK && n == 4, "A's text adopts page 0 only");
+  check(t, state_ok(&f), "keep on a page boundary: state");
+
+  /* Truncated back to keep, A computes from an unshifted context again. */
+  truncate_session(t, &f, a, 4);
+  check(t, feed(&f, a, prompt + 4, 6, &n) == KILN_OK && f.registered[table_at(&f, a, 1)],
+        "truncated to keep: a full page is registered again");
+  close_session(t, &f, b);
+  b = open_session(t, &f);
+  check(t, feed(&f, b, prompt, 10, &n) == KILN_OK && n == 8, "P adopts 8 again");
+  check(t, state_ok(&f), "truncated to keep: state");
+}
+
+static void test_shift_shared(tally *t) {
+  fixture f;
+  int32_t a, b, c, d, n, a_table[SPAN], a_tokens[4 * PAGE];
+
+  fixture_init(&f, 12, PAGE, 4, SPAN);
+  a = open_session(t, &f);
+  check(t, feed(&f, a, text, 14, &n) == KILN_OK && n == 0, "A: 14 tokens, pages 0 to 3");
+  b = open_session(t, &f);
+  check(t, feed(&f, b, text, 14, &n) == KILN_OK && n == 12 && table_at(&f, b, 3) == 4,
+        "B adopts pages 0 to 2, computes page 4");
+  memcpy(a_table, f.table + a * SPAN, sizeof a_table);
+  memcpy(a_tokens, f.tokens, sizeof a_tokens);
+  f.logged = 0;
+  check(t, kiln_kv_pages_shift(&f.p, b, 4, 1, copy_page, &f) == KILN_OK,
+        "B: shift keep 4 drop 1 over shared pages 1, 2 and its own page 4");
+  check(t,
+        f.copies == 2 && f.logged == 2 && f.copied[0][0] == 1 && f.copied[0][1] == 5 &&
+            f.copied[1][0] == 2 && f.copied[1][1] == 6,
+        "copy (1, 5) and (2, 6): the shared pages written, nothing else");
+  check(t,
+        table_at(&f, b, 0) == 0 && table_at(&f, b, 1) == 5 && table_at(&f, b, 2) == 6 &&
+            table_at(&f, b, 3) == 4,
+        "B maps the copies; page 0, below keep's page, and its own page 4 stay");
+  check(t,
+        f.refs[0] == 2 && f.refs[1] == 1 && f.refs[2] == 1 && f.refs[5] == 1 && f.refs[6] == 1 &&
+            f.registered[0] && f.registered[1] && f.registered[2] && !f.registered[5] &&
+            !f.registered[6] && !f.registered[4],
+        "A's pages keep their registration, B's copies have none");
+  check(t,
+        memcmp(f.table + a * SPAN, a_table, sizeof a_table) == 0 &&
+            memcmp(f.tokens, a_tokens, sizeof a_tokens) == 0,
+        "A's table and token records unchanged");
+  check(t, records_shifted(&f, b, 4, 1), "B's token records of 5..13 moved down to 4..12");
+  check(t, finish_shift(&f, b, 4, 1) && table_at(&f, b, 3) == 4, "B truncates to 13");
+  check(t, state_ok(&f), "shift over shared pages: state");
+
+  /* Written up to position 4, page 1's first: pages 0 and 1 are copied,
+   * shared page 2 is only read. */
+  c = open_session(t, &f);
+  check(t, feed(&f, c, text, 14, &n) == KILN_OK && n == 12 && table_at(&f, c, 3) == 7,
+        "C adopts pages 0 to 2, computes page 7");
+  f.logged = 0;
+  n = f.copies;
+  check(t, kiln_kv_pages_shift(&f.p, c, 1, 9, copy_page, &f) == KILN_OK, "C: shift keep 1 drop 9");
+  check(t,
+        f.copies == n + 2 && f.copied[0][0] == 0 && f.copied[0][1] == 8 && f.copied[1][0] == 1 &&
+            f.copied[1][1] == 9,
+        "copy (0, 8) and (1, 9), not page 2 that is only read");
+  check(t,
+        table_at(&f, c, 0) == 8 && table_at(&f, c, 1) == 9 && table_at(&f, c, 2) == 2 &&
+            f.refs[2] == 2 && f.registered[2],
+        "page 2 still shared with A, registered");
+  check(t, records_shifted(&f, c, 1, 9) && finish_shift(&f, c, 1, 9), "C truncates to 5");
+  check(t, table_at(&f, c, 2) == -1 && f.refs[2] == 1 && f.refs[7] == 0,
+        "C's pages past 5 released");
+  check(t,
+        memcmp(f.table + a * SPAN, a_table, sizeof a_table) == 0 &&
+            memcmp(f.tokens, a_tokens, sizeof a_tokens) == 0,
+        "A's table and token records still unchanged");
+  check(t, state_ok(&f), "shift over shared pages: state after C");
+
+  d = open_session(t, &f);
+  check(t,
+        kiln_kv_pages_adopt(&f.p, d, text, 14) == 12 && table_at(&f, d, 0) == 0 &&
+            table_at(&f, d, 1) == 1 && table_at(&f, d, 2) == 2,
+        "A's pages are still found");
+  record_adopted(&f, d, text, 12);
+  check(t, state_ok(&f), "shift over shared pages: final state");
+}
+
+static void test_shift_full(tally *t) {
+  fixture f;
+  snapshot before;
+  int32_t a, b, n;
+
+  fixture_init(&f, 5, PAGE, 2, SPAN);
+  a = open_session(t, &f);
+  check(t, feed(&f, a, text, 14, &n) == KILN_OK, "A: pages 0 to 3");
+  b = open_session(t, &f);
+  check(t, feed(&f, b, text, 14, &n) == KILN_OK && n == 12 && kiln_kv_pages_used(&f.p) == 5,
+        "B adopts 12 and takes the last page");
+  (void)a;
+  take(&before, &f);
+  check(t, kiln_kv_pages_shift(&f.p, b, 0, 1, copy_page, &f) == KILN_ERR_POOL_FULL,
+        "3 shared pages to copy, none free: KILN_ERR_POOL_FULL");
+  check(t, same(&before, &f) && f.copies == 0, "POOL_FULL changes nothing, copies nothing");
+  check(t, kiln_kv_pages_shift(&f.p, b, 9, 1, copy_page, &f) == KILN_ERR_POOL_FULL,
+        "1 shared page to copy: KILN_ERR_POOL_FULL");
+  check(t, same(&before, &f) && f.copies == 0, "nothing changed, nothing copied");
+  check(t, kiln_kv_pages_shift(&f.p, b, 12, 1, copy_page, &f) == KILN_OK && f.copies == 0,
+        "a shift inside B's own page needs no free page");
+  check(t, records_shifted(&f, b, 12, 1) && finish_shift(&f, b, 12, 1), "B truncates to 13");
+  check(t, state_ok(&f), "full: state");
+}
+
 /* Test-local generator (xorshift64*). */
 static uint64_t rng = UINT64_C(0x9E3779B97F4A7C15);
 
@@ -701,9 +986,11 @@ static uint32_t next_u32(void) {
   return (uint32_t)((rng * UINT64_C(2685821657736338717)) >> 32);
 }
 
-/* Pages the test expects reserve to need, from the tables alone. */
-static int32_t pages_needed(const fixture *f, int32_t id, int32_t n, int32_t *free_pages) {
-  int32_t mapped[MAX_PAGES], s, lp, q, need = 0, at = f->length[id];
+/* Pages the test expects making positions at..at+n-1 writable to need,
+ * from the tables alone. */
+static int32_t pages_needed(const fixture *f, int32_t id, int32_t at, int32_t n,
+                            int32_t *free_pages) {
+  int32_t mapped[MAX_PAGES], s, lp, q, need = 0;
 
   memset(mapped, 0, sizeof mapped);
   for (s = 0; s < f->p.sessions; s++)
@@ -726,7 +1013,7 @@ static void test_random(tally *t) {
       {1, 2, 3, 4, 5, 6, 9, 9, 9, 9, 9, 9, 1, 1, 1, 1, 1, 1},
       {3, 3, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9}};
   fixture f;
-  int32_t step, id, n, a, i, need, free_pages, adopted = 0, full = 0;
+  int32_t step, id, n, a, i, need, free_pages, adopted = 0, full = 0, shifts = 0, shift_full = 0;
   int32_t toks[RSPAN * RPAGE];
   int bad = 0;
 
@@ -750,6 +1037,28 @@ static void test_random(tally *t) {
       n = (int32_t)(next_u32() % (uint32_t)(f.length[id] + 1));
       bad |= kiln_kv_pages_truncate(&f.p, id, n) != KILN_OK;
       f.length[id] = n;
+    } else if (r % 10 == 3) {
+      int32_t len = f.length[id], keep, drop, copies = f.copies;
+      snapshot before;
+
+      keep = (int32_t)(next_u32() % (uint32_t)(len + 1));
+      drop =
+          next_u32() % 8 == 0 ? len - keep + 1 : (int32_t)(next_u32() % (uint32_t)(len - keep + 1));
+      take(&before, &f);
+      st = kiln_kv_pages_shift(&f.p, id, keep, drop, copy_page, &f);
+      if (drop > len - keep) {
+        bad |= st != KILN_ERR_ARGUMENT || !same(&before, &f) || f.copies != copies;
+      } else if (drop == 0 || keep == len - drop) {
+        bad |= st != KILN_OK || !same(&before, &f) || f.copies != copies;
+        bad |= !finish_shift(&f, id, keep, drop);
+      } else if (pages_needed(&f, id, keep, len - drop - keep, &free_pages) > free_pages) {
+        bad |= st != KILN_ERR_POOL_FULL || !same(&before, &f) || f.copies != copies;
+        shift_full++;
+      } else {
+        bad |= st != KILN_OK || !records_shifted(&f, id, keep, drop) ||
+               !finish_shift(&f, id, keep, drop);
+        shifts++;
+      }
     } else {
       const int32_t *base = bases[next_u32() % 3];
       int32_t at = f.length[id];
@@ -766,10 +1075,9 @@ static void test_random(tally *t) {
         break;
       }
       adopted += a;
-      memcpy(f.history[id] + at, toks, (size_t)a * sizeof toks[0]);
-      f.length[id] += a;
+      record_adopted(&f, id, toks, a);
       /* pages_needed reads the table, so only within capacity. */
-      need = at + n > RSPAN * RPAGE ? -1 : pages_needed(&f, id, n - a, &free_pages);
+      need = at + n > RSPAN * RPAGE ? -1 : pages_needed(&f, id, f.length[id], n - a, &free_pages);
       take(&before, &f);
       st = kiln_kv_pages_reserve(&f.p, id, n - a, copy_page, &f);
       if (need < 0) {
@@ -794,6 +1102,7 @@ static void test_random(tally *t) {
   check(t, !bad, "random sessions keep every prefix's values");
   check(t, adopted > 1000 && full > 100 && f.copies > 100,
         "random sessions adopt, copy and fill the pool often");
+  check(t, shifts > 300 && shift_full > 20, "random sessions shift often, some into a full pool");
 }
 
 int main(void) {
@@ -808,6 +1117,10 @@ int main(void) {
   test_exact_compare(&t);
   test_full(&t);
   test_close(&t);
+  test_shift_arguments(&t);
+  test_shift_own(&t);
+  test_shift_shared(&t);
+  test_shift_full(&t);
   test_random(&t);
 
   printf("%d passed, %d failed\n", t.passed, t.failed);

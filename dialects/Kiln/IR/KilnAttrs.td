@@ -28,7 +28,9 @@ def Kiln_ModelAttr : Kiln_Attr<"Model", "model"> {
     Set by the importer as `kiln.model` on the module: the source file and
     architecture, the shapes, the KV cache's capacity (`max_context`), the
     prefill chunk, the `--kv-window` and `--kv-layout` settings, and what the
-    generated API and tokenizer need. Every parameter has a default, so a
+    generated API and tokenizer need. With `--sessions` (`sessions` > 0) the
+    caches are a pool of `kv_pages` pages of `kv_page` positions that the
+    sessions map through page tables. Every parameter has a default, so a
     hand-written module names only the ones its passes read:
     ```mlir
     module attributes {kiln.model = #kiln.model<max_context = 20, kv_layout = head_major>}
@@ -53,7 +55,10 @@ def Kiln_ModelAttr : Kiln_Attr<"Model", "model"> {
     DefaultValuedParameter<"int64_t", "-1">:$bos,
     DefaultValuedParameter<"int64_t", "-1">:$eos,
     DefaultValuedParameter<"bool", "false">:$add_bos,
-    DefaultValuedParameter<"bool", "false">:$add_space_prefix
+    DefaultValuedParameter<"bool", "false">:$add_space_prefix,
+    DefaultValuedParameter<"int64_t", "0">:$sessions,
+    DefaultValuedParameter<"int64_t", "0">:$kv_page,
+    DefaultValuedParameter<"int64_t", "0">:$kv_pages
   );
   let assemblyFormat = "`<` struct(params) `>`";
 }

@@ -103,10 +103,23 @@ kiln_status kiln_kv_pages_reserve(kiln_kv_pages *p, int32_t id, int32_t n, kiln_
 
 /* After the caller computed tokens[0..n) at positions pos..pos+n-1: records
  * the tokens, advances the position by n and registers each page that became
- * full (parent: the physical page of the logical page before it, or -1).
+ * full (parent: the physical page of the logical page before it, or -1),
+ * but for pages holding values a shift moved and the pages after them: their
+ * values were computed with the dropped positions in context.
  * KILN_ERR_ARGUMENT when reserve did not cover those positions (a page
  * unmapped, shared or registered). */
 kiln_status kiln_kv_pages_commit(kiln_kv_pages *p, int32_t id, const int32_t *tokens, int32_t n);
+
+/* A context shift's bookkeeping (keep the first `keep` positions, drop the
+ * next `drop`, move the rest down): positions keep..pos-drop-1 made writable
+ * as reserve does (copies of shared pages; KILN_ERR_POOL_FULL changes
+ * nothing) and the token records of keep+drop..pos-1 moved down by drop.
+ * The caller then moves the keys and values the same way, through the table
+ * as it is now, and truncates to pos - drop. The moved positions, and what
+ * the session computes after them, are not entered in the prefix cache.
+ * KILN_ERR_ARGUMENT unless 0 <= keep, 0 <= drop and keep + drop <= pos. */
+kiln_status kiln_kv_pages_shift(kiln_kv_pages *p, int32_t id, int32_t keep, int32_t drop,
+                                kiln_kv_copy_fn copy, void *ctx);
 
 /* Keeps the first n positions (0 <= n <= pos, else KILN_ERR_ARGUMENT):
  * releases the logical pages from ceil(n / page) on, reserved ones
