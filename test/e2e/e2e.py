@@ -1348,6 +1348,66 @@ int main(int argc, char **argv) {
 """
 
 
+def sessions(args):
+    """kiln-compile --sessions: four sessions over a pool of KV pages against the
+    same weights compiled without sessions, logits bit for bit (test/e2e/Inputs/
+    sessions_test.c: a shared prefix held once, batched decode, copy on write,
+    context shift, misuse and a full pool); portable kernels under AddressSanitizer
+    and UndefinedBehaviorSanitizer, the host's kernels, an int4 cache, split
+    kernels and quantized weights (decode's one-row kernels against the batch's
+    prefill kernels)."""
+    res = Results()
+    gguf = os.path.join(MODEL_A, "tiny-llama-A-f32.gguf")
+    sanitize = "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+    # (label, target, kiln-compile flags, C flags, the reference's own flags:
+    # an int4 cache's AVX-512 attention ends its chunks at page ends, so its
+    # reference is one session over pages of the same size)
+    configs = [("c99-sanitized", "c99", [], sanitize, []),
+               ("c99-kv-q4", "c99", ["--kv-type=q4"], "", []),
+               ("host", "host", [], "", []),
+               ("host-kv-q4", "host", ["--kv-type=q4"], "", ["--sessions=1", "--kv-page=16"]),
+               ("host-threads-2", "host", ["--threads=2"], "", []),
+               ("host-q4_0", "host", ["--quant=q4_0"], "", []),
+               ("host-q4_k", "host", ["--quant=q4_k"], "", [])]
+    for label, target, flags, cflags, ref_flags in configs:
+        work = os.path.join(args.work, label)
+        outs = {}
+        for name, extra in (("ref", ref_flags), ("ses", ["--sessions=4", "--kv-page=16",
+                                                          "--kv-pages=40"])):
+            out = os.path.join(work, name)
+            shutil.rmtree(out, ignore_errors=True)
+            run([args.kiln_compile, gguf, "-o", out, f"--target={target}", f"--name={name}",
+                 "--prefill-chunk=64", *flags, *extra])
+            b = cmake_build(out, os.path.join(out, "build"), args.cc[0],
+                            f"{STRICT} {cflags} {SANITIZE_OPT}", "-DCMAKE_BUILD_TYPE=Test",
+                            "-DKILN_HOSTED=ON")
+            outs[name] = (out, b)
+        exe = os.path.join(work, "sessions_test")
+        (ref_out, ref_b), (ses_out, ses_b) = outs["ref"], outs["ses"]
+        run([args.cc[0], "-std=c99", *STRICT.split(), *cflags.split(), *SANITIZE_OPT.split(),
+             "-I", ref_out, "-I", ses_out, "-I", os.path.join(ses_out, "runtime", "include"),
+             os.path.join(HERE, "Inputs", "sessions_test.c"), os.path.join(ref_b, "libref.a"),
+             os.path.join(ses_b, "libses.a"), os.path.join(ses_b, "libkiln_runtime.a"), "-lm",
+             "-lpthread", "-o", exe])
+        r = subprocess.run([exe, os.path.join(ref_out, "ref.kpack"),
+                            os.path.join(ses_out, "ses.kpack")], text=True, capture_output=True)
+        lines = r.stdout.splitlines()
+        fails = [line for line in lines if line.startswith("FAIL")]
+        res.check(r.returncode == 0 and not fails and len(lines) > 20,
+                  f"{label}: {len(lines)} checks, {'; '.join(fails) or 'all pass'}"
+                  + ("" if r.returncode == 0 else f" (exit {r.returncode}: {r.stderr.strip()[-300:]})"))
+        print("\n".join(f"  {label}: {line}" for line in lines if not line.startswith("PASS")))
+    # Options that cannot hold: a clear error, no output.
+    for flags, msg in ((["--sessions=2", "--kv-page=24"], "--kv-page=24 must be a multiple of 16"),
+                       (["--sessions=2", "--kv-window=32"], "does not take sliding windows"),
+                       (["--kv-pages=8"], "size the page pool of --sessions")):
+        r = subprocess.run([args.kiln_compile, gguf, "-o", os.path.join(args.work, "bad"), *flags],
+                           text=True, capture_output=True)
+        res.check(r.returncode != 0 and msg in r.stderr,
+                  f"kiln-compile {' '.join(flags)}: {r.stderr.strip()[:160]}")
+    return res.finish()
+
+
 def variants(args):
     """Every ISA variant of this machine's architecture and c99, each compiled
     as its own model (--name), linked into one program with one runtime: the
@@ -1441,6 +1501,7 @@ def main():
     sub.add_parser("gpt2-vocab")
     sub.add_parser("shift")
     sub.add_parser("variants")
+    sub.add_parser("sessions")
     sub.add_parser("speculate")
     sub.add_parser("checksums")
     sub.add_parser("faults")
@@ -1459,7 +1520,7 @@ def main():
     return {"model-a": model_a, "random": random_model, "bad-packs": bad_packs, "app": app,
             "quant": quant, "block-formats": block_formats, "gpt2-vocab": gpt2_vocab,
             "cross": cross, "sanitize": sanitize, "threads": threads, "shift": shift,
-            "variants": variants, "speculate": speculate, "checksums": checksums,
+            "variants": variants, "sessions": sessions, "speculate": speculate, "checksums": checksums,
             "faults": faults}[args.cmd](args)
 
 
