@@ -581,6 +581,12 @@ kiln::translateToC(ModuleOp module, const TargetDescription &target, bool embedW
   steps["CHECK_FIRST_USE"] = values["CHECK_FIRST_USE"];
   values.erase("CHECK_FIRST_USE");
   values["STEPS"] = fillTemplate(paged(info) ? "sessions.c.in" : "steps.c.in", steps);
+  values["API_SESSIONS"] =
+      paged(info) ? formatv("{0}_SESSIONS, {0}_KV_PAGE, api_session_open, api_session_close,\n"
+                            "    api_session_prefill_last, api_decode_batch, api_pages_used",
+                            info.upper)
+                        .str()
+                  : "0, 0, NULL, NULL, NULL, NULL, NULL";
 
   std::vector<GeneratedFile> files;
   ModelAttr c = info.config;

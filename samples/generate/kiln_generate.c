@@ -6,6 +6,7 @@
  *   kiln-generate [--pack FILE] --perplexity TEXTFILE [--ctx N] [--chunks K]
  *   kiln-generate [--pack FILE] --tokenize -p TEXT
  *   kiln-generate [--pack FILE] --chat [-sys TEXT] [-n N] [sampling options]
+ *   kiln-generate [--pack FILE] -p SHARED --session TEXT [--session TEXT ...] [-n N]
  * and with any of them -t N: N threads (a model compiled with --threads=M
  * uses at most M).
  *
@@ -13,7 +14,8 @@
  * model is chosen at compile time through KILN_MODEL_* definitions. The model
  * state, the arena and the logits are static; only this program's own text
  * handling (reading a file, the tokenizer's work buffer) uses the heap.
- * --perplexity is in perplexity.c, --chat in chat.c, the profile in profile.c. */
+ * --perplexity is in perplexity.c, --chat in chat.c, --session in sessions.c,
+ * the profile in profile.c. */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* madvise is not in strict POSIX on glibc */
 
@@ -60,6 +62,7 @@ static void usage(void) {
           "       kiln-generate [--pack FILE] --chat [-sys TEXT] [-n N] [sampling options]\n"
           "       kiln-generate [--pack FILE] -p TEXT --draft-lookup D [--draft-ngram G] [-n N]\n"
           "       kiln-generate [--pack FILE] -p TEXT --draft-model D [--draft-pack FILE] [-n N]\n"
+          "       kiln-generate [--pack FILE] -p SHARED --session TEXT [--session TEXT ...] [-n N]\n"
           "  -t N           threads (at most the --threads the model was compiled with)\n"
           "  --read-pack    read the pack into memory instead of mapping it\n"
           "  --dump-logits  float32 logits, one row of vocab floats per evaluated\n"
@@ -79,6 +82,9 @@ static void usage(void) {
           "                 each checked in one pass: plain greedy's text, fewer passes\n"
           "  --draft-model D  as --draft-lookup, the drafts from the draft model compiled\n"
           "                 into the folder (kiln-compile --draft; --draft-pack FILE)\n"
+          "  --session TEXT  (a model compiled with --sessions) one conversation of\n"
+          "                 SHARED then TEXT; up to 16, sharing SHARED's KV pages and\n"
+          "                 decoded together, one batched step a token\n"
           "  --profile FILE.html  (a KILN_PROFILE build) also write the kernel calls'\n"
           "                 times as FILE.json and a layer x kernel heatmap as FILE.html\n"
           "  --bandwidth GB/s  the host's read bandwidth, for the heatmap's fractions\n");
@@ -118,6 +124,8 @@ static int parse(int argc, char **argv, options *o) {
     else if (!v) return 0;
     else if (!strcmp(a, "--pack")) o->pack = v, ++i;
     else if (!strcmp(a, "-p")) o->prompt = v, ++i;
+    else if (!strcmp(a, "--session") && o->n_sessions < MAX_SHOWN)
+      o->session_text[o->n_sessions++] = v, ++i;
     else if (!strcmp(a, "--tokens")) o->ids = v, ++i;
     else if (!strcmp(a, "-n")) o->n_generate = atoi(v), ++i;
     else if (!strcmp(a, "-t")) o->threads = atoi(v), ++i;
@@ -144,7 +152,9 @@ static int parse(int argc, char **argv, options *o) {
   return (o->prompt || o->ids || o->perplexity || o->chat) && o->n_generate >= 0 &&
          o->threads >= 1 && (!o->system || o->chat) && o->keep >= -1 &&
          o->keep < KILN_MAX_CONTEXT && o->draft >= 0 && o->draft_ngram >= 1 &&
-         (!o->draft || (!o->chat && !o->perplexity && !o->tokenize));
+         (!o->draft || (!o->chat && !o->perplexity && !o->tokenize)) &&
+         (!o->n_sessions || (o->prompt && !o->draft && !o->chat && !o->perplexity &&
+                             !o->tokenize && !o->ids));
 }
 
 /* Tokenizes `len` bytes into `out` (at most `cap` ids). */
@@ -378,6 +388,7 @@ int main(int argc, char **argv) {
   rc = o.perplexity     ? perplexity(api, &tok, &o)
        : o.chat         ? chat(api, &tok, &o)
        : o.draft        ? speculate(api, &tok, &o)
+       : o.n_sessions   ? sessions(api, &tok, &o)
                         : generate(api, &tok, &o);
 #ifdef KILN_PROFILE
   print_profile();

@@ -15,6 +15,10 @@
 
 extern const kiln_model_api KILN_MODEL_API;
 
+/* The sessions a --session run shows: at most this many, the model's
+ * sessions and a prefill chunk (a batch's logits fill the logits rows). */
+#define MAX_SHOWN 16
+
 typedef struct options {
   const char *pack, *prompt, *ids, *dump, *perplexity, *kl_base, *system, *profile;
   double bandwidth_gbs;
@@ -22,6 +26,8 @@ typedef struct options {
   int32_t n_generate, ctx, chunks, threads, keep, draft, draft_ngram;
   int prefill, tokenize, ignore_eos, chat, draft_model, read_pack;
   kiln_sampler_params sampling;
+  const char *session_text[MAX_SHOWN];
+  int32_t n_sessions;
 } options;
 
 /* kiln_generate.c: the one model, its logits (a prefill chunk of rows) and
@@ -44,6 +50,8 @@ kiln_status prompt_tokens(const kiln_tokenizer *t, const options *o, int32_t *n)
 int perplexity(const kiln_model_api *api, const kiln_tokenizer *t, const options *o);
 int chat(const kiln_model_api *api, const kiln_tokenizer *t, const options *o);
 int speculate(const kiln_model_api *api, const kiln_tokenizer *t, const options *o);
+/* sessions.c: -p SHARED --session TEXT ... on a model compiled with --sessions. */
+int sessions(const kiln_model_api *api, const kiln_tokenizer *t, const options *o);
 
 #ifdef KILN_PROFILE
 /* profile.c: the model's clock, and the profile printed and written. */

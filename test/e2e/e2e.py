@@ -1348,6 +1348,28 @@ int main(int argc, char **argv) {
 """
 
 
+def sessions_demo(res, out, gen):
+    """kiln-generate -p SHARED --session TEXT ...: each session's greedy text is
+    plain generation's from SHARED + TEXT, and the pool holds fewer pages than
+    separate caches would."""
+    shared = ("It is a truth universally acknowledged, that a single man in possession of a "
+              "good fortune, must be in want of a wife. However little known the feelings or "
+              "views of such a man may be on his first entering a neighbourhood,")
+    own = [" Mrs. Bennet said", " her husband replied", " Elizabeth thought"]
+    pack = ["--pack", os.path.join(out, "ses.kpack")]
+    r = run([gen, *pack, "-p", shared, *sum((["--session", t] for t in own), []), "-n", "20",
+             "--ignore-eos"])
+    texts = [line.split("] ", 1)[1] for line in r.stdout.splitlines() if line.startswith("[session")]
+    plain = [run([gen, *pack, "-p", shared + t, "-n", "20", "--ignore-eos"]).stdout.strip()
+             for t in own]
+    res.check(texts == plain, f"--session: each session's text is plain generation's "
+              f"({len(texts)} of {len(own)})")
+    m = re.search(r"KV pages in use: (\d+) of \d+ positions each \(separate caches: (\d+)\)",
+                  r.stderr)
+    res.check(m and int(m.group(1)) < int(m.group(2)),
+              f"--session: {m.group(0) if m else r.stderr.strip()[-200:]}")
+
+
 def sessions(args):
     """kiln-compile --sessions: four sessions over a pool of KV pages against the
     same weights compiled without sessions, logits bit for bit (test/e2e/Inputs/
@@ -1397,6 +1419,8 @@ def sessions(args):
                   f"{label}: {len(lines)} checks, {'; '.join(fails) or 'all pass'}"
                   + ("" if r.returncode == 0 else f" (exit {r.returncode}: {r.stderr.strip()[-300:]})"))
         print("\n".join(f"  {label}: {line}" for line in lines if not line.startswith("PASS")))
+        if label == "host":
+            sessions_demo(res, ses_out, os.path.join(ses_b, "kiln-generate"))
     # Options that cannot hold: a clear error, no output.
     for flags, msg in ((["--sessions=2", "--kv-page=24"], "--kv-page=24 must be a multiple of 16"),
                        (["--sessions=2", "--kv-window=32"], "does not take sliding windows"),

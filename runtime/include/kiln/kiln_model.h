@@ -40,6 +40,19 @@ typedef struct kiln_model_api {
   /* The workers for split kernels; ignored by a model compiled for one thread. */
   void (*set_workers)(void *model, const kiln_workers *workers);
   void (*close)(void *model);
+  /* kiln-compile --sessions: sessions over one pool of KV pages of kv_page
+   * positions; 0, and NULL calls, for a model with one cache. The calls
+   * above are session 0's. */
+  int32_t sessions, kv_page;
+  kiln_status (*session_open)(void *model, int32_t *session);
+  kiln_status (*session_close)(void *model, int32_t session);
+  kiln_status (*session_prefill_last)(void *model, int32_t session, const int32_t *tokens,
+                                      int32_t n, float *logits);
+  /* One token each for n distinct sessions; n rows of vocab logits. */
+  kiln_status (*decode_batch)(void *model, const int32_t *sessions, const int32_t *tokens,
+                              int32_t n, float *logits);
+  /* Pages of the pool that some session maps. */
+  int32_t (*pages_used)(const void *model);
 } kiln_model_api;
 
 #ifdef __cplusplus
