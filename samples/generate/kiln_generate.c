@@ -63,6 +63,7 @@ static void usage(void) {
           "       kiln-generate [--pack FILE] -p TEXT --draft-lookup D [--draft-ngram G] [-n N]\n"
           "       kiln-generate [--pack FILE] -p TEXT --draft-model D [--draft-pack FILE] [-n N]\n"
           "       kiln-generate [--pack FILE] -p SHARED --session TEXT [--session TEXT ...] [-n N]\n"
+          "       kiln-generate [--pack FILE] --tokens IDS --session IDS [--session IDS ...] [-n N]\n"
           "  -t N           threads (at most the --threads the model was compiled with)\n"
           "  --read-pack    read the pack into memory instead of mapping it\n"
           "  --dump-logits  float32 logits, one row of vocab floats per evaluated\n"
@@ -153,8 +154,8 @@ static int parse(int argc, char **argv, options *o) {
          o->threads >= 1 && (!o->system || o->chat) && o->keep >= -1 &&
          o->keep < KILN_MAX_CONTEXT && o->draft >= 0 && o->draft_ngram >= 1 &&
          (!o->draft || (!o->chat && !o->perplexity && !o->tokenize)) &&
-         (!o->n_sessions || (o->prompt && !o->draft && !o->chat && !o->perplexity &&
-                             !o->tokenize && !o->ids));
+         (!o->n_sessions || ((o->prompt || o->ids) && !o->draft && !o->chat && !o->perplexity &&
+                             !o->tokenize));
 }
 
 /* Tokenizes `len` bytes into `out` (at most `cap` ids). */
@@ -168,11 +169,11 @@ kiln_status encode(const kiln_tokenizer *t, const char *text, size_t len, int sp
   return s;
 }
 
-static int32_t parse_ids(const char *ids) {
+int32_t parse_ids(const char *ids, int32_t *out, int32_t cap) {
   int32_t n = 0;
-  while (*ids && n < KILN_MAX_CONTEXT) {
+  while (*ids && n < cap) {
     char *end;
-    tokens[n++] = (int32_t)strtol(ids, &end, 10);
+    out[n++] = (int32_t)strtol(ids, &end, 10);
     if (end == ids)
       return -1;
     ids = *end == ',' ? end + 1 : end;
@@ -209,7 +210,7 @@ static kiln_status run_prompt(const kiln_model_api *api, int32_t n_prompt, int p
 
 kiln_status prompt_tokens(const kiln_tokenizer *t, const options *o, int32_t *n) {
   if (o->ids) {
-    *n = parse_ids(o->ids);
+    *n = parse_ids(o->ids, tokens, KILN_MAX_CONTEXT);
     return KILN_OK;
   }
   return encode(t, o->prompt, strlen(o->prompt), 1, tokens, KILN_MAX_CONTEXT, n);

@@ -1,4 +1,5 @@
-/* kiln-generate -p SHARED --session TEXT [--session TEXT ...]: several
+/* kiln-generate -p SHARED --session TEXT [--session TEXT ...] (or --tokens
+ * and --session with ids, for models without a real vocabulary): several
  * conversations that open with the same text, on a model compiled with
  * --sessions. Each session's prompt is SHARED followed by its own TEXT; the
  * first prefill computes the shared part, the others map its full pages from
@@ -36,16 +37,23 @@ int sessions(const kiln_model_api *api, const kiln_tokenizer *t, const options *
             (int)cap);
     return 1;
   }
-  s = encode(t, o->prompt, strlen(o->prompt), 1, prompt[0], KILN_MAX_CONTEXT, &shared);
-  if (s != KILN_OK)
+  if (o->ids)
+    shared = parse_ids(o->ids, prompt[0], KILN_MAX_CONTEXT);
+  else if ((s = encode(t, o->prompt, strlen(o->prompt), 1, prompt[0], KILN_MAX_CONTEXT,
+                       &shared)) != KILN_OK)
     return fail("shared prompt", s);
   for (i = 0; i < n; ++i) {
     int32_t own = 0;
     memcpy(prompt[i], prompt[0], (size_t)shared * sizeof(int32_t));
-    s = encode(t, o->session_text[i], strlen(o->session_text[i]), 0, prompt[i] + shared,
-               KILN_MAX_CONTEXT - shared, &own);
-    if (s != KILN_OK)
+    if (o->ids)
+      own = parse_ids(o->session_text[i], prompt[i] + shared, KILN_MAX_CONTEXT - shared);
+    else if ((s = encode(t, o->session_text[i], strlen(o->session_text[i]), 0,
+                         prompt[i] + shared, KILN_MAX_CONTEXT - shared, &own)) != KILN_OK)
       return fail("session prompt", s);
+    if (shared < 0 || own < 0) {
+      fprintf(stderr, "kiln-generate: --tokens and --session take comma-separated ids\n");
+      return 2;
+    }
     length[i] = first[i] = shared + own;
     alone += (length[i] + o->n_generate + api->kv_page - 1) / api->kv_page;
     ids[i] = 0;
@@ -95,9 +103,15 @@ int sessions(const kiln_model_api *api, const kiln_tokenizer *t, const options *
   t1 = now();
   for (i = 0; i < n; ++i) {
     int32_t end = length[i] < 0 ? -length[i] : length[i];
-    printf("[session %d] %s%s", (int)ids[i], o->prompt, o->session_text[i]);
+    if (o->ids)
+      printf("[session %d] %s,%s ids:", (int)ids[i], o->ids, o->session_text[i]);
+    else
+      printf("[session %d] %s%s", (int)ids[i], o->prompt, o->session_text[i]);
     for (k = first[i]; k < end; ++k)
-      print_piece(t, prompt[i][k], 0);
+      if (o->ids)
+        printf("%s%d", k > first[i] ? "," : " ", (int)prompt[i][k]);
+      else
+        print_piece(t, prompt[i][k], 0);
     printf("\n");
   }
   fflush(stdout);
