@@ -195,6 +195,50 @@ int32_t kiln_kv_pages_adopt(kiln_kv_pages *p, int32_t id, const int32_t *tokens,
   return done;
 }
 
+int32_t kiln_kv_pages_adopt_part(kiln_kv_pages *p, int32_t id, const int32_t *tokens, int32_t n,
+                                 kiln_kv_copy_fn copy, void *ctx) {
+  const int32_t *t;
+  int32_t pos, lp, prev, s, best = 0, from = -1, q;
+
+  if (!pool_valid(p) || !session_valid(p, id) || n < 2 || tokens == NULL || copy == NULL)
+    return 0;
+  t = table_of(p, id);
+  pos = p->pos[id];
+  lp = pos / p->page;
+  prev = lp > 0 ? t[lp - 1] : -1;
+  /* Values are clean after a registered page (or at the start): a page a
+   * shift wrote, and those after it, never follow one. */
+  if (pos % p->page != 0 || lp >= p->span || t[lp] >= 0 || (lp > 0 && (prev < 0 ||
+                                                                      !p->registered[prev])))
+    return 0;
+  for (s = 0; s < p->sessions; s++) {
+    const int32_t *t2 = table_of(p, s);
+    int32_t held, k = 0;
+
+    if (s == id || p->pos[s] <= lp * p->page || (lp > 0 && t2[lp - 1] != prev) || t2[lp] < 0 ||
+        p->parent[t2[lp]] == MOVED_VALUES)
+      continue;
+    held = p->pos[s] - lp * p->page < p->page ? p->pos[s] - lp * p->page : p->page;
+    /* k < n: a token must be left to compute. */
+    while (k < held && k < n - 1 && tokens_of(p, t2[lp])[k] == tokens[k])
+      k++;
+    if (k > best)
+      best = k, from = t2[lp];
+  }
+  if (best == 0)
+    return 0;
+  for (q = 0; q < p->pages && p->refs[q] != 0; q++)
+    ;
+  if (q == p->pages)
+    return 0; /* no free page: the tokens are computed instead */
+  copy(ctx, from, q);
+  memcpy(tokens_of(p, q), tokens_of(p, from), (size_t)p->page * sizeof(int32_t));
+  p->refs[q] = 1;
+  table_of(p, id)[lp] = q;
+  p->pos[id] = pos + best;
+  return best;
+}
+
 /* Logical pages first..last of the session mapped by it alone and
  * unregistered: a free page for an unmapped one, a copy for a shared one.
  * KILN_ERR_POOL_FULL, with nothing changed, when too few pages are free. */

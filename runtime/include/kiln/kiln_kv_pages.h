@@ -21,6 +21,7 @@
  * One step of a session, for n tokens at its position:
  *
  *   a = kiln_kv_pages_adopt(p, id, tokens, n);       skips a cached prefix
+ *   a += kiln_kv_pages_adopt_part(p, id, tokens + a, n - a, copy, ctx);
  *   kiln_kv_pages_reserve(p, id, n - a, copy, ctx);  pages to write into
  *   compute tokens[a..n) at positions pos..pos + n - a - 1
  *   kiln_kv_pages_commit(p, id, tokens + a, n - a);
@@ -88,6 +89,17 @@ const int32_t *kiln_kv_session_table(const kiln_kv_pages *p, int32_t id);
  * it for its logits. Returns the tokens adopted, a multiple of page; 0 for
  * an invalid pool, a bad or closed id, n < 0, or NULL tokens with n > 0. */
 int32_t kiln_kv_pages_adopt(kiln_kv_pages *p, int32_t id, const int32_t *tokens, int32_t n);
+
+/* After adopt, where the prefix cache ends inside a page: while the
+ * session's position starts a page that it has not mapped, the longest run
+ * of the next tokens (at least one token left to compute) that another
+ * session holds at the same place, after the same registered page (or at
+ * position 0), is copied into a free page (copy(ctx, theirs, free)) and the
+ * position advanced past it. Returns the tokens copied: 0 when none match,
+ * no page is free, or for bad arguments. Pages a shift wrote are never
+ * copied from (their values were computed with the dropped positions). */
+int32_t kiln_kv_pages_adopt_part(kiln_kv_pages *p, int32_t id, const int32_t *tokens, int32_t n,
+                                 kiln_kv_copy_fn copy, void *ctx);
 
 /* Makes positions pos..pos+n-1 of the session writable before the caller
  * computes them. Each logical page they touch ends up mapped by this session
