@@ -351,7 +351,8 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
   if (!options.reportDir.empty() || device) {
     CodeMeasure code;
     if (!options.reportDir.empty())
-      code = measureCode(options.outputDir, name, target->isaVariant().compileOptions);
+      code = measureCode(options.outputDir, name, target->isaVariant().compileOptions,
+                         options.import.sessions > 0);
     llvm::json::Value json = reportJson(**module, *pack, name, options.target,
                                         device ? &*device : nullptr,
                                         options.reportDir.empty() ? nullptr : &code);

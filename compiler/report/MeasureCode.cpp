@@ -88,7 +88,7 @@ void stackBound(const std::vector<std::string> &graphs, CodeMeasure &m) {
 } // namespace
 
 CodeMeasure kiln::measureCode(llvm::StringRef dir, llvm::StringRef name,
-                              llvm::StringRef options) {
+                              llvm::StringRef options, bool sessions) {
   CodeMeasure m;
   auto cc = llvm::sys::findProgramByName("gcc");
   if (!cc) {
@@ -107,11 +107,13 @@ CodeMeasure kiln::measureCode(llvm::StringRef dir, llvm::StringRef name,
       llvm::sys::path::append(p, c);
     return std::string(p);
   };
-  const std::vector<std::pair<std::string, bool>> sources = {
+  std::vector<std::pair<std::string, bool>> sources = {
       {name.str() + ".c", true},          {name.str() + "_kernels.c", true},
       {"runtime/src/status.c", false},    {"runtime/src/pack.c", false},
       {"runtime/src/tokenizer.c", false}, {"runtime/src/pretokenize.c", false},
       {"runtime/src/chat.c", false},      {"runtime/src/sampler.c", false}};
+  if (sessions) // the page pool's bookkeeping
+    sources.push_back({"runtime/src/kv_pages.c", false});
   llvm::SmallVector<llvm::StringRef> flags;
   llvm::SplitString(options, flags);
   std::vector<std::string> graphs;

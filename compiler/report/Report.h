@@ -48,7 +48,8 @@ struct CodeMeasure {
 
 /// Compiles DIR's model `name` and runtime with the target's options into a
 /// scratch directory and measures them.
-CodeMeasure measureCode(llvm::StringRef dir, llvm::StringRef name, llvm::StringRef options);
+CodeMeasure measureCode(llvm::StringRef dir, llvm::StringRef name, llvm::StringRef options,
+                        bool sessions);
 
 /// The report of the planned and packed `module` as JSON: the model's name,
 /// target, sizes (pack, arena, KV cache, activations per function), every

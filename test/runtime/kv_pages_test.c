@@ -976,6 +976,364 @@ static void test_shift_full(tally *t) {
   check(t, state_ok(&f), "full: state");
 }
 
+/* One step as the header gives it: adopt, adopt_part, reserve the rest,
+ * compute it, commit. Returns reserve's status; *adopted and *copied get
+ * what adopt and adopt_part took. */
+static kiln_status feed_part(fixture *f, int32_t id, const int32_t *tokens, int32_t n,
+                             int32_t *adopted, int32_t *copied) {
+  int32_t a = kiln_kv_pages_adopt(&f->p, id, tokens, n), c;
+
+  record_adopted(f, id, tokens, a);
+  c = kiln_kv_pages_adopt_part(&f->p, id, tokens + a, n - a, copy_page, f);
+  record_adopted(f, id, tokens + a, c);
+  *adopted = a;
+  *copied = c;
+  return feed(f, id, tokens + a + c, n - a - c, NULL);
+}
+
+/* P, then 31 to 35: page 2 shares A's 2 tokens and goes on. */
+static const int32_t p_on[13] = {11, 12, 13, 14, 21, 22, 23, 24, 31, 32, 33, 34, 35};
+
+static void test_adopt_part(tally *t) {
+  fixture f;
+  snapshot before;
+  int32_t a, b, c, n, m, q, a_table[SPAN], a_tokens[3 * PAGE];
+  uint32_t a_kv[3 * PAGE];
+
+  fixture_init(&f, 8, PAGE, 4, SPAN);
+  a = feed_prompt(t, &f);
+  b = open_session(t, &f);
+  check(t, kiln_kv_pages_adopt(&f.p, b, p_on, 12) == 8, "B adopts A's 2 full pages");
+  record_adopted(&f, b, p_on, 8);
+  memcpy(a_table, f.table + a * SPAN, sizeof a_table);
+  memcpy(a_tokens, f.tokens, sizeof a_tokens);
+  memcpy(a_kv, f.kv, sizeof a_kv);
+  take(&before, &f);
+  f.logged = 0;
+  n = kiln_kv_pages_adopt_part(&f.p, b, p_on + 8, 4, copy_page, &f);
+  q = table_at(&f, b, 2);
+  check(t, n == 2 && kiln_kv_session_position(&f.p, b) == 10,
+        "adopt_part: the 2 tokens A holds of page 2 copied, B at 10");
+  check(t,
+        f.copies == 1 && f.logged == 1 && f.copied[0][0] == 2 && f.copied[0][1] == q && q >= 3 &&
+            before.refs[q] == 0,
+        "copy once, (A's page 2, a free page B now maps)");
+  check(t,
+        f.refs[q] == 1 && !f.registered[q] && f.refs[2] == 1 && kiln_kv_pages_used(&f.p) == 4,
+        "B maps that page alone, unregistered; page 2 stays A's alone");
+  check(t,
+        memcmp(f.table + a * SPAN, a_table, sizeof a_table) == 0 &&
+            memcmp(f.tokens, a_tokens, sizeof a_tokens) == 0 &&
+            memcmp(f.kv, a_kv, sizeof a_kv) == 0,
+        "A's table, tokens and values unchanged");
+  check(t,
+        memcmp(f.tokens + q * PAGE, prompt + 8, 2 * sizeof prompt[0]) == 0 &&
+            memcmp(f.kv + q * PAGE, f.kv + 2 * PAGE, 2 * sizeof f.kv[0]) == 0,
+        "B's page holds A's tokens and values of positions 8, 9");
+  record_adopted(&f, b, p_on + 8, 2);
+  check(t, state_ok(&f), "adopt_part: state (B's copied positions read B's own values)");
+
+  /* The rest goes into B's own page: no second copy, and it registers full. */
+  check(t,
+        kiln_kv_pages_reserve(&f.p, b, 2, copy_page, &f) == KILN_OK && f.copies == 1 &&
+            table_at(&f, b, 2) == q && kiln_kv_pages_used(&f.p) == 4,
+        "reserve the rest: B's page already its own, no copy, no new page");
+  compute(&f, b, p_on + 10, 2);
+  check(t, kiln_kv_pages_commit(&f.p, b, p_on + 10, 2) == KILN_OK, "commit the rest");
+  f.length[b] = 12;
+  check(t, f.registered[q] && f.parent[q] == 1, "B's page, now full, registered under page 1");
+  check(t, state_ok(&f), "adopt_part then commit: state");
+  c = open_session(t, &f);
+  check(t,
+        feed_part(&f, c, p_on, 13, &n, &m) == KILN_OK && n == 12 && m == 0 &&
+            table_at(&f, c, 2) == q && f.refs[q] == 2,
+        "a third session adopts B's page whole");
+  check(t, state_ok(&f), "adopt_part then adopt: state");
+
+  /* The run leaves the last token to compute. */
+  fixture_init(&f, 8, PAGE, 4, SPAN);
+  (void)feed_prompt(t, &f);
+  b = open_session(t, &f);
+  check(t, kiln_kv_pages_adopt(&f.p, b, prompt, 10) == 8, "B adopts 8 of P");
+  record_adopted(&f, b, prompt, 8);
+  check(t,
+        kiln_kv_pages_adopt_part(&f.p, b, prompt + 8, 2, copy_page, &f) == 1 &&
+            kiln_kv_session_position(&f.p, b) == 9 && f.copies == 1,
+        "n = 2, equal to the common run: 1 copied");
+  record_adopted(&f, b, prompt + 8, 1);
+  check(t, feed(&f, b, prompt + 9, 1, &n) == KILN_OK && n == 0 && f.copies == 1,
+        "the last token computed into B's copy");
+  check(t, state_ok(&f), "last token: state");
+}
+
+/* P[0..8), then 31 32 33: 3 tokens of page 2. */
+static const int32_t p_three[11] = {11, 12, 13, 14, 21, 22, 23, 24, 31, 32, 33};
+
+static void test_adopt_part_longest(tally *t) {
+  fixture f;
+  int32_t a, b, c, d, n, m, q;
+  const int32_t p_one[10] = {11, 12, 13, 14, 21, 22, 23, 24, 31, 40};
+  const int32_t p_two[12] = {11, 12, 13, 14, 21, 22, 23, 24, 31, 32, 50, 51};
+
+  /* A holds 2 tokens of page 2, C 3 and D 1: C's run is the longest. */
+  fixture_init(&f, 8, PAGE, 4, SPAN);
+  a = feed_prompt(t, &f);
+  c = open_session(t, &f);
+  check(t, feed(&f, c, p_three, 11, &n) == KILN_OK && n == 8 && table_at(&f, c, 2) == 3,
+        "C: P[0..8) adopted, 31 32 33 in page 3");
+  d = open_session(t, &f);
+  check(t, feed(&f, d, p_one, 10, &n) == KILN_OK && n == 8 && table_at(&f, d, 2) == 4,
+        "D: P[0..8) adopted, 31 40 in page 4");
+  b = open_session(t, &f);
+  check(t, a < c && c < d && d < b, "sessions A, C, D, B in that order");
+  f.logged = 0;
+  check(t, feed_part(&f, b, p_on, 13, &n, &m) == KILN_OK && n == 8 && m == 3,
+        "B: 8 adopted, the 3 C holds copied");
+  q = table_at(&f, b, 2);
+  check(t, f.logged == 1 && f.copied[0][0] == 3 && f.copied[0][1] == q && q > 4,
+        "copy once, from C's page 3 to a page that was free");
+  check(t, f.registered[q] && f.parent[q] == 1, "B's copy, filled, registered under page 1");
+  check(t, state_ok(&f), "longest run: state");
+
+  /* Equal runs: the contract names no session, so any of them will do. */
+  fixture_init(&f, 8, PAGE, 4, SPAN);
+  (void)feed_prompt(t, &f);
+  c = open_session(t, &f);
+  check(t, feed(&f, c, p_three, 11, &n) == KILN_OK && table_at(&f, c, 2) == 3, "C: page 3");
+  d = open_session(t, &f);
+  check(t, feed(&f, d, p_three, 11, &n) == KILN_OK && table_at(&f, d, 2) == 4,
+        "D: the same tokens in its own page 4");
+  b = open_session(t, &f);
+  check(t, kiln_kv_pages_adopt(&f.p, b, p_on, 13) == 8, "B adopts 8");
+  record_adopted(&f, b, p_on, 8);
+  f.logged = 0;
+  check(t,
+        kiln_kv_pages_adopt_part(&f.p, b, p_on + 8, 5, copy_page, &f) == 3 && f.logged == 1 &&
+            (f.copied[0][0] == 3 || f.copied[0][0] == 4),
+        "C and D hold 3: 3 copied, from one of their pages");
+  record_adopted(&f, b, p_on + 8, 3);
+  check(t, state_ok(&f), "a tie of 3: state");
+  close_session(t, &f, b);
+  b = open_session(t, &f);
+  check(t, kiln_kv_pages_adopt(&f.p, b, p_two, 12) == 8, "B again, adopts 8");
+  record_adopted(&f, b, p_two, 8);
+  f.logged = 0;
+  check(t,
+        kiln_kv_pages_adopt_part(&f.p, b, p_two + 8, 4, copy_page, &f) == 2 && f.logged == 1 &&
+            f.copied[0][0] >= 2 && f.copied[0][0] <= 4,
+        "A, C and D hold 31 32: 2 copied, from one of their pages");
+  q = table_at(&f, b, 2);
+  check(t, q >= 0 && f.refs[q] == 1 && !f.registered[q], "B's page its own, unregistered");
+  record_adopted(&f, b, p_two + 8, 2);
+  check(t, state_ok(&f), "a tie of 2: state");
+}
+
+/* Position 0: no parent to agree on; the other session's first page need
+ * not be full. */
+static void test_adopt_part_first_page(tally *t) {
+  fixture f;
+  int32_t a, b, c, n, m, q;
+
+  fixture_init(&f, 8, PAGE, 4, SPAN);
+  a = open_session(t, &f);
+  check(t, feed(&f, a, prompt, 2, &n) == KILN_OK && !f.registered[0], "A: 11 12, page 0 not full");
+  b = open_session(t, &f);
+  check(t, kiln_kv_pages_adopt(&f.p, b, prompt, 10) == 0, "nothing registered to adopt");
+  f.logged = 0;
+  check(t,
+        kiln_kv_pages_adopt_part(&f.p, b, prompt, 10, copy_page, &f) == 2 &&
+            kiln_kv_session_position(&f.p, b) == 2 && f.logged == 1 && f.copied[0][0] == 0,
+        "at position 0: A's 2 tokens copied from its page 0");
+  q = table_at(&f, b, 0);
+  check(t, q > 0 && f.copied[0][1] == q && f.refs[q] == 1 && !f.registered[q] && f.refs[0] == 1,
+        "into a page that was free, which B maps alone, unregistered");
+  record_adopted(&f, b, prompt, 2);
+  check(t, state_ok(&f), "at position 0: state");
+  check(t, feed(&f, b, prompt + 2, 8, &n) == KILN_OK && n == 0 && f.copies == 1,
+        "B computes the rest");
+  check(t,
+        f.registered[q] && f.parent[q] == -1 && f.registered[table_at(&f, b, 1)] &&
+            f.parent[table_at(&f, b, 1)] == q,
+        "B's first page, filled, registered as a first page; its second after it");
+  check(t, state_ok(&f), "at position 0, filled: state");
+
+  /* One page of tokens is not adopted (its last token is computed), but 3
+   * are copied; B's full page beats A's 2 tokens. */
+  c = open_session(t, &f);
+  f.logged = 0;
+  check(t, feed_part(&f, c, prompt, 4, &n, &m) == KILN_OK && n == 0 && m == 3,
+        "C: one page of tokens, 0 adopted, 3 copied");
+  check(t, f.logged == 1 && f.copied[0][0] == q, "from B's full page, not A's 2 tokens");
+  check(t, state_ok(&f), "a page of tokens: state");
+  (void)a;
+}
+
+static void test_adopt_part_none(tally *t) {
+  fixture f;
+  snapshot before;
+  int32_t a, b, c, n, m;
+  const int32_t none[3] = {77, 78, 79}, late[2] = {32, 31}, mid[2] = {32, 33};
+  const int32_t b_text[9] = {11, 12, 13, 14, 99, 21, 22, 23, 24};
+  const int32_t other_first[10] = {91, 92, 93, 94, 21, 22, 23, 24, 31, 32};
+  kiln_kv_pages bad;
+
+  /* Bad arguments, where B at position 0 would otherwise copy 3 of P. */
+  fixture_init(&f, 8, PAGE, 4, SPAN);
+  a = feed_prompt(t, &f);
+  b = open_session(t, &f);
+  bad = f.p;
+  bad.page = 0;
+  take(&before, &f);
+  check(t,
+        kiln_kv_pages_adopt_part(&f.p, 2, prompt, 4, copy_page, &f) == 0 &&
+            kiln_kv_pages_adopt_part(&f.p, -1, prompt, 4, copy_page, &f) == 0 &&
+            kiln_kv_pages_adopt_part(&f.p, 4, prompt, 4, copy_page, &f) == 0,
+        "adopt_part: 0 for a closed or bad id");
+  check(t,
+        kiln_kv_pages_adopt_part(&f.p, b, NULL, 4, copy_page, &f) == 0 &&
+            kiln_kv_pages_adopt_part(&f.p, b, prompt, 4, NULL, &f) == 0 &&
+            kiln_kv_pages_adopt_part(NULL, b, prompt, 4, copy_page, &f) == 0 &&
+            kiln_kv_pages_adopt_part(&bad, b, prompt, 4, copy_page, &f) == 0,
+        "adopt_part: 0 for NULL tokens, NULL copy or an invalid pool");
+  check(t,
+        kiln_kv_pages_adopt_part(&f.p, b, prompt, 1, copy_page, &f) == 0 &&
+            kiln_kv_pages_adopt_part(&f.p, b, prompt, 0, copy_page, &f) == 0 &&
+            kiln_kv_pages_adopt_part(&f.p, b, prompt, -1, copy_page, &f) == 0,
+        "adopt_part: 0 for n < 2");
+  check(t, same(&before, &f) && f.copies == 0, "refused adopt_parts change nothing");
+
+  /* B at 8, after A's pages 0 and 1. */
+  check(t, kiln_kv_pages_adopt(&f.p, b, prompt, 10) == 8, "B adopts 8");
+  record_adopted(&f, b, prompt, 8);
+  take(&before, &f);
+  check(t,
+        kiln_kv_pages_adopt_part(&f.p, b, none, 3, copy_page, &f) == 0 &&
+            kiln_kv_pages_adopt_part(&f.p, b, late, 2, copy_page, &f) == 0,
+        "no session holds the first token there: 0");
+  check(t, same(&before, &f) && f.copies == 0, "no match changes nothing");
+  check(t, feed(&f, b, prompt + 8, 1, &n) == KILN_OK, "B computes 31: at 9, mid-page");
+  take(&before, &f);
+  check(t, kiln_kv_pages_adopt_part(&f.p, b, mid, 2, copy_page, &f) == 0,
+        "mid-page: 0, though A holds 32 at the same position");
+  check(t, same(&before, &f) && f.copies == 0, "mid-page changes nothing");
+  truncate_session(t, &f, b, 8);
+  check(t, kiln_kv_pages_reserve(&f.p, b, 1, copy_page, &f) == KILN_OK, "B reserves page 2");
+  take(&before, &f);
+  check(t, kiln_kv_pages_adopt_part(&f.p, b, prompt + 8, 2, copy_page, &f) == 0,
+        "the next page already mapped: 0");
+  check(t, same(&before, &f) && f.copies == 0, "a mapped next page changes nothing");
+  truncate_session(t, &f, b, 8);
+  check(t, state_ok(&f), "no match: state");
+
+  /* C holds 31 32 at page 2 under other pages than B's. */
+  close_session(t, &f, a);
+  c = open_session(t, &f);
+  check(t, feed(&f, c, other_first, 10, &n) == KILN_OK && n == 0, "C: another first page");
+  take(&before, &f);
+  check(t, kiln_kv_pages_adopt_part(&f.p, b, prompt + 8, 2, copy_page, &f) == 0,
+        "the same tokens after another previous page: 0");
+  check(t, same(&before, &f) && f.copies == 0, "another previous page changes nothing");
+  check(t, state_ok(&f), "another previous page: state");
+
+  /* B's page 1 is its own and unregistered (a shift wrote it). */
+  fixture_init(&f, 8, PAGE, 4, SPAN);
+  (void)feed_prompt(t, &f);
+  b = open_session(t, &f);
+  check(t, feed(&f, b, b_text, 9, &n) == KILN_OK && n == 4, "B: page 0 adopted, 5 computed");
+  check(t,
+        kiln_kv_pages_shift(&f.p, b, 4, 1, copy_page, &f) == KILN_OK && finish_shift(&f, b, 4, 1),
+        "B drops 99: at 8 with 21 22 23 24 in its page 1");
+  check(t, !f.registered[table_at(&f, b, 1)], "B's page 1 unregistered");
+  take(&before, &f);
+  check(t, kiln_kv_pages_adopt_part(&f.p, b, prompt + 8, 2, copy_page, &f) == 0,
+        "after an unregistered page of its own: 0");
+  check(t, same(&before, &f) && f.copies == 0, "an unregistered previous page changes nothing");
+  check(t, state_ok(&f), "unregistered previous page: state");
+
+  /* No free page: the tokens are computed instead. */
+  fixture_init(&f, 4, PAGE, 3, SPAN);
+  (void)feed_prompt(t, &f);
+  b = open_session(t, &f);
+  check(t, kiln_kv_pages_adopt(&f.p, b, prompt, 10) == 8, "B adopts 8");
+  record_adopted(&f, b, prompt, 8);
+  c = open_session(t, &f);
+  check(t, feed(&f, c, none, 1, &n) == KILN_OK && kiln_kv_pages_used(&f.p) == 4, "pool full");
+  take(&before, &f);
+  check(t, kiln_kv_pages_adopt_part(&f.p, b, prompt + 8, 2, copy_page, &f) == 0,
+        "no free page: 0");
+  check(t, same(&before, &f) && f.copies == 0, "no free page changes nothing, copies nothing");
+  close_session(t, &f, c);
+  check(t,
+        feed_part(&f, b, prompt + 8, 2, &n, &m) == KILN_OK && n == 0 && m == 1 && f.copies == 1,
+        "a page freed: 1 copied");
+  check(t, state_ok(&f), "no free page: state");
+}
+
+/* Values a shift moved were computed with the dropped positions in
+ * context: no page a shift wrote is copied from, whatever its tokens. */
+static void test_adopt_part_shifted(tally *t) {
+  fixture f;
+  snapshot before;
+  int32_t a, b, c, n, m;
+  const int32_t after_shift[10] = {11, 12, 13, 14, 21, 22, 23, 24, 32, 50};
+  const int32_t first[3] = {11, 13, 50};
+  const int32_t later[13] = {11, 12, 13, 14, 21, 22, 23, 24, 31, 32, 33, 99, 98};
+
+  fixture_init(&f, 8, PAGE, 4, SPAN);
+  a = feed_prompt(t, &f);
+  check(t,
+        kiln_kv_pages_shift(&f.p, a, 8, 1, copy_page, &f) == KILN_OK && finish_shift(&f, a, 8, 1),
+        "A drops 31: holds P[0..8) 32, its 32 computed after 31");
+  b = open_session(t, &f);
+  check(t, kiln_kv_pages_adopt(&f.p, b, after_shift, 10) == 8, "B adopts 8");
+  record_adopted(&f, b, after_shift, 8);
+  take(&before, &f);
+  check(t, kiln_kv_pages_adopt_part(&f.p, b, after_shift + 8, 2, copy_page, &f) == 0,
+        "A's shifted page matches 32 but is not copied from: 0");
+  check(t, same(&before, &f) && f.copies == 0, "nothing changed, nothing copied");
+  c = open_session(t, &f);
+  check(t, feed(&f, c, after_shift, 9, &n) == KILN_OK && n == 8, "C computes 32 after P[0..8)");
+  f.logged = 0;
+  check(t,
+        kiln_kv_pages_adopt_part(&f.p, b, after_shift + 8, 2, copy_page, &f) == 1 &&
+            f.logged == 1 && f.copied[0][0] == table_at(&f, c, 2),
+        "then 1 copied, from C's page, not A's");
+  record_adopted(&f, b, after_shift + 8, 1);
+  check(t, state_ok(&f), "shifted page: state");
+
+  /* At position 0: A's first page, written by a shift, is not copied from
+   * either, though its position 0 lay below keep. */
+  fixture_init(&f, 8, PAGE, 4, SPAN);
+  a = open_session(t, &f);
+  check(t, feed(&f, a, prompt, 3, &n) == KILN_OK, "A: 11 12 13");
+  check(t,
+        kiln_kv_pages_shift(&f.p, a, 1, 1, copy_page, &f) == KILN_OK && finish_shift(&f, a, 1, 1),
+        "A drops 12: holds 11 13");
+  b = open_session(t, &f);
+  take(&before, &f);
+  check(t,
+        kiln_kv_pages_adopt_part(&f.p, b, first, 3, copy_page, &f) == 0 &&
+            kiln_kv_pages_adopt_part(&f.p, b, first, 2, copy_page, &f) == 0,
+        "A's shifted first page is not copied from: 0");
+  check(t, same(&before, &f) && f.copies == 0, "nothing changed, nothing copied");
+
+  /* A shift in a later page leaves the pages before it clean. */
+  fixture_init(&f, 8, PAGE, 4, SPAN);
+  a = open_session(t, &f);
+  check(t, feed(&f, a, text, 14, &n) == KILN_OK, "A: 14 tokens, pages 0 to 3");
+  check(t,
+        kiln_kv_pages_shift(&f.p, a, 12, 1, copy_page, &f) == KILN_OK &&
+            finish_shift(&f, a, 12, 1),
+        "A drops 41: the shift writes page 3 only");
+  b = open_session(t, &f);
+  f.logged = 0;
+  check(t,
+        feed_part(&f, b, later, 13, &n, &m) == KILN_OK && n == 8 && m == 3 && f.logged == 1 &&
+            f.copied[0][0] == 2,
+        "B: 8 adopted, 3 copied from A's page 2, which the shift did not write");
+  check(t, state_ok(&f), "a shift in a later page: state");
+}
+
 /* Test-local generator (xorshift64*). */
 static uint64_t rng = UINT64_C(0x9E3779B97F4A7C15);
 
@@ -1004,6 +1362,41 @@ static int32_t pages_needed(const fixture *f, int32_t id, int32_t at, int32_t n,
   return need;
 }
 
+/* Logical pages from ceil(n / page) on are released by a truncate to n,
+ * and with them the marks of the pages a shift wrote first. */
+static uint32_t marks_kept(uint32_t marks, int32_t n, int32_t page) {
+  return marks & ((1u << ((n + page - 1) / page)) - 1u);
+}
+
+/* What kiln_kv_pages_adopt_part must copy for tokens[0..n), worked out from
+ * the record and the tables: at a page start the session has not mapped,
+ * after a page it computed clean (no shift wrote it or a page before it),
+ * the longest run of tokens another session holds in its next page after
+ * the same physical page, short of the last token, from a page neither a
+ * shift nor what followed one wrote; 0 with no free page. marks[s] has bit
+ * lp set when a shift wrote logical page lp of session s first. */
+static int32_t part_expected(const fixture *f, int32_t id, const int32_t *tokens, int32_t n,
+                             const uint32_t *marks) {
+  int32_t page = f->p.page, at = f->length[id], lp = at / page, s, best = 0, free_pages;
+
+  if (n < 2 || at % page != 0 || lp >= f->p.span || table_at(f, id, lp) >= 0 ||
+      (marks[id] & ((1u << lp) - 1u)) != 0)
+    return 0;
+  for (s = 0; s < f->p.sessions; s++) {
+    int32_t held, k = 0;
+
+    if (s == id || f->length[s] <= at || (marks[s] & ((2u << lp) - 1u)) != 0 ||
+        (lp > 0 && table_at(f, s, lp - 1) != table_at(f, id, lp - 1)))
+      continue;
+    held = f->length[s] - at < page ? f->length[s] - at : page;
+    while (k < held && k < n - 1 && f->history[s][at + k] == tokens[k])
+      k++;
+    best = k > best ? k : best;
+  }
+  (void)pages_needed(f, id, at, 0, &free_pages);
+  return free_pages > 0 ? best : 0;
+}
+
 /* Random sessions over prompts that often share prefixes; the state is
  * checked after every step. */
 static void test_random(tally *t) {
@@ -1013,8 +1406,9 @@ static void test_random(tally *t) {
       {1, 2, 3, 4, 5, 6, 9, 9, 9, 9, 9, 9, 1, 1, 1, 1, 1, 1},
       {3, 3, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9}};
   fixture f;
-  int32_t step, id, n, a, i, need, free_pages, adopted = 0, full = 0, shifts = 0, shift_full = 0;
-  int32_t toks[RSPAN * RPAGE];
+  int32_t step, id, n, a, c, i, need, free_pages, adopted = 0, full = 0, shifts = 0, shift_full = 0;
+  int32_t parts = 0, toks[RSPAN * RPAGE];
+  uint32_t marks[SESSIONS] = {0, 0, 0, 0};
   int bad = 0;
 
   fixture_init(&f, PAGES, RPAGE, SESSIONS, RSPAN);
@@ -1030,13 +1424,16 @@ static void test_random(tally *t) {
         want++;
       bad |= kiln_kv_session_open(&f.p, &got) != KILN_OK || got != want;
       f.length[got] = 0;
+      marks[got] = 0;
     } else if (r % 10 == 0) {
       bad |= kiln_kv_session_close(&f.p, id) != KILN_OK;
       f.length[id] = -1;
+      marks[id] = 0;
     } else if (r % 10 < 3) {
       n = (int32_t)(next_u32() % (uint32_t)(f.length[id] + 1));
       bad |= kiln_kv_pages_truncate(&f.p, id, n) != KILN_OK;
       f.length[id] = n;
+      marks[id] = marks_kept(marks[id], n, RPAGE);
     } else if (r % 10 == 3) {
       int32_t len = f.length[id], keep, drop, copies = f.copies;
       snapshot before;
@@ -1051,17 +1448,19 @@ static void test_random(tally *t) {
       } else if (drop == 0 || keep == len - drop) {
         bad |= st != KILN_OK || !same(&before, &f) || f.copies != copies;
         bad |= !finish_shift(&f, id, keep, drop);
+        marks[id] = marks_kept(marks[id], len - drop, RPAGE);
       } else if (pages_needed(&f, id, keep, len - drop - keep, &free_pages) > free_pages) {
         bad |= st != KILN_ERR_POOL_FULL || !same(&before, &f) || f.copies != copies;
         shift_full++;
       } else {
         bad |= st != KILN_OK || !records_shifted(&f, id, keep, drop) ||
                !finish_shift(&f, id, keep, drop);
+        marks[id] = marks_kept(marks[id] | 1u << (keep / RPAGE), len - drop, RPAGE);
         shifts++;
       }
     } else {
       const int32_t *base = bases[next_u32() % 3];
-      int32_t at = f.length[id];
+      int32_t at = f.length[id], copies, want;
       snapshot before;
 
       n = 1 + (int32_t)(next_u32() % 8);
@@ -1076,6 +1475,21 @@ static void test_random(tally *t) {
       }
       adopted += a;
       record_adopted(&f, id, toks, a);
+      want = part_expected(&f, id, toks + a, n - a, marks);
+      copies = f.copies;
+      take(&before, &f);
+      c = kiln_kv_pages_adopt_part(&f.p, id, toks + a, n - a, copy_page, &f);
+      if (c != want || f.copies != copies + (c > 0) || (c == 0 && !same(&before, &f)) ||
+          (c > 0 && (table_at(&f, id, f.length[id] / RPAGE) != f.copy_to ||
+                     f.refs[f.copy_to] != 1 || f.registered[f.copy_to]))) {
+        printf("  step %d: adopt_part copied %d of %d at %d, want %d\n", (int)step, (int)c,
+               (int)(n - a), (int)f.length[id], (int)want);
+        bad = 1;
+        break;
+      }
+      parts += c > 0;
+      record_adopted(&f, id, toks + a, c);
+      a += c;
       /* pages_needed reads the table, so only within capacity. */
       need = at + n > RSPAN * RPAGE ? -1 : pages_needed(&f, id, f.length[id], n - a, &free_pages);
       take(&before, &f);
@@ -1103,6 +1517,7 @@ static void test_random(tally *t) {
   check(t, adopted > 1000 && full > 100 && f.copies > 100,
         "random sessions adopt, copy and fill the pool often");
   check(t, shifts > 300 && shift_full > 20, "random sessions shift often, some into a full pool");
+  check(t, parts > 100, "random sessions copy part of a page often");
 }
 
 int main(void) {
@@ -1121,6 +1536,11 @@ int main(void) {
   test_shift_own(&t);
   test_shift_shared(&t);
   test_shift_full(&t);
+  test_adopt_part(&t);
+  test_adopt_part_longest(&t);
+  test_adopt_part_first_page(&t);
+  test_adopt_part_none(&t);
+  test_adopt_part_shifted(&t);
   test_random(&t);
 
   printf("%d passed, %d failed\n", t.passed, t.failed);
