@@ -1,11 +1,11 @@
 /* One decode GEMV stream, alone: the panel kernels a decode step calls for its
- * matmuls (one activation row against n x k weights in the target's panel
+ * matmuls (one activation row, or a batch of `rows` decodes, against n x k weights in the target's panel
  * layout) over `matrices` such matrices, more than the caches hold, against a
  * plain read of the same bytes in the same pass. Decode is bound by that read:
  * the ratio says how much of the read bandwidth the kernel keeps.
  *
  *   cc -O3 -march=native -pthread -I. -Iruntime/include bench/gemv.c -o gemv -lm
- *   ./gemv q4_0 [n=5632] [k=2048] [matrices=48] [passes=9] [threads=1]
+ *   ./gemv q4_0 [n=5632] [k=2048] [matrices=48] [passes=9] [threads=1] [rows=1]
  *
  * q4_0, q8_0, f16, or a GGUF block format the panels read (q4_1, q5_0, q5_1,
  * iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k; k a multiple of its block).
@@ -65,8 +65,8 @@ static void fill_rows(int family, uint8_t *w, int32_t n, int32_t k, int32_t g) {
 /* Panels p0..p1 of the decode matmul with the family a constant, as
  * generated code calls it. */
 static void gemv(int family, const uint8_t *w, const float *x, const void *scratch, float *y,
-                 int32_t n, int32_t k, int32_t p0, int32_t p1) {
-#define GEMV_INT(f, g) kiln_uk_matmul_panel_int(f, w, y, scratch, 1, n, k, g, KILN_UK_MR_MAX, k, p0, p1)
+                 int32_t rows, int32_t n, int32_t k, int32_t p0, int32_t p1) {
+#define GEMV_INT(f, g) kiln_uk_matmul_panel_int(f, w, y, scratch, rows, n, k, g, KILN_UK_MR_MAX, k, p0, p1)
   switch (family) {
   case KILN_UK_I4: GEMV_INT(KILN_UK_I4, GROUP); break;
   case KILN_UK_I8: GEMV_INT(KILN_UK_I8, GROUP); break;
@@ -79,7 +79,7 @@ static void gemv(int family, const uint8_t *w, const float *x, const void *scrat
   case KILN_UK_Q4_K: GEMV_INT(KILN_UK_Q4_K, 256); break;
   case KILN_UK_Q5_K: GEMV_INT(KILN_UK_Q5_K, 256); break;
   case KILN_UK_Q6_K: GEMV_INT(KILN_UK_Q6_K, 256); break;
-  default: kiln_uk_matmul_panel_float(KILN_UK_F16, x, w, y, 1, n, k, KILN_UK_MR_MAX, k, p0, p1);
+  default: kiln_uk_matmul_panel_float(KILN_UK_F16, x, w, y, rows, n, k, KILN_UK_MR_MAX, k, p0, p1);
   }
 #undef GEMV_INT
 }
@@ -87,7 +87,7 @@ static void gemv(int family, const uint8_t *w, const float *x, const void *scrat
 /* One pass of `threads` workers over every matrix: the kernel or the read. */
 typedef struct gemv_pass {
   int family, read, threads;
-  int32_t n, k, matrices;
+  int32_t rows, n, k, matrices;
   size_t bytes;
   const uint8_t *w;
   const float *x;
@@ -128,7 +128,7 @@ static void *run_share(void *arg) {
     if (p->read)
       p->sink[wk->t] ^= read_all(w + b0, b1 - b0);
     else
-      gemv(p->family, w, p->x, p->scratch, p->y, p->n, p->k, p0, p1);
+      gemv(p->family, w, p->x, p->scratch, p->y, p->rows, p->n, p->k, p0, p1);
     if (p->threads > 1)
       barrier(p, &sense);
   }
@@ -182,6 +182,7 @@ int main(int argc, char **argv) {
   const int32_t n = argc > 2 ? atoi(argv[2]) : 5632, k = argc > 3 ? atoi(argv[3]) : 2048;
   const int matrices = argc > 4 ? atoi(argv[4]) : 48, passes = argc > 5 ? atoi(argv[5]) : 9;
   const int threads = argc > 6 ? atoi(argv[6]) : 1;
+  const int32_t act_rows = argc > 7 ? atoi(argv[7]) : 1;
   size_t bytes, total;
   uint8_t *rows, *w, *scratch;
   float *x, *y, check = 0.0f;
@@ -190,10 +191,10 @@ int main(int argc, char **argv) {
   gemv_pass p;
   int32_t i, r, m;
   if (family < 0 || n < 1 || k < g || k % (g < GROUP ? GROUP : g) != 0 || matrices < 1 ||
-      passes < 1 || threads < 1 || threads > MAX_THREADS) {
+      passes < 1 || threads < 1 || threads > MAX_THREADS || act_rows < 1 || act_rows > 64) {
     fprintf(stderr,
             "usage: %s q4_0|q8_0|f16|<block format> [n] [k, a multiple of %d or of the block] "
-            "[matrices] [passes] [threads, 1..%d]\n",
+            "[matrices] [passes] [threads, 1..%d] [rows, 1..64]\n",
             argv[0], GROUP, MAX_THREADS);
     return 2;
   }
@@ -201,9 +202,9 @@ int main(int argc, char **argv) {
   total = bytes * (size_t)matrices;
   rows = malloc(bytes);
   w = large(total);
-  scratch = malloc(kiln_uk_panel_family_stride(family, k, g));
-  x = malloc(sizeof(float) * (size_t)k);
-  y = malloc(sizeof(float) * (size_t)n);
+  scratch = malloc(kiln_uk_panel_family_stride(family, k, g) * (size_t)act_rows);
+  x = malloc(sizeof(float) * (size_t)k * (size_t)act_rows);
+  y = malloc(sizeof(float) * (size_t)n * (size_t)act_rows);
   kernel = malloc(sizeof(double) * (size_t)passes);
   sweep = malloc(sizeof(double) * (size_t)passes);
   ratio = malloc(sizeof(double) * (size_t)passes);
@@ -215,15 +216,18 @@ int main(int argc, char **argv) {
   kiln_uk_pack_panels(family, rows, w, n, k, g, KILN_UK_NR);
   for (m = 1; m < matrices; ++m)
     memcpy(w + bytes * (size_t)m, w, bytes);
-  for (i = 0; i < k; ++i)
+  for (i = 0; i < k * act_rows; ++i)
     x[i] = (float)rand() / (float)RAND_MAX - 0.5f;
   if (kiln_uk_is_block_family(family))
-    kiln_uk_blocks_quantize_row(x, scratch, k, g);
+    for (r = 0; r < act_rows; ++r)
+      kiln_uk_blocks_quantize_row(x + (size_t)r * (size_t)k,
+                          scratch + (size_t)r * kiln_uk_panel_family_stride(family, k, g), k, g);
   else if (family != KILN_UK_F16)
-    kiln_uk_panel_quantize_rows(x, scratch, 1, k, GROUP);
+    kiln_uk_panel_quantize_rows(x, scratch, act_rows, k, GROUP);
   memset(&p, 0, sizeof p);
   p.family = family;
   p.threads = threads;
+  p.rows = act_rows;
   p.n = n;
   p.k = k;
   p.matrices = matrices;
@@ -245,10 +249,11 @@ int main(int argc, char **argv) {
   qsort(kernel, (size_t)passes, sizeof(double), by_value);
   qsort(sweep, (size_t)passes, sizeof(double), by_value);
   qsort(ratio, (size_t)passes, sizeof(double), by_value);
-  printf("%s %s: %d x %d, %d matrices (%.0f MB), %d thread%s: kernel %.2f GB/s, read %.2f GB/s, "
-         "kernel/read %.3f (medians of %d passes; check %g %llu)\n",
+  printf("%s %s: %d x %d, %d matrices (%.0f MB), %d thread%s, %d row%s: kernel %.2f GB/s, read %.2f "
+         "GB/s, kernel/read %.3f (medians of %d passes; check %g %llu)\n",
          KILN_BENCH_HEADER, name, (int)n, (int)k, matrices, (double)total * 1e-6, threads,
-         threads > 1 ? "s" : "", (double)total / kernel[passes / 2] * 1e-9,
+         threads > 1 ? "s" : "", (int)act_rows, act_rows > 1 ? "s" : "",
+         (double)total / kernel[passes / 2] * 1e-9,
          (double)total / sweep[passes / 2] * 1e-9, ratio[passes / 2], passes, (double)check,
          (unsigned long long)(sink & 1));
   return 0;

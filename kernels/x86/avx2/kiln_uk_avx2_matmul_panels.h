@@ -206,7 +206,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, con
                             : _mm256_setzero_si256();
     __m256i is[KILN_UK_MR_MAX];
     __m256 d, m;
-    if (mr > 1)
+    if (mr > KILN_UK_STREAM_ROWS)
       for (c = 0; c < bytes; c += 64)
         KILN_UK_PREFETCH(gp + c);
     else
@@ -564,7 +564,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
      * kept 1.04-1.09 of a plain read against 0.76-0.78 with the hardware
      * prefetchers alone (q8_0: 1.01-1.03 against 0.87-0.89; bench/gemv.c,
      * one thread or two); 16 KiB ahead, as the tiles ask, was 0.87x slower. */
-    if (mr > 1)
+    if (mr > KILN_UK_STREAM_ROWS)
       for (c = 0; c < (int32_t)group_bytes; c += 64)
         KILN_UK_PREFETCH(gp + c);
     else

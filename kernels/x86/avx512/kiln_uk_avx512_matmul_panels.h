@@ -207,7 +207,8 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *
  * codes become unsigned bytes (a nibble, the fifth bit beside it, or
  * iq4_nl's value + 128 from a vpshufb table) for vpdpbusd; the offset (16,
  * 128) meets the activations' integer sum, the min their scaled sum. Decode
- * (mr = 1) prefetches as panel_row_int, the tiles as the other tiles. */
+ * and batches of a few rows (KILN_UK_STREAM_ROWS) prefetch as panel_row_int, the
+ * tiles as the other tiles. */
 KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, const uint8_t *xs,
                                    size_t stride, int32_t mr, int32_t k, int32_t b0, int32_t b1,
                                    float *y, int32_t ldy, int32_t rows_valid) {
@@ -236,7 +237,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, con
     const __m512i qh = five ? _mm512_loadu_si512(gp + 32 * (1 + mins)) : _mm512_setzero_si512();
     __m512i is[KILN_UK_MR_MAX];
     __m512 d, m;
-    if (mr > 1)
+    if (mr > KILN_UK_STREAM_ROWS)
       for (c = 0; c < bytes; c += 64)
         KILN_UK_PREFETCH(gp + c);
     else
@@ -618,8 +619,12 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
     const uint8_t *gp = panel + (size_t)b * group_bytes;
     __m512i is[KILN_UK_MR_MAX];
     __m512 ws;
-    for (c = 0; c < (int32_t)group_bytes; c += 64)
-      KILN_UK_PREFETCH(gp + c);
+    if (mr > KILN_UK_STREAM_ROWS)
+      for (c = 0; c < (int32_t)group_bytes; c += 64)
+        KILN_UK_PREFETCH(gp + c);
+    else
+      for (c = 0; c < (int32_t)group_bytes; c += 64)
+        KILN_UK_PREFETCH_ROW(gp + c);
     for (r = 0; r < mr; ++r)
       is[r] = _mm512_setzero_si512();
     if (family == KILN_UK_I8) {
@@ -631,17 +636,21 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
         }
       }
     } else {
+      __m512i js[KILN_UK_MR_MAX];
+      for (r = 0; r < mr; ++r)
+        js[r] = _mm512_setzero_si512();
       for (c = 0; c < g / 8; ++c) {
         __m512i v = _mm512_loadu_si512(gp + 32 + 64 * c);
-        __m512i lo = _mm512_and_si512(v, low);
-        __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+        __m512i lo = _mm512_and_si512(v, low), hi = _mm512_andnot_si512(low, v);
         for (r = 0; r < mr; ++r) {
           const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
           is[r] = _mm512_dpbusd_epi32(is[r], lo, _mm512_set1_epi32(kiln_uk_load_i32(q + g * b + 4 * c)));
-          is[r] = _mm512_dpbusd_epi32(is[r], hi,
+          js[r] = _mm512_dpbusd_epi32(js[r], hi,
                                       _mm512_set1_epi32(kiln_uk_load_i32(q + g * b + g / 2 + 4 * c)));
         }
       }
+      for (r = 0; r < mr; ++r)
+        is[r] = _mm512_add_epi32(is[r], _mm512_srai_epi32(js[r], 4));
     }
     ws = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)gp));
     for (r = 0; r < mr; ++r) {
