@@ -53,8 +53,9 @@
 
 /* Step j of `steps` of prefetching the `bytes` at p: that share of its cache
  * lines, so that a kernel's prefetches spread over its work instead of
- * filling the miss queue at once. A tile of one row (decode) streams its
- * panel once, from memory, and asks as panel_row_int does. */
+ * filling the miss queue at once. A tile of at most KILN_UK_STREAM_ROWS rows
+ * (decode, a batch of decodes) streams its panel once, from memory, and asks as
+ * panel_row_int does; share 0 of 1 asks for every line. */
 KILN_UK_INLINE void kiln_uk_prefetch_share(const uint8_t *p, int32_t bytes, int32_t j, int32_t steps,
                                    int32_t mr) {
   const int32_t lines = (bytes + 63) / 64;

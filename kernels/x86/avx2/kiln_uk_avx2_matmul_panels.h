@@ -206,12 +206,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, con
                             : _mm256_setzero_si256();
     __m256i is[KILN_UK_MR_MAX];
     __m256 d, m;
-    if (mr > KILN_UK_STREAM_ROWS)
-      for (c = 0; c < bytes; c += 64)
-        KILN_UK_PREFETCH(gp + c);
-    else
-      for (c = 0; c < bytes; c += 64)
-        KILN_UK_PREFETCH_ROW(gp + c);
+    kiln_uk_prefetch_share(gp, bytes, 0, 1, mr);
     for (r = 0; r < mr; ++r)
       is[r] = _mm256_setzero_si256();
     for (c = 0; c < 4; ++c) {
@@ -559,17 +554,12 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
     const uint8_t *gp = panel + (size_t)b * group_bytes;
     __m256i is[KILN_UK_MR_MAX];
     __m256 ws;
-    /* Decode (one row) reads the panels as one stream: asked for as the
+    /* Decode (and a batch of a few rows) reads the panels as one stream: asked for as the
      * AVX-512 decode GEMV asks (KILN_UK_PREFETCH_ROW), a q4_0 GEMV from DRAM
      * kept 1.04-1.09 of a plain read against 0.76-0.78 with the hardware
      * prefetchers alone (q8_0: 1.01-1.03 against 0.87-0.89; bench/gemv.c,
      * one thread or two); 16 KiB ahead, as the tiles ask, was 0.87x slower. */
-    if (mr > KILN_UK_STREAM_ROWS)
-      for (c = 0; c < (int32_t)group_bytes; c += 64)
-        KILN_UK_PREFETCH(gp + c);
-    else
-      for (c = 0; c < (int32_t)group_bytes; c += 64)
-        KILN_UK_PREFETCH_ROW(gp + c);
+    kiln_uk_prefetch_share(gp, (int32_t)group_bytes, 0, 1, mr);
     for (r = 0; r < mr; ++r)
       is[r] = _mm256_setzero_si256();
     if (family == KILN_UK_I8) {

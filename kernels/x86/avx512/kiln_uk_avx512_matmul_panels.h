@@ -237,12 +237,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, con
     const __m512i qh = five ? _mm512_loadu_si512(gp + 32 * (1 + mins)) : _mm512_setzero_si512();
     __m512i is[KILN_UK_MR_MAX];
     __m512 d, m;
-    if (mr > KILN_UK_STREAM_ROWS)
-      for (c = 0; c < bytes; c += 64)
-        KILN_UK_PREFETCH(gp + c);
-    else
-      for (c = 0; c < bytes; c += 64)
-        KILN_UK_PREFETCH_ROW(gp + c);
+    kiln_uk_prefetch_share(gp, bytes, 0, 1, mr);
     for (r = 0; r < mr; ++r)
       is[r] = _mm512_setzero_si512();
     for (c = 0; c < 4; ++c) {
@@ -619,12 +614,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
     const uint8_t *gp = panel + (size_t)b * group_bytes;
     __m512i is[KILN_UK_MR_MAX];
     __m512 ws;
-    if (mr > KILN_UK_STREAM_ROWS)
-      for (c = 0; c < (int32_t)group_bytes; c += 64)
-        KILN_UK_PREFETCH(gp + c);
-    else
-      for (c = 0; c < (int32_t)group_bytes; c += 64)
-        KILN_UK_PREFETCH_ROW(gp + c);
+    kiln_uk_prefetch_share(gp, (int32_t)group_bytes, 0, 1, mr);
     for (r = 0; r < mr; ++r)
       is[r] = _mm512_setzero_si512();
     if (family == KILN_UK_I8) {
