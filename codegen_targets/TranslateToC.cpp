@@ -278,6 +278,15 @@ private:
 /// library's kiln_uk_kv_shift_heads and turns the moved keys back; a wrapped ring with
 /// a window refuses a shift after which the window would reach back to kept
 /// tokens (their rows were overwritten).
+/// The value cache of `keys`' layer in `decode`; failure with a diagnostic
+/// when there is none.
+FailureOr<KvCacheOp> valueCacheOf(func::FuncOp decode, KvCacheOp keys) {
+  for (auto v : decode.getBody().front().getOps<KvCacheOp>())
+    if (v.getKind() == CacheKind::value && v.getLayer() == keys.getLayer())
+      return v;
+  return keys.emitOpError("has no value cache");
+}
+
 LogicalResult shiftValues(func::FuncOp decode, const TargetDescription &target,
                           const ModelInfo &info, std::map<std::string, KernelCall> &kernels,
                           TemplateValues &values) {
@@ -286,20 +295,13 @@ LogicalResult shiftValues(func::FuncOp decode, const TargetDescription &target,
     if (cache.getKind() != CacheKind::key)
       continue;
     Operation *writer = *cache->getUsers().begin();
-    KvCacheOp values;
-    int64_t window = 0;
-    for (Operation &op : decode.getBody().front()) {
-      if (auto v = dyn_cast<KvCacheOp>(op))
-        if (v.getKind() == CacheKind::value && v.getLayer() == cache.getLayer())
-          values = v;
-      if (auto a = dyn_cast<AttentionOp>(op))
-        if (a.getKeys().getDefiningOp() == writer && a.getWindow())
-          window = *a.getWindow();
-    }
-    if (!values) {
-      cache.emitOpError("has no value cache");
+    FailureOr<KvCacheOp> valueCache = valueCacheOf(decode, cache);
+    if (failed(valueCache))
       return failure();
-    }
+    int64_t window = 0;
+    for (auto a : decode.getBody().front().getOps<AttentionOp>())
+      if (a.getKeys().getDefiningOp() == writer && a.getWindow())
+        window = *a.getWindow();
     FailureOr<KernelCall> rerope = target.reropeKernelFor(writer, info.name);
     if (failed(rerope))
       return failure();
@@ -325,7 +327,7 @@ LogicalResult shiftValues(func::FuncOp decode, const TargetDescription &target,
                      .str();
     kernels.try_emplace(shift.name, shift);
     moves += formatv("  {0}(m->arena + {1}u, m->arena + {2}u, m->pos, keep, drop); /* layer {3} */\n",
-                     shift.name, slotOffset(cache), slotOffset(values), cache.getLayer());
+                     shift.name, slotOffset(cache), slotOffset(*valueCache), cache.getLayer());
     if (ring) {
       fits += formatv("  if (m->pos > {0} && m->pos - drop - {1} + 1 < keep)\n    return 0;\n",
                       rows, window);
@@ -351,12 +353,9 @@ LogicalResult sessionValues(func::FuncOp decode, const TargetDescription &target
   for (auto cache : decode.getBody().front().getOps<KvCacheOp>()) {
     if (cache.getKind() != CacheKind::key)
       continue;
-    KvCacheOp valueCache;
-    for (auto v : decode.getBody().front().getOps<KvCacheOp>())
-      if (v.getKind() == CacheKind::value && v.getLayer() == cache.getLayer())
-        valueCache = v;
-    if (!valueCache)
-      return cache.emitOpError("has no value cache");
+    FailureOr<KvCacheOp> valueCache = valueCacheOf(decode, cache);
+    if (failed(valueCache))
+      return failure();
     auto paged = target.pagedCacheKernelsFor(*cache->getUsers().begin(), info.name,
                                              info.config.getKvPage());
     if (failed(paged))
@@ -367,7 +366,7 @@ LogicalResult sessionValues(func::FuncOp decode, const TargetDescription &target
     for (const KernelCall &helper : shift.helpers)
       kernels.try_emplace(helper.name, helper);
     std::string caches = formatv("m->arena + {0}u, m->arena + {1}u", slotOffset(cache),
-                                 slotOffset(valueCache));
+                                 slotOffset(*valueCache));
     copies += formatv("  {0}({1}, from, to); /* layer {2} */\n", copy.name, caches,
                       cache.getLayer());
     moves += formatv("  {0}({1}, table, pos, keep, drop); /* layer {2} */\n", shift.name, caches,

@@ -195,6 +195,23 @@ int32_t kiln_kv_pages_adopt(kiln_kv_pages *p, int32_t id, const int32_t *tokens,
   return done;
 }
 
+/* The lowest free page from `from` on, or p->pages when there is none. */
+static int32_t free_page(const kiln_kv_pages *p, int32_t from) {
+  while (from < p->pages && p->refs[from] != 0)
+    from++;
+  return from;
+}
+
+/* Free page q made a copy of page `from` (its keys and values by the
+ * caller's copy, its token records here) and mapped once; free pages are
+ * already unregistered. */
+static void take_copy(kiln_kv_pages *p, int32_t q, int32_t from, kiln_kv_copy_fn copy,
+                      void *ctx) {
+  copy(ctx, from, q);
+  memcpy(tokens_of(p, q), tokens_of(p, from), (size_t)p->page * sizeof(int32_t));
+  p->refs[q] = 1;
+}
+
 int32_t kiln_kv_pages_adopt_part(kiln_kv_pages *p, int32_t id, const int32_t *tokens, int32_t n,
                                  kiln_kv_copy_fn copy, void *ctx) {
   const int32_t *t;
@@ -227,13 +244,10 @@ int32_t kiln_kv_pages_adopt_part(kiln_kv_pages *p, int32_t id, const int32_t *to
   }
   if (best == 0)
     return 0;
-  for (q = 0; q < p->pages && p->refs[q] != 0; q++)
-    ;
+  q = free_page(p, 0);
   if (q == p->pages)
     return 0; /* no free page: the tokens are computed instead */
-  copy(ctx, from, q);
-  memcpy(tokens_of(p, q), tokens_of(p, from), (size_t)p->page * sizeof(int32_t));
-  p->refs[q] = 1;
+  take_copy(p, q, from, copy, ctx);
   table_of(p, id)[lp] = q;
   p->pos[id] = pos + best;
   return best;
@@ -251,9 +265,8 @@ static kiln_status own_pages(kiln_kv_pages *p, int32_t id, int32_t first, int32_
   for (lp = first; lp <= last; lp++)
     if (t[lp] < 0 || p->refs[t[lp]] > 1)
       need++;
-  for (q = 0; q < p->pages && free_pages < need; q++)
-    if (p->refs[q] == 0)
-      free_pages++;
+  for (q = free_page(p, 0); q < p->pages && free_pages < need; q = free_page(p, q + 1))
+    free_pages++;
   if (free_pages < need)
     return KILN_ERR_POOL_FULL;
 
@@ -265,15 +278,13 @@ static kiln_status own_pages(kiln_kv_pages *p, int32_t id, int32_t first, int32_
         unregister(p, old); /* its content is about to change */
       continue;
     }
-    while (p->refs[next] != 0)
-      next++; /* counted above, so one is there */
-    q = next;
-    p->refs[q] = 1; /* free pages are already unregistered */
+    q = next = free_page(p, next); /* counted above, so one is there */
     if (old >= 0) {
       /* Shared: the other sessions keep the old page as it is. */
-      copy(ctx, old, q);
-      memcpy(tokens_of(p, q), tokens_of(p, old), (size_t)p->page * sizeof(int32_t));
+      take_copy(p, q, old, copy, ctx);
       p->refs[old]--;
+    } else {
+      p->refs[q] = 1; /* free pages are already unregistered */
     }
     t[lp] = q;
   }

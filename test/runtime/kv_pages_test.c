@@ -12,6 +12,7 @@
  * recomputing them, so after one the two differ. */
 #include "kiln/kiln_kv_pages.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,33 +296,17 @@ static int state_ok(const fixture *f) {
   return ok;
 }
 
-/* The pool's arrays, to show a refused call changed nothing. */
+/* A fixture as it was, to show a refused call changed nothing: its pool's
+ * arrays, refs through kv, side by side in a fixture. */
 typedef struct snapshot {
-  int32_t refs[MAX_PAGES], parent[MAX_PAGES];
-  uint32_t hash[MAX_PAGES];
-  uint8_t registered[MAX_PAGES];
-  int32_t tokens[MAX_PAGES * MAX_PAGE];
-  int32_t table[MAX_SESSIONS * MAX_SPAN];
-  int32_t pos[MAX_SESSIONS];
-  uint32_t kv[MAX_PAGES * MAX_PAGE];
+  fixture f;
 } snapshot;
 
-static void take(snapshot *s, const fixture *f) {
-  memcpy(s->refs, f->refs, sizeof s->refs);
-  memcpy(s->parent, f->parent, sizeof s->parent);
-  memcpy(s->hash, f->hash, sizeof s->hash);
-  memcpy(s->registered, f->registered, sizeof s->registered);
-  memcpy(s->tokens, f->tokens, sizeof s->tokens);
-  memcpy(s->table, f->table, sizeof s->table);
-  memcpy(s->pos, f->pos, sizeof s->pos);
-  memcpy(s->kv, f->kv, sizeof s->kv);
-}
+static void take(snapshot *s, const fixture *f) { s->f = *f; }
 
 static int same(const snapshot *a, const fixture *f) {
-  snapshot b;
-
-  take(&b, f);
-  return memcmp(a, &b, sizeof b) == 0;
+  const size_t from = offsetof(fixture, refs), to = offsetof(fixture, history);
+  return memcmp((const char *)&a->f + from, (const char *)f + from, to - from) == 0;
 }
 
 /* Prompt P: 10 tokens, 2.5 pages of 4. */
@@ -465,6 +450,19 @@ static int32_t feed_prompt(tally *t, fixture *f) {
   check(t, feed(f, id, prompt, 10, &a) == KILN_OK && a == 0,
         "P into an empty cache: nothing adopted");
   return id;
+}
+
+/* A fresh pool of `pages` pages and `sessions` sessions where A holds P and B
+ * (returned) has adopted A's two full pages: B at 8. */
+static int32_t adopted_prefix(tally *t, fixture *f, int32_t pages, int32_t sessions) {
+  int32_t b;
+
+  fixture_init(f, pages, PAGE, sessions, SPAN);
+  (void)feed_prompt(t, f);
+  b = open_session(t, f);
+  check(t, kiln_kv_pages_adopt(&f->p, b, prompt, 10) == 8, "B adopts 8 of P");
+  record_adopted(f, b, prompt, 8);
+  return b;
 }
 
 static void test_prompt_and_adopt(tally *t) {
@@ -825,8 +823,8 @@ static void test_shift_own(tally *t) {
   check(t, kiln_kv_pages_shift(&f.p, a, 5, 3, copy_page, &f) == KILN_OK,
         "shift keep 5 drop 3 in A's own pages");
   check(t,
-        f.copies == 0 && memcmp(f.table, before.table, sizeof f.table) == 0 &&
-            memcmp(f.refs, before.refs, sizeof f.refs) == 0,
+        f.copies == 0 && memcmp(f.table, before.f.table, sizeof f.table) == 0 &&
+            memcmp(f.refs, before.f.refs, sizeof f.refs) == 0,
         "own pages: no copy, no new page");
   check(t, records_shifted(&f, a, 5, 3), "token records of 8..13 moved down to 5..10");
   check(t, f.registered[0] && !f.registered[1] && !f.registered[2],
@@ -1016,7 +1014,7 @@ static void test_adopt_part(tally *t) {
         "adopt_part: the 2 tokens A holds of page 2 copied, B at 10");
   check(t,
         f.copies == 1 && f.logged == 1 && f.copied[0][0] == 2 && f.copied[0][1] == q && q >= 3 &&
-            before.refs[q] == 0,
+            before.f.refs[q] == 0,
         "copy once, (A's page 2, a free page B now maps)");
   check(t,
         f.refs[q] == 1 && !f.registered[q] && f.refs[2] == 1 && kiln_kv_pages_used(&f.p) == 4,
@@ -1051,11 +1049,7 @@ static void test_adopt_part(tally *t) {
   check(t, state_ok(&f), "adopt_part then adopt: state");
 
   /* The run leaves the last token to compute. */
-  fixture_init(&f, 8, PAGE, 4, SPAN);
-  (void)feed_prompt(t, &f);
-  b = open_session(t, &f);
-  check(t, kiln_kv_pages_adopt(&f.p, b, prompt, 10) == 8, "B adopts 8 of P");
-  record_adopted(&f, b, prompt, 8);
+  b = adopted_prefix(t, &f, 8, 4);
   check(t,
         kiln_kv_pages_adopt_part(&f.p, b, prompt + 8, 2, copy_page, &f) == 1 &&
             kiln_kv_session_position(&f.p, b) == 9 && f.copies == 1,
@@ -1168,6 +1162,15 @@ static void test_adopt_part_first_page(tally *t) {
   (void)a;
 }
 
+/* adopt_part of tokens[0..n) for session id returns 0, changes nothing and
+ * copies nothing (the fixture has copied nothing yet). */
+static int part_refused(fixture *f, int32_t id, const int32_t *tokens, int32_t n) {
+  snapshot before;
+  take(&before, f);
+  return kiln_kv_pages_adopt_part(&f->p, id, tokens, n, copy_page, f) == 0 && same(&before, f) &&
+         f->copies == 0;
+}
+
 static void test_adopt_part_none(tally *t) {
   fixture f;
   snapshot before;
@@ -1205,23 +1208,15 @@ static void test_adopt_part_none(tally *t) {
   /* B at 8, after A's pages 0 and 1. */
   check(t, kiln_kv_pages_adopt(&f.p, b, prompt, 10) == 8, "B adopts 8");
   record_adopted(&f, b, prompt, 8);
-  take(&before, &f);
-  check(t,
-        kiln_kv_pages_adopt_part(&f.p, b, none, 3, copy_page, &f) == 0 &&
-            kiln_kv_pages_adopt_part(&f.p, b, late, 2, copy_page, &f) == 0,
-        "no session holds the first token there: 0");
-  check(t, same(&before, &f) && f.copies == 0, "no match changes nothing");
+  check(t, part_refused(&f, b, none, 3) && part_refused(&f, b, late, 2),
+        "no session holds the first token there: 0, nothing changed");
   check(t, feed(&f, b, prompt + 8, 1, &n) == KILN_OK, "B computes 31: at 9, mid-page");
-  take(&before, &f);
-  check(t, kiln_kv_pages_adopt_part(&f.p, b, mid, 2, copy_page, &f) == 0,
-        "mid-page: 0, though A holds 32 at the same position");
-  check(t, same(&before, &f) && f.copies == 0, "mid-page changes nothing");
+  check(t, part_refused(&f, b, mid, 2),
+        "mid-page: 0 though A holds 32 at the same position, nothing changed");
   truncate_session(t, &f, b, 8);
   check(t, kiln_kv_pages_reserve(&f.p, b, 1, copy_page, &f) == KILN_OK, "B reserves page 2");
-  take(&before, &f);
-  check(t, kiln_kv_pages_adopt_part(&f.p, b, prompt + 8, 2, copy_page, &f) == 0,
-        "the next page already mapped: 0");
-  check(t, same(&before, &f) && f.copies == 0, "a mapped next page changes nothing");
+  check(t, part_refused(&f, b, prompt + 8, 2),
+        "the next page already mapped: 0, nothing changed");
   truncate_session(t, &f, b, 8);
   check(t, state_ok(&f), "no match: state");
 
@@ -1229,10 +1224,8 @@ static void test_adopt_part_none(tally *t) {
   close_session(t, &f, a);
   c = open_session(t, &f);
   check(t, feed(&f, c, other_first, 10, &n) == KILN_OK && n == 0, "C: another first page");
-  take(&before, &f);
-  check(t, kiln_kv_pages_adopt_part(&f.p, b, prompt + 8, 2, copy_page, &f) == 0,
-        "the same tokens after another previous page: 0");
-  check(t, same(&before, &f) && f.copies == 0, "another previous page changes nothing");
+  check(t, part_refused(&f, b, prompt + 8, 2),
+        "the same tokens after another previous page: 0, nothing changed");
   check(t, state_ok(&f), "another previous page: state");
 
   /* B's page 1 is its own and unregistered (a shift wrote it). */
@@ -1244,24 +1237,16 @@ static void test_adopt_part_none(tally *t) {
         kiln_kv_pages_shift(&f.p, b, 4, 1, copy_page, &f) == KILN_OK && finish_shift(&f, b, 4, 1),
         "B drops 99: at 8 with 21 22 23 24 in its page 1");
   check(t, !f.registered[table_at(&f, b, 1)], "B's page 1 unregistered");
-  take(&before, &f);
-  check(t, kiln_kv_pages_adopt_part(&f.p, b, prompt + 8, 2, copy_page, &f) == 0,
-        "after an unregistered page of its own: 0");
-  check(t, same(&before, &f) && f.copies == 0, "an unregistered previous page changes nothing");
+  check(t, part_refused(&f, b, prompt + 8, 2),
+        "after an unregistered page of its own: 0, nothing changed");
   check(t, state_ok(&f), "unregistered previous page: state");
 
   /* No free page: the tokens are computed instead. */
-  fixture_init(&f, 4, PAGE, 3, SPAN);
-  (void)feed_prompt(t, &f);
-  b = open_session(t, &f);
-  check(t, kiln_kv_pages_adopt(&f.p, b, prompt, 10) == 8, "B adopts 8");
-  record_adopted(&f, b, prompt, 8);
+  b = adopted_prefix(t, &f, 4, 3);
   c = open_session(t, &f);
   check(t, feed(&f, c, none, 1, &n) == KILN_OK && kiln_kv_pages_used(&f.p) == 4, "pool full");
-  take(&before, &f);
-  check(t, kiln_kv_pages_adopt_part(&f.p, b, prompt + 8, 2, copy_page, &f) == 0,
-        "no free page: 0");
-  check(t, same(&before, &f) && f.copies == 0, "no free page changes nothing, copies nothing");
+  check(t, part_refused(&f, b, prompt + 8, 2),
+        "no free page: 0, nothing changed or copied");
   close_session(t, &f, c);
   check(t,
         feed_part(&f, b, prompt + 8, 2, &n, &m) == KILN_OK && n == 0 && m == 1 && f.copies == 1,
@@ -1273,7 +1258,6 @@ static void test_adopt_part_none(tally *t) {
  * context: no page a shift wrote is copied from, whatever its tokens. */
 static void test_adopt_part_shifted(tally *t) {
   fixture f;
-  snapshot before;
   int32_t a, b, c, n, m;
   const int32_t after_shift[10] = {11, 12, 13, 14, 21, 22, 23, 24, 32, 50};
   const int32_t first[3] = {11, 13, 50};
@@ -1287,10 +1271,8 @@ static void test_adopt_part_shifted(tally *t) {
   b = open_session(t, &f);
   check(t, kiln_kv_pages_adopt(&f.p, b, after_shift, 10) == 8, "B adopts 8");
   record_adopted(&f, b, after_shift, 8);
-  take(&before, &f);
-  check(t, kiln_kv_pages_adopt_part(&f.p, b, after_shift + 8, 2, copy_page, &f) == 0,
-        "A's shifted page matches 32 but is not copied from: 0");
-  check(t, same(&before, &f) && f.copies == 0, "nothing changed, nothing copied");
+  check(t, part_refused(&f, b, after_shift + 8, 2),
+        "A's shifted page matches 32 but is not copied from: 0, nothing changed, nothing copied");
   c = open_session(t, &f);
   check(t, feed(&f, c, after_shift, 9, &n) == KILN_OK && n == 8, "C computes 32 after P[0..8)");
   f.logged = 0;
@@ -1310,12 +1292,8 @@ static void test_adopt_part_shifted(tally *t) {
         kiln_kv_pages_shift(&f.p, a, 1, 1, copy_page, &f) == KILN_OK && finish_shift(&f, a, 1, 1),
         "A drops 12: holds 11 13");
   b = open_session(t, &f);
-  take(&before, &f);
-  check(t,
-        kiln_kv_pages_adopt_part(&f.p, b, first, 3, copy_page, &f) == 0 &&
-            kiln_kv_pages_adopt_part(&f.p, b, first, 2, copy_page, &f) == 0,
-        "A's shifted first page is not copied from: 0");
-  check(t, same(&before, &f) && f.copies == 0, "nothing changed, nothing copied");
+  check(t, part_refused(&f, b, first, 3) && part_refused(&f, b, first, 2),
+        "A's shifted first page is not copied from: 0, nothing changed, nothing copied");
 
   /* A shift in a later page leaves the pages before it clean. */
   fixture_init(&f, 8, PAGE, 4, SPAN);
