@@ -5,6 +5,7 @@
 #include "compiler/pack/PackWriter.h"
 #include "compiler/pack/VocabSegment.h"
 #include "compiler/quant/BudgetPolicy.h"
+#include "compiler/quant/Imatrix.h"
 #include "compiler/quant/QuantPolicy.h"
 #include "compiler/report/Report.h"
 #include "passes/Passes.h"
@@ -130,6 +131,8 @@ static void printReport(ModuleOp module, const PackInfo &pack, const Vocabulary 
   uint64_t weights = 0;
   for (const TensorReport &t : pack.tensors) {
     std::string err = t.converted ? llvm::formatv("{0:e3}", t.rmsError).str() : "as stored";
+    if (t.weighted)
+      err += " (imatrix)";
     os << llvm::formatv("{0,-32} {1,-7} {2,12} {3,12}\n", t.name, t.format, t.bytes, err);
     weights += t.bytes;
   }
@@ -187,6 +190,16 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
   file->mapped = (*buffer)->getBufferKind() == llvm::MemoryBuffer::MemoryBuffer_MMap;
   if (llvm::Error e = splitFusedTensors(*file))
     return report(errs, options.input, llvm::toString(std::move(e)));
+  // The importance matrix before the long work: one of another model fails here.
+  std::optional<Imatrix> imatrix;
+  if (!options.imatrix.empty()) {
+    llvm::Expected<Imatrix> read = readImatrix(options.imatrix);
+    if (!read)
+      return report(errs, options.input, llvm::toString(read.takeError()));
+    if (llvm::Error e = checkImatrix(*read, *file, options.imatrix))
+      return report(errs, options.input, llvm::toString(std::move(e)));
+    imatrix = std::move(*read);
+  }
 
   MLIRContext context;
   auto module = importLlama(context, *file, options.input, options.import);
@@ -302,7 +315,8 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
          << "'; known: llama3, chatml, gemma, phi3): kiln-generate --chat will refuse it\n";
   llvm::SmallString<256> packPath(options.outputDir);
   llvm::sys::path::append(packPath, name + ".kpack");
-  llvm::Expected<PackInfo> pack = writePack(**module, *file, *vocab, packPath, options.jobs);
+  llvm::Expected<PackInfo> pack = writePack(**module, *file, *vocab, packPath, options.jobs,
+                                              imatrix ? &*imatrix : nullptr);
   if (!pack)
     return report(errs, options.input, llvm::toString(pack.takeError()));
   setPackAttr(**module, PackAttr::get(&context, pack->modelHash, pack->dataOffset,
@@ -437,6 +451,7 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
   d.draft.clear();
   d.quant = options.draftQuant;
   d.quantOverrides.clear();
+  d.imatrix.clear(); // the target's columns, not the draft's
   d.report = false;
   d.reportDir.clear();
   d.device.clear();

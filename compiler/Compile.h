@@ -28,6 +28,7 @@ struct CompileOptions {
   std::string quant;          // format of every 2-D weight; empty keeps the model's
   std::string quantOverrides; // "glob=format,..." by tensor name
   bool pureQuant = false;     // no default rules for the output head and mixes
+  std::string imatrix;        // an importance matrix the quantizers weigh errors by
   std::string kvType = "f32"; // f32, f16 or q8
   bool report = false;        // per-tensor formats, bytes and errors; memory plan
   std::string reportDir;      // also report.json and report.html there

@@ -34,11 +34,12 @@ static cl::opt<Weights> weights(
 // The formats are the rows of the format table (kernels/kiln_uk_abi.h).
 static const std::string quantHelp =
     "Format of every 2-D f32/f16 weight: " + kiln::weightFormatNames() +
-    "; or the mixes q4_k_m / q5_k_m; default: as in the model. As "
+    "; or the mixes q3_k_m / q4_k_m / q5_k_m; default: as in the model. As "
     "llama-quantize does, formats below 6 bits keep the output head (output.weight, "
     "or a tied token_embd.weight) at q6_k (q8_0 if its rows are not whole blocks of "
-    "256); the mixes also give attn_v and ffn_down q6_k in the first and last eighth "
-    "of the layers and every third between; a k-quant falls back to q5_0 / q5_1 / "
+    "256); q4_k_m / q5_k_m also give attn_v and ffn_down q6_k in the first and last "
+    "eighth of the layers and every third between, q3_k_m gives attn_v q5_k (first two "
+    "layers) or q4_k, ffn_down and attn_output q4_k; a k-quant falls back to q5_0 / q5_1 / "
     "q8_0 / iq4_nl for rows that are not whole blocks of 256. --quant-override wins "
     "over these rules; --pure drops them";
 static cl::opt<std::string> quant("quant", cl::desc(quantHelp), cl::cat(category));
@@ -46,6 +47,12 @@ static cl::opt<bool> pureQuant("pure",
                                cl::desc("--quant applies to every 2-D weight, output head "
                                         "included (no default rules)"),
                                cl::cat(category));
+static cl::opt<std::string> imatrix(
+    "imatrix",
+    cl::desc("An importance matrix (llama.cpp's .dat or GGUF form, or Kiln's): the "
+             "quantizers choose scales by the error weighted with each column's "
+             "importance"),
+    cl::value_desc("file"), cl::cat(category));
 static cl::list<std::string> quantOverride(
     "quant-override",
     cl::desc("<glob>=<format> for tensors whose name matches, e.g. "
@@ -203,6 +210,7 @@ int main(int argc, char **argv) {
   options.quant = quant;
   options.quantOverrides = llvm::join(quantOverride, ",");
   options.pureQuant = pureQuant;
+  options.imatrix = imatrix;
   options.kvType = kvType;
   options.report = report.getNumOccurrences() > 0;
   options.reportDir = report;

@@ -107,6 +107,7 @@ struct RowCodec {
   size_t cols, fromRow, toRow;
   int family;
   int32_t group, panel;
+  const float *importance; // per column, or nullptr: the plain encoders
 
   /// Rows [begin, begin + count) of the model's rows at `src` into the
   /// segment at `dst` (`begin` a whole number of panels); adds the squared
@@ -125,7 +126,7 @@ struct RowCodec {
       scratch.values.resize(n);
       scratch.decoded.resize(n);
       quant::dequantize(from, rows, n, scratch.values.data());
-      quant::quantize(to, scratch.values.data(), n, out);
+      quant::quantizeWeighted(to, scratch.values.data(), n, importance, cols, out);
       quant::dequantize(to, out, n, scratch.decoded.data());
       double e = 0, r = 0;
       for (size_t i = 0; i < n; ++i) {
@@ -148,6 +149,7 @@ struct RowCodec {
 /// `owned` in chunks of rows by `threads` workers. The error sums are added in
 /// chunk order, so the result is the same on any number of threads.
 Expected<llvm::ArrayRef<uint8_t>> encodeSegment(const gguf::File &model, const Segment &s,
+                                                const Imatrix *imatrix,
                                                 std::vector<uint8_t> &owned,
                                                 TensorReport &report, unsigned threads) {
   const gguf::TensorInfo *t = model.findTensor(s.name);
@@ -178,7 +180,14 @@ Expected<llvm::ArrayRef<uint8_t>> encodeSegment(const gguf::File &model, const S
   size_t cols = size_t(s.type.getShape().back()), rows = t->numElements() / cols;
   RowCodec codec{from, to, convert, cols, quant::rowBytes(from, cols), quant::rowBytes(to, cols),
                  getKernelFamily(element), int32_t(getBlockElements(element)),
-                 int32_t(s.panelRows)};
+                 int32_t(s.panelRows), nullptr};
+  if (const std::vector<float> *columns = imatrix ? imatrix->find(s.name) : nullptr) {
+    if (columns->size() != cols)
+      return fail(llvm::formatv("tensor '{0}' has {1} columns but its importance has {2}",
+                                s.name, cols, columns->size()));
+    codec.importance = columns->data();
+    report.weighted = convert;
+  }
   if (codec.panel > 0) {
     size_t bytes = kiln_uk_panel_bytes(codec.family, int32_t(rows), int32_t(cols), codec.group,
                                        codec.panel);
@@ -268,7 +277,7 @@ quant::FormatSpec kiln::formatOfGgmlType(uint32_t ggmlType) {
 
 Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
                                    const Vocabulary &vocab, llvm::StringRef path,
-                                   unsigned jobs) {
+                                   unsigned jobs, const Imatrix *imatrix) {
   std::vector<Segment> segments;
   llvm::StringSet<> seen;
   module.walk([&](WeightOp op) {
@@ -379,7 +388,7 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
     progress.at(i, s.name);
     std::vector<uint8_t> owned;
     Expected<llvm::ArrayRef<uint8_t>> b =
-        encodeSegment(model, s, owned, info.tensors[i], threads);
+        encodeSegment(model, s, imatrix, owned, info.tensors[i], threads);
     if (!b)
       return b.takeError();
     uint32_t group;

@@ -3,6 +3,7 @@
 
 #include "compiler/import/GGUFReader.h"
 #include "compiler/import/LlamaImporter.h"
+#include "compiler/quant/Imatrix.h"
 #include "compiler/quant/Quantize.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -16,6 +17,7 @@ struct TensorReport {
   uint64_t bytes = 0;
   double rmsError = 0; // relative to the model file's values; 0 when stored as read
   bool converted = false;
+  bool weighted = false; // encoded against an importance matrix
 };
 
 /// The quantizer's description of a GGUF tensor type (F32, F16, Q8_0, Q4_0).
@@ -43,11 +45,13 @@ struct PackInfo {
 /// from `model`'s mapping) before the next, so the memory it takes is about
 /// the largest weight's, whatever the model's size; the bytes are the same
 /// for any `jobs`.
+/// With `imatrix`, a converted weight it has an entry for is encoded by
+/// quant::quantizeWeighted with that entry's column importances.
 /// The model hash covers the layout and the bytes, so a pack only opens with
 /// the code generated alongside it.
 llvm::Expected<PackInfo> writePack(mlir::ModuleOp module, const gguf::File &model,
                                    const Vocabulary &vocab, llvm::StringRef path,
-                                   unsigned jobs = 0);
+                                   unsigned jobs = 0, const Imatrix *imatrix = nullptr);
 
 } // namespace kiln
 

@@ -41,6 +41,14 @@ int code(float v, int lo, int hi) {
   return f >= 0.5f ? t + 1 : f <= -0.5f ? t - 1 : t;
 }
 
+// The weight of element i in a fit's squared error: 1 without weights.
+double weightAt(const float *w, int i) { return w ? w[i] : 1.0; }
+
+// A weighted fit searches more candidate scales: its caller pays for a
+// calibrated quantization once, and the weights make the best scale move
+// further from the plain fit's.
+int reach(const float *w, int plain) { return w ? 3 * plain : plain; }
+
 // The q4_k / q5_k packing of eight 6-bit scales and eight 6-bit mins.
 void packScaleMinK4(const int *sc, const int *m, uint8_t *q) {
   for (int j = 0; j < 4; ++j) {
@@ -73,7 +81,7 @@ struct Affine {
   float scale = 0, offset = 0;
 };
 
-Affine fitAffine(const float *x, int n, int nmax, bool offsetAtMostZero) {
+Affine fitAffine(const float *x, int n, int nmax, bool offsetAtMostZero, const float *w) {
   float lo = x[0], hi = x[0];
   for (int i = 1; i < n; ++i) {
     lo = x[i] < lo ? x[i] : lo;
@@ -85,21 +93,23 @@ Affine fitAffine(const float *x, int n, int nmax, bool offsetAtMostZero) {
   if (!(hi > lo)) // constant (or NaN) block
     return best;
   double bestErr = INFINITY;
-  for (int t = -4; t <= 4; ++t) {
+  const int r = reach(w, 4);
+  const float step = w ? 1.0f / 12 : 0.25f;
+  for (int t = -r; t <= r; ++t) {
     // Codes for a scale near (hi - lo) / nmax, then twice the least-squares
     // scale and offset for the codes and the codes for those, then its error.
-    Affine a{(hi - lo) / (static_cast<float>(nmax) + 0.25f * static_cast<float>(t)), lo};
+    Affine a{(hi - lo) / (static_cast<float>(nmax) + step * static_cast<float>(t)), lo};
     for (int pass = 0; pass < 2; ++pass) {
       const float is = 1.0f / a.scale;
-      double sq = 0, sqq = 0, sx = 0, sqx = 0;
+      double sw = 0, sq = 0, sqq = 0, sx = 0, sqx = 0;
       for (int i = 0; i < n; ++i) {
-        double q = code((x[i] - a.offset) * is, 0, nmax);
-        sq += q, sqq += q * q, sx += x[i], sqx += q * x[i];
+        double q = code((x[i] - a.offset) * is, 0, nmax), wi = weightAt(w, i);
+        sw += wi, sq += wi * q, sqq += wi * q * q, sx += wi * x[i], sqx += wi * q * x[i];
       }
-      double det = n * sqq - sq * sq, sc, o;
+      double det = sw * sqq - sq * sq, sc, o;
       if (det > 0) {
-        sc = (n * sqx - sq * sx) / det;
-        o = (sx - sc * sq) / n;
+        sc = (sw * sqx - sq * sx) / det;
+        o = (sx - sc * sq) / sw;
       } else { // one code for all: the scale alone
         sc = sqq > 0 ? sqx / sqq : a.scale;
         o = sqq > 0 ? 0.0 : a.offset;
@@ -116,7 +126,7 @@ Affine fitAffine(const float *x, int n, int nmax, bool offsetAtMostZero) {
     double err = 0;
     for (int i = 0; i < n; ++i) {
       double e = a.scale * code((x[i] - a.offset) * is, 0, nmax) + a.offset - x[i];
-      err += e * e;
+      err += weightAt(w, i) * e * e;
     }
     if (err < bestErr) {
       bestErr = err;
@@ -138,7 +148,7 @@ int nearestLevel(float v, const int *lv, int count) {
   return index;
 }
 
-float fitLevels(const float *x, int n, const int *lv, int count) {
+float fitLevels(const float *x, int n, const int *lv, int count, const float *w) {
   float peak = 0;
   for (int i = 0; i < n; ++i)
     if (std::fabs(x[i]) > std::fabs(peak))
@@ -147,12 +157,14 @@ float fitLevels(const float *x, int n, const int *lv, int count) {
     return 0;
   float best = peak / static_cast<float>(lv[0]);
   double bestErr = INFINITY;
-  for (int t = -3; t <= 3; ++t) {
-    float s = peak / (static_cast<float>(lv[0]) * (1.0f + 0.05f * static_cast<float>(t)));
+  const int r = reach(w, 3);
+  const float step = w ? 0.05f / 3 : 0.05f;
+  for (int t = -r; t <= r; ++t) {
+    float s = peak / (static_cast<float>(lv[0]) * (1.0f + step * static_cast<float>(t)));
     double sll = 0, slx = 0;
     for (int i = 0; i < n; ++i) {
-      double l = lv[nearestLevel(x[i] / s, lv, count)];
-      sll += l * l, slx += l * x[i];
+      double l = lv[nearestLevel(x[i] / s, lv, count)], wi = weightAt(w, i);
+      sll += wi * l * l, slx += wi * l * x[i];
     }
     if (sll > 0)
       s = static_cast<float>(slx / sll);
@@ -161,7 +173,7 @@ float fitLevels(const float *x, int n, const int *lv, int count) {
     double err = 0;
     for (int i = 0; i < n; ++i) {
       double e = s * lv[nearestLevel(x[i] / s, lv, count)] - x[i];
-      err += e * e;
+      err += weightAt(w, i) * e * e;
     }
     if (err < bestErr) {
       bestErr = err;
@@ -173,7 +185,7 @@ float fitLevels(const float *x, int n, const int *lv, int count) {
 
 // x ~ scale * q with integer codes q in lo..hi (lo < 0 < hi): as fitLevels for
 // the levels lo..hi, with the nearest level found by rounding.
-float fitSymmetric(const float *x, int n, int lo, int hi) {
+float fitSymmetric(const float *x, int n, int lo, int hi, const float *w) {
   float peak = 0;
   for (int i = 0; i < n; ++i)
     if (std::fabs(x[i]) > std::fabs(peak))
@@ -182,13 +194,15 @@ float fitSymmetric(const float *x, int n, int lo, int hi) {
     return 0;
   float best = peak / static_cast<float>(lo);
   float bestErr = INFINITY;
-  for (int t = -3; t <= 3; ++t) {
-    float s = peak / (static_cast<float>(lo) * (1.0f + 0.05f * static_cast<float>(t)));
+  const int r = reach(w, 3);
+  const float step = w ? 0.05f / 3 : 0.05f;
+  for (int t = -r; t <= r; ++t) {
+    float s = peak / (static_cast<float>(lo) * (1.0f + step * static_cast<float>(t)));
     float is = 1.0f / s;
     double sqq = 0, sqx = 0;
     for (int i = 0; i < n; ++i) {
-      double q = code(x[i] * is, lo, hi);
-      sqq += q * q, sqx += q * x[i];
+      double q = code(x[i] * is, lo, hi), wi = weightAt(w, i);
+      sqq += wi * q * q, sqx += wi * q * x[i];
     }
     if (sqq > 0)
       s = static_cast<float>(sqx / sqq);
@@ -198,7 +212,7 @@ float fitSymmetric(const float *x, int n, int lo, int hi) {
     float err = 0; // over one sub-block: float is enough to rank the scales
     for (int i = 0; i < n; ++i) {
       float e = s * static_cast<float>(code(x[i] * is, lo, hi)) - x[i];
-      err += e * e;
+      err += static_cast<float>(weightAt(w, i)) * e * e;
     }
     if (err < bestErr) {
       bestErr = err;
@@ -210,16 +224,16 @@ float fitSymmetric(const float *x, int n, int lo, int hi) {
 
 // q4_1 and q5_1: a scale and a min for codes 0..nmax, stored as f16 at out,
 // then the codes (as the decoder reads the stored halves) into q.
-void fitQ4_1OrQ5_1(const float *x, int nmax, uint8_t *out, int *q) {
-  Affine a = fitAffine(x, 32, nmax, false);
+void fitQ4_1OrQ5_1(const float *x, int nmax, const float *w, uint8_t *out, int *q) {
+  Affine a = fitAffine(x, 32, nmax, false, w);
   const float d = storeHalf(out, a.scale), m = storeHalf(out + 2, a.offset);
   for (int j = 0; j < 32; ++j)
     q[j] = d > 0 ? code((x[j] - m) / d, 0, nmax) : 0;
 }
 
-void encodeQ4_1(const float *x, uint8_t *out) {
+void encodeQ4_1(const float *x, const float *w, uint8_t *out) {
   int q[32];
-  fitQ4_1OrQ5_1(x, 15, out, q);
+  fitQ4_1OrQ5_1(x, 15, w, out, q);
   for (int j = 0; j < 16; ++j)
     out[4 + j] = static_cast<uint8_t>(q[j] | (q[j + 16] << 4));
 }
@@ -234,25 +248,49 @@ void packQ5(const int *q, uint8_t *qh4, uint8_t *qs) {
     qh4[i] = static_cast<uint8_t>(qh >> (8 * i));
 }
 
-void encodeQ5_0(const float *x, uint8_t *out) {
-  const float d = storeHalf(out, fitSymmetric(x, 32, -16, 15));
+// Codes lo..hi against one scale stored as f16 at out, each rounded against
+// the stored scale; `bias` is added to every code (the decoder's offset).
+void fitSymmetricBlock(const float *x, int n, int lo, int hi, int bias, const float *w,
+                       uint8_t *out, int *q) {
+  const float d = storeHalf(out, fitSymmetric(x, n, lo, hi, w));
+  for (int j = 0; j < n; ++j)
+    q[j] = (d != 0 ? code(x[j] / d, lo, hi) : 0) + bias;
+}
+
+void encodeQ5_0(const float *x, const float *w, uint8_t *out) {
   int q[32];
-  for (int j = 0; j < 32; ++j)
-    q[j] = d != 0 ? code(x[j] / d, -16, 15) + 16 : 16;
+  fitSymmetricBlock(x, 32, -16, 15, 16, w, out, q);
   packQ5(q, out + 2, out + 6);
 }
 
-void encodeQ5_1(const float *x, uint8_t *out) {
+void encodeQ5_1(const float *x, const float *w, uint8_t *out) {
   int q[32];
-  fitQ4_1OrQ5_1(x, 31, out, q);
+  fitQ4_1OrQ5_1(x, 31, w, out, q);
   packQ5(q, out + 4, out + 8);
 }
 
-void encodeIq4nl(const float *x, uint8_t *out) {
+// q4_0 / i4g<G> (codes 0..15 around 8) and q8_0 / i8g<G> (int8 codes within
+// +-127, which the kernels' sign tricks need) with a fitted scale: the
+// weighted encoders of the formats Quantize.cpp encodes as ggml does.
+void encodeInt4(const float *x, int n, const float *w, uint8_t *out) {
+  int q[256];
+  fitSymmetricBlock(x, n, -8, 7, 8, w, out, q);
+  for (int j = 0; j < n / 2; ++j)
+    out[2 + j] = static_cast<uint8_t>(q[j] | (q[j + n / 2] << 4));
+}
+
+void encodeInt8(const float *x, int n, const float *w, uint8_t *out) {
+  int q[256];
+  fitSymmetricBlock(x, n, -127, 127, 0, w, out, q);
+  for (int j = 0; j < n; ++j)
+    out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(q[j]));
+}
+
+void encodeIq4nl(const float *x, const float *w, uint8_t *out) {
   int lv[16];
   for (int i = 0; i < 16; ++i)
     lv[i] = kiln_uk_iq4nl_values[i];
-  const float d = storeHalf(out, fitLevels(x, 32, lv, 16));
+  const float d = storeHalf(out, fitLevels(x, 32, lv, 16, w));
   for (int j = 0; j < 16; ++j) {
     int q0 = d != 0 ? nearestLevel(x[j] / d, lv, 16) : 8;
     int q1 = d != 0 ? nearestLevel(x[j + 16] / d, lv, 16) : 8;
@@ -269,12 +307,34 @@ struct SuperBlock {
   float d, dmin;
 };
 
-void fitSuperAffine(const float *x, int sub, int nmax, int smax, uint8_t *dOut, uint8_t *dminOut,
-                    SuperBlock &sb, int *q) {
+// The weighted squared error of n values at sub-block scale ds and min ms,
+// each code rounded against them; the codes go to q.
+double affineCodes(const float *x, int n, int nmax, float ds, float ms, const float *w, int *q) {
+  double err = 0;
+  for (int i = 0; i < n; ++i) {
+    q[i] = ds > 0 ? code((x[i] + ms) / ds, 0, nmax) : 0;
+    double e = double(ds * static_cast<float>(q[i])) - ms - x[i];
+    err += weightAt(w, i) * e * e;
+  }
+  return err;
+}
+
+double symmetricCodes(const float *x, int n, int lo, int hi, float ds, const float *w, int *q) {
+  double err = 0;
+  for (int i = 0; i < n; ++i) {
+    q[i] = ds != 0 ? code(x[i] / ds, lo, hi) : 0;
+    double e = double(ds * static_cast<float>(q[i])) - x[i];
+    err += weightAt(w, i) * e * e;
+  }
+  return err;
+}
+
+void fitSuperAffine(const float *x, int sub, int nmax, int smax, const float *w, uint8_t *dOut,
+                    uint8_t *dminOut, SuperBlock &sb, int *q) {
   const int subs = 256 / sub;
   float scale[16], min[16], maxScale = 0, maxMin = 0;
   for (int s = 0; s < subs; ++s) {
-    Affine a = fitAffine(x + s * sub, sub, nmax, true);
+    Affine a = fitAffine(x + s * sub, sub, nmax, true, w ? w + s * sub : nullptr);
     scale[s] = a.scale, min[s] = -a.offset;
     maxScale = scale[s] > maxScale ? scale[s] : maxScale;
     maxMin = min[s] > maxMin ? min[s] : maxMin;
@@ -282,38 +342,62 @@ void fitSuperAffine(const float *x, int sub, int nmax, int smax, uint8_t *dOut, 
   sb.d = storeHalf(dOut, maxScale / static_cast<float>(smax));
   sb.dmin = storeHalf(dminOut, maxMin / static_cast<float>(smax));
   for (int s = 0; s < subs; ++s) {
-    sb.sc[s] = sb.d > 0 ? code(scale[s] / sb.d, 0, smax) : 0;
-    sb.m[s] = sb.dmin > 0 ? code(min[s] / sb.dmin, 0, smax) : 0;
-    const float ds = sb.d * static_cast<float>(sb.sc[s]);
-    const float ms = sb.dmin * static_cast<float>(sb.m[s]);
-    for (int i = 0; i < sub; ++i)
-      q[s * sub + i] = ds > 0 ? code((x[s * sub + i] + ms) / ds, 0, nmax) : 0;
+    const float *xs = x + s * sub, *ws = w ? w + s * sub : nullptr;
+    const int sc = sb.d > 0 ? code(scale[s] / sb.d, 0, smax) : 0;
+    const int m = sb.dmin > 0 ? code(min[s] / sb.dmin, 0, smax) : 0;
+    sb.sc[s] = sc, sb.m[s] = m;
+    double best = affineCodes(xs, sub, nmax, sb.d * static_cast<float>(sc),
+                              sb.dmin * static_cast<float>(m), ws, q + s * sub);
+    // Weighted: the neighbouring scale and min codes may round the values
+    // better than the nearest ones.
+    int trial[32];
+    for (int c = sc - 1; w && c <= sc + 1; ++c)
+      for (int k = m - 1; k <= m + 1; ++k) {
+        if (c < 0 || c > smax || k < 0 || k > smax || (c == sc && k == m))
+          continue;
+        double err = affineCodes(xs, sub, nmax, sb.d * static_cast<float>(c),
+                                 sb.dmin * static_cast<float>(k), ws, trial);
+        if (err < best) {
+          best = err, sb.sc[s] = c, sb.m[s] = k;
+          std::memcpy(q + s * sub, trial, sizeof(int) * size_t(sub));
+        }
+      }
   }
 }
 
 // The symmetric k-quants: sub-blocks of 16 with codes lo..hi, signed scales
 // quantized to slo..shi against d (the largest in magnitude maps to slo).
-void fitSuperSymmetric(const float *x, int lo, int hi, int slo, int shi, uint8_t *dOut,
-                       int *sc, int *q) {
+void fitSuperSymmetric(const float *x, int lo, int hi, int slo, int shi, const float *w,
+                       uint8_t *dOut, int *sc, int *q) {
   float scale[16], peak = 0;
   for (int s = 0; s < 16; ++s) {
-    scale[s] = fitSymmetric(x + 16 * s, 16, lo, hi);
+    scale[s] = fitSymmetric(x + 16 * s, 16, lo, hi, w ? w + 16 * s : nullptr);
     if (std::fabs(scale[s]) > std::fabs(peak))
       peak = scale[s];
   }
   const float d = storeHalf(dOut, peak / static_cast<float>(slo));
   for (int s = 0; s < 16; ++s) {
-    sc[s] = d != 0 ? code(scale[s] / d, slo, shi) : 0;
-    const float ds = d * static_cast<float>(sc[s]);
-    for (int i = 0; i < 16; ++i)
-      q[16 * s + i] = ds != 0 ? code(x[16 * s + i] / ds, lo, hi) : 0;
+    const float *xs = x + 16 * s, *ws = w ? w + 16 * s : nullptr;
+    const int near = d != 0 ? code(scale[s] / d, slo, shi) : 0;
+    sc[s] = near;
+    double best = symmetricCodes(xs, 16, lo, hi, d * static_cast<float>(near), ws, q + 16 * s);
+    int trial[16];
+    for (int c = near - 1; w && c <= near + 1; ++c) {
+      if (c < slo || c > shi || c == near)
+        continue;
+      double err = symmetricCodes(xs, 16, lo, hi, d * static_cast<float>(c), ws, trial);
+      if (err < best) {
+        best = err, sc[s] = c;
+        std::memcpy(q + 16 * s, trial, sizeof trial);
+      }
+    }
   }
 }
 
-void encodeQ2_K(const float *x, uint8_t *out) {
+void encodeQ2_K(const float *x, const float *w, uint8_t *out) {
   SuperBlock sb;
   int q[256];
-  fitSuperAffine(x, 16, 3, 15, out + 80, out + 82, sb, q);
+  fitSuperAffine(x, 16, 3, 15, w, out + 80, out + 82, sb, q);
   for (int s = 0; s < 16; ++s)
     out[s] = static_cast<uint8_t>(sb.sc[s] | (sb.m[s] << 4));
   std::memset(out + 16, 0, 64);
@@ -321,9 +405,9 @@ void encodeQ2_K(const float *x, uint8_t *out) {
     out[16 + 32 * (e / 128) + e % 32] |= static_cast<uint8_t>(q[e] << (2 * (e % 128 / 32)));
 }
 
-void encodeQ3_K(const float *x, uint8_t *out) {
+void encodeQ3_K(const float *x, const float *w, uint8_t *out) {
   int sc[16], q[256];
-  fitSuperSymmetric(x, -4, 3, -32, 31, out + 108, sc, q);
+  fitSuperSymmetric(x, -4, 3, -32, 31, w, out + 108, sc, q);
   for (int s = 0; s < 16; ++s)
     sc[s] += 32;
   packQ3Scales(sc, out + 96);
@@ -335,10 +419,10 @@ void encodeQ3_K(const float *x, uint8_t *out) {
   }
 }
 
-void encodeQ45_K(const float *x, bool five, uint8_t *out) {
+void encodeQ45_K(const float *x, bool five, const float *w, uint8_t *out) {
   SuperBlock sb;
   int q[256];
-  fitSuperAffine(x, 32, five ? 31 : 15, 63, out, out + 2, sb, q);
+  fitSuperAffine(x, 32, five ? 31 : 15, 63, w, out, out + 2, sb, q);
   packScaleMinK4(sb.sc, sb.m, out + 4);
   uint8_t *qh = out + 16, *qs = five ? out + 48 : out + 16;
   std::memset(out + 16, 0, five ? 160 : 128);
@@ -350,9 +434,9 @@ void encodeQ45_K(const float *x, bool five, uint8_t *out) {
   }
 }
 
-void encodeQ6_K(const float *x, uint8_t *out) {
+void encodeQ6_K(const float *x, const float *w, uint8_t *out) {
   int sc[16], q[256];
-  fitSuperSymmetric(x, -32, 31, -128, 127, out + 208, sc, q);
+  fitSuperSymmetric(x, -32, 31, -128, 127, w, out + 208, sc, q);
   for (int s = 0; s < 16; ++s)
     out[192 + s] = static_cast<uint8_t>(static_cast<int8_t>(sc[s]));
   std::memset(out, 0, 192);
@@ -365,19 +449,19 @@ void encodeQ6_K(const float *x, uint8_t *out) {
 
 // Ternary values against one scale: the symmetric fit of codes -1..1, and
 // each value rounded against the scale the decoder reads.
-void encodeTQ2_0(const float *x, uint8_t *out) {
-  const float d = storeHalf(out + 64, fitSymmetric(x, 256, -1, 1));
-  const float id = d != 0 ? 1.0f / d : 0.0f;
+void encodeTQ2_0(const float *x, const float *w, uint8_t *out) {
+  int q[256];
+  fitSymmetricBlock(x, 256, -1, 1, 1, w, out + 64, q);
   std::memset(out, 0, 64);
   for (int e = 0; e < 256; ++e) {
-    const int u = code(x[e] * id, -1, 1) + 1, h = e / 128, j = e % 128 / 32, l = e % 32;
-    out[32 * h + l] |= static_cast<uint8_t>(u << (2 * j));
+    const int h = e / 128, j = e % 128 / 32, l = e % 32;
+    out[32 * h + l] |= static_cast<uint8_t>(q[e] << (2 * j));
   }
 }
 
 } // namespace
 
-void encodeBlock(Format format, const float *x, uint8_t *out) {
+void encodeBlock(Format format, unsigned group, const float *x, const float *w, uint8_t *out) {
   switch (format) {
   case Format::BF16: {
     uint32_t u;
@@ -391,16 +475,20 @@ void encodeBlock(Format format, const float *x, uint8_t *out) {
     out[1] = static_cast<uint8_t>(h >> 8);
     return;
   }
-  case Format::Q4_1: return encodeQ4_1(x, out);
-  case Format::Q5_0: return encodeQ5_0(x, out);
-  case Format::Q5_1: return encodeQ5_1(x, out);
-  case Format::IQ4_NL: return encodeIq4nl(x, out);
-  case Format::Q2_K: return encodeQ2_K(x, out);
-  case Format::Q3_K: return encodeQ3_K(x, out);
-  case Format::Q4_K: return encodeQ45_K(x, false, out);
-  case Format::Q5_K: return encodeQ45_K(x, true, out);
-  case Format::Q6_K: return encodeQ6_K(x, out);
-  case Format::TQ2_0: return encodeTQ2_0(x, out);
+  case Format::Q8_0: return encodeInt8(x, 32, w, out);
+  case Format::I8G: return encodeInt8(x, int(group), w, out);
+  case Format::Q4_0: return encodeInt4(x, 32, w, out);
+  case Format::I4G: return encodeInt4(x, int(group), w, out);
+  case Format::Q4_1: return encodeQ4_1(x, w, out);
+  case Format::Q5_0: return encodeQ5_0(x, w, out);
+  case Format::Q5_1: return encodeQ5_1(x, w, out);
+  case Format::IQ4_NL: return encodeIq4nl(x, w, out);
+  case Format::Q2_K: return encodeQ2_K(x, w, out);
+  case Format::Q3_K: return encodeQ3_K(x, w, out);
+  case Format::Q4_K: return encodeQ45_K(x, false, w, out);
+  case Format::Q5_K: return encodeQ45_K(x, true, w, out);
+  case Format::Q6_K: return encodeQ6_K(x, w, out);
+  case Format::TQ2_0: return encodeTQ2_0(x, w, out);
   default: return;
   }
 }

@@ -38,7 +38,9 @@
 // The encoders are Kiln's own: per sub-block a small search for the scale (and
 // min) of least squared error, refined by least squares, then the sub-block
 // scales quantized against the super-block scale, and every value rounded
-// against the scales as the decoder sees them.
+// against the scales as the decoder sees them. Weighted (an importance per
+// element), the search is wider and a sub-block's scale (and min) code may be
+// a neighbour of the nearest one when that rounds its values better.
 
 #include "compiler/quant/Quantize.h"
 
@@ -49,7 +51,11 @@ namespace kiln::quant::ggml {
 float roundedProduct(float a, float b);
 
 /// Encodes one block (blockElements(format) floats) of a format listed above.
-void encodeBlock(Format format, const float *x, uint8_t *out);
+/// With weights `w` (one per element, >= 0, not all 0) the scales (and mins)
+/// minimise sum w[j] (x[j] - y[j])^2 over a wider search, and q8_0, q4_0,
+/// i8g and i4g (group `group`) are encoded here too, their scale fitted like
+/// q5_0's rather than taken from the largest element as ggml does.
+void encodeBlock(Format format, unsigned group, const float *x, const float *w, uint8_t *out);
 
 /// Decodes one block with the kernel library's decoder of the format
 /// (kernels/c99/kiln_uk_block_decode.h).

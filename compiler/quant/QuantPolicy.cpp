@@ -64,7 +64,7 @@ int64_t layerOf(llvm::StringRef name) {
 
 QuantPolicy kiln::quantPolicy(const gguf::File &model, const std::string &quant, bool pure) {
   llvm::StringRef name(quant);
-  bool mix = name == "q4_k_m" || name == "q5_k_m";
+  bool mix = name == "q3_k_m" || name == "q4_k_m" || name == "q5_k_m";
   QuantPolicy policy{mix ? name.drop_back(2).str() : quant, ""};
   if (pure || policy.weights.empty())
     return policy;
@@ -86,9 +86,20 @@ QuantPolicy kiln::quantPolicy(const gguf::File &model, const std::string &quant,
     bool head = n == "output.weight" || (n == "token_embd.weight" && !model.findTensor("output.weight"));
     if (head && belowSixBits(base))
       add(t.name, whole ? "q6_k" : "q8_0");
-    if (mix && whole && (n.ends_with(".attn_v.weight") || n.ends_with(".ffn_down.weight")) &&
-        moreBits(layerOf(n), int64_t(layers.size())))
+    int64_t layer = layerOf(n), count = int64_t(layers.size());
+    bool value = n.ends_with(".attn_v.weight"), down = n.ends_with(".ffn_down.weight");
+    if (!mix || !whole)
+      continue;
+    if (name == "q3_k_m") {
+      if (value)
+        add(t.name, layer < 2 ? "q5_k" : "q4_k");
+      else if (down)
+        add(t.name, layer < count / 16 ? "q5_k" : "q4_k");
+      else if (n.ends_with(".attn_output.weight"))
+        add(t.name, "q4_k");
+    } else if ((value || down) && moreBits(layer, count)) {
       add(t.name, "q6_k");
+    }
   }
   return policy;
 }

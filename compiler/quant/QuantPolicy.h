@@ -16,6 +16,9 @@ namespace kiln {
 ///   * the mixes q4_k_m and q5_k_m are q4_k / q5_k with, besides, attn_v and
 ///     ffn_down at q6_k in the layers that matter most (the first and last
 ///     eighth, and every third in between);
+///   * the mix q3_k_m is q3_k with attn_v at q5_k in the first two layers and
+///     q4_k after, ffn_down at q5_k in the first sixteenth and q4_k after,
+///     attn_output at q4_k;
 ///   * a tensor whose rows are not whole blocks of the chosen k-quant takes
 ///     the nearest format whose blocks fit (q4_k -> q5_0, q5_k -> q5_1,
 ///     q6_k -> q8_0, q2_k / q3_k -> iq4_nl).

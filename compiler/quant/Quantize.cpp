@@ -350,8 +350,62 @@ void quantize(const FormatSpec &spec, const float *x, size_t n, uint8_t *out) {
     return;
   default:
     for (size_t b = 0; b < n / per; ++b)
-      ggml::encodeBlock(spec.format, x + b * per, out + b * stride);
+      ggml::encodeBlock(spec.format, spec.group, x + b * per, nullptr, out + b * stride);
     return;
+  }
+}
+
+// An element's weight grows with its column's importance and, more slowly,
+// with its own magnitude over the block's spread (sigma2 keeps small weights
+// in play): on model A this measured a lower KL divergence from f32 than the
+// importance alone for the 4-bit k-quants.
+void elementWeights(const float *x, const float *importance, size_t n, float *w) {
+  double sum = 0;
+  for (size_t j = 0; j < n; ++j)
+    sum += double(x[j]) * x[j];
+  const double sigma2 = n ? sum / double(n) : 0;
+  for (size_t j = 0; j < n; ++j)
+    w[j] = float(importance[j] * std::sqrt(sigma2 + double(x[j]) * x[j]));
+}
+
+double weightedError(const FormatSpec &spec, const float *x, const float *w, const uint8_t *in,
+                     float *scratch) {
+  const size_t n = blockElements(spec);
+  dequantize(spec, in, n, scratch);
+  double err = 0;
+  for (size_t j = 0; j < n; ++j) {
+    const double e = double(x[j]) - scratch[j];
+    err += double(w[j]) * e * e;
+  }
+  return err;
+}
+
+void quantizeWeighted(const FormatSpec &spec, const float *x, size_t n, const float *importance,
+                      size_t cols, uint8_t *out) {
+  const size_t per = blockElements(spec);
+  assert(per != 0 && n % per == 0 && cols % per == 0 && "blocks straddle rows");
+  if (per == 1 || !importance) // no scale to choose
+    return quantize(spec, x, n, out);
+  const size_t stride = blockBytes(spec);
+  std::vector<float> w(per), decoded(per);
+  std::vector<uint8_t> plain(stride);
+  for (size_t b = 0; b < n / per; ++b) {
+    const float *xb = x + b * per;
+    uint8_t *ob = out + b * stride;
+    elementWeights(xb, importance + b * per % cols, per, w.data());
+    double total = 0;
+    for (float v : w)
+      total += v;
+    quantize(spec, xb, per, plain.data());
+    if (!(total > 0) || !std::isfinite(total)) { // nothing to weigh by
+      std::memcpy(ob, plain.data(), stride);
+      continue;
+    }
+    ggml::encodeBlock(spec.format, spec.group, xb, w.data(), ob);
+    // Never worse than the plain encoder by the weighted measure.
+    if (weightedError(spec, xb, w.data(), plain.data(), decoded.data()) <
+        weightedError(spec, xb, w.data(), ob, decoded.data()))
+      std::memcpy(ob, plain.data(), stride);
   }
 }
 

@@ -89,6 +89,25 @@ size_t rowBytes(const FormatSpec &spec, size_t n);
 /// at `out`.
 void quantize(const FormatSpec &spec, const float *x, size_t n, uint8_t *out);
 
+/// As quantize, with the importance of every input column (llama.cpp's
+/// importance matrix: the mean square of the activations that column meets):
+/// element j of the n (rows of `cols` columns) has the weight elementWeights
+/// gives it, and each block's scales (and mins) minimise
+/// sum w[j] (x[j] - y[j])^2; the plain encoding is kept where it is no worse
+/// by that measure, and a block whose weights are all 0 is encoded plainly.
+/// No importance (nullptr) or a format without scales: quantize.
+void quantizeWeighted(const FormatSpec &spec, const float *x, size_t n, const float *importance,
+                      size_t cols, uint8_t *out);
+
+/// The weights of n elements x with the importance of their columns: what
+/// quantizeWeighted minimises.
+void elementWeights(const float *x, const float *importance, size_t n, float *w);
+
+/// sum w[j] (x[j] - y[j])^2 over one block of `in` (y its decoded values,
+/// `scratch` room for them).
+double weightedError(const FormatSpec &spec, const float *x, const float *w, const uint8_t *in,
+                     float *scratch);
+
 /// Decodes rowBytes(spec, n) bytes at `in` into n floats.
 void dequantize(const FormatSpec &spec, const uint8_t *in, size_t n, float *y);
 
