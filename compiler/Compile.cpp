@@ -131,9 +131,8 @@ static void printReport(ModuleOp module, const PackInfo &pack, const Vocabulary 
   uint64_t weights = 0;
   for (const TensorReport &t : pack.tensors) {
     std::string err = t.converted ? llvm::formatv("{0:e3}", t.rmsError).str() : "as stored";
-    if (t.weighted)
-      err += " (imatrix)";
-    os << llvm::formatv("{0,-32} {1,-7} {2,12} {3,12}\n", t.name, t.format, t.bytes, err);
+    os << llvm::formatv("{0,-32} {1,-7} {2,12} {3,12}{4}\n", t.name, t.format, t.bytes, err,
+                        t.weighted ? " (imatrix)" : "");
     weights += t.bytes;
   }
   auto value = [](IntegerAttr a) { return a ? a.getInt() : 0; };

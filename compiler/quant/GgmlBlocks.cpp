@@ -148,6 +148,25 @@ int nearestLevel(float v, const int *lv, int count) {
   return index;
 }
 
+// A weighted fit's candidate scales: the peak at either extreme level times
+// 0.7 to 2: the weights may favour clipping the peak (its column matters
+// little) or a coarse grid that meets it exactly. With int8's 255 levels the
+// error changes at every step of a level's width over the peak's, so the
+// candidates are that close, over 0.65 to 1.5.
+template <typename Consider>
+void weightedCandidates(float peak, int first, int last, int levels, Consider consider) {
+  const bool fine = levels > 64;
+  const float from = fine ? 0.65f : 0.7f;
+  const float step = fine ? 1.0f / static_cast<float>(levels) : 1.0f / 30;
+  const int count = static_cast<int>(((fine ? 1.5f : 2.0f) - from) / step) + 1;
+  for (int extreme : {first, last}) {
+    if (extreme == 0 || (extreme == last && last == -first))
+      continue; // no level there, or the same scales with the other sign
+    for (int k = 0; k < count; ++k)
+      consider(peak / (static_cast<float>(extreme) * (from + step * static_cast<float>(k))));
+  }
+}
+
 float fitLevels(const float *x, int n, const int *lv, int count, const float *w) {
   float peak = 0;
   for (int i = 0; i < n; ++i)
@@ -157,19 +176,7 @@ float fitLevels(const float *x, int n, const int *lv, int count, const float *w)
     return 0;
   float best = peak / static_cast<float>(lv[0]);
   double bestErr = INFINITY;
-  const int r = reach(w, 3);
-  const float step = w ? 0.05f / 3 : 0.05f;
-  for (int t = -r; t <= r; ++t) {
-    float s = peak / (static_cast<float>(lv[0]) * (1.0f + step * static_cast<float>(t)));
-    double sll = 0, slx = 0;
-    for (int i = 0; i < n; ++i) {
-      double l = lv[nearestLevel(x[i] / s, lv, count)], wi = weightAt(w, i);
-      sll += wi * l * l, slx += wi * l * x[i];
-    }
-    if (sll > 0)
-      s = static_cast<float>(slx / sll);
-    if (s == 0)
-      continue;
+  auto evaluate = [&](float s) {
     double err = 0;
     for (int i = 0; i < n; ++i) {
       double e = s * lv[nearestLevel(x[i] / s, lv, count)] - x[i];
@@ -179,7 +186,27 @@ float fitLevels(const float *x, int n, const int *lv, int count, const float *w)
       bestErr = err;
       best = s;
     }
-  }
+  };
+  // A candidate refit by least squares for its levels; weighted, the
+  // candidate itself too (the refit can move far when a few weights dominate).
+  auto consider = [&](float s) {
+    if (w)
+      evaluate(s);
+    double sll = 0, slx = 0;
+    for (int i = 0; i < n; ++i) {
+      double l = lv[nearestLevel(x[i] / s, lv, count)], wi = weightAt(w, i);
+      sll += wi * l * l, slx += wi * l * x[i];
+    }
+    if (sll > 0)
+      s = static_cast<float>(slx / sll);
+    if (s != 0)
+      evaluate(s);
+  };
+  if (w)
+    weightedCandidates(peak, lv[0], lv[count - 1], count, consider);
+  else
+    for (int t = -3; t <= 3; ++t)
+      consider(peak / (static_cast<float>(lv[0]) * (1.0f + 0.05f * static_cast<float>(t))));
   return best;
 }
 
@@ -194,21 +221,8 @@ float fitSymmetric(const float *x, int n, int lo, int hi, const float *w) {
     return 0;
   float best = peak / static_cast<float>(lo);
   float bestErr = INFINITY;
-  const int r = reach(w, 3);
-  const float step = w ? 0.05f / 3 : 0.05f;
-  for (int t = -r; t <= r; ++t) {
-    float s = peak / (static_cast<float>(lo) * (1.0f + step * static_cast<float>(t)));
-    float is = 1.0f / s;
-    double sqq = 0, sqx = 0;
-    for (int i = 0; i < n; ++i) {
-      double q = code(x[i] * is, lo, hi), wi = weightAt(w, i);
-      sqq += wi * q * q, sqx += wi * q * x[i];
-    }
-    if (sqq > 0)
-      s = static_cast<float>(sqx / sqq);
-    if (s == 0)
-      continue;
-    is = 1.0f / s;
+  auto evaluate = [&](float s) {
+    const float is = 1.0f / s;
     float err = 0; // over one sub-block: float is enough to rank the scales
     for (int i = 0; i < n; ++i) {
       float e = s * static_cast<float>(code(x[i] * is, lo, hi)) - x[i];
@@ -218,6 +232,48 @@ float fitSymmetric(const float *x, int n, int lo, int hi, const float *w) {
       bestErr = err;
       best = s;
     }
+  };
+  // As fitLevels: the refit, and weighted the candidate too.
+  auto consider = [&](float s) {
+    if (w)
+      evaluate(s);
+    const float is = 1.0f / s;
+    double sqq = 0, sqx = 0;
+    for (int i = 0; i < n; ++i) {
+      double q = code(x[i] * is, lo, hi), wi = weightAt(w, i);
+      sqq += wi * q * q, sqx += wi * q * x[i];
+    }
+    if (sqq > 0)
+      s = static_cast<float>(sqx / sqq);
+    if (s != 0)
+      evaluate(s);
+  };
+  if (w)
+    weightedCandidates(peak, lo, hi, hi - lo + 1, consider);
+  else
+    for (int t = -3; t <= 3; ++t)
+      consider(peak / (static_cast<float>(lo) * (1.0f + 0.05f * static_cast<float>(t))));
+  return best;
+}
+
+// Of the binary16 values next to scale s (three steps either way), the one
+// whose error(value) is least: rounding s to f16 moves every value of the
+// block, which matters when the weights single out a few of them.
+template <typename Error>
+float nearbyHalf(float s, Error error) {
+  const uint16_t h = f32ToF16(s);
+  if (s == 0 || (h & 0x7C00) == 0x7C00)
+    return s;
+  float best = f16ToF32(h);
+  double bestErr = error(best);
+  for (int step = -3; step <= 3; ++step) {
+    const int bits = (h & 0x7FFF) + step;
+    if (step == 0 || bits <= 0 || bits >= 0x7C00)
+      continue;
+    const float t = f16ToF32(static_cast<uint16_t>((h & 0x8000) | bits));
+    const double err = error(t);
+    if (err < bestErr)
+      bestErr = err, best = t;
   }
   return best;
 }
@@ -252,7 +308,15 @@ void packQ5(const int *q, uint8_t *qh4, uint8_t *qs) {
 // the stored scale; `bias` is added to every code (the decoder's offset).
 void fitSymmetricBlock(const float *x, int n, int lo, int hi, int bias, const float *w,
                        uint8_t *out, int *q) {
-  const float d = storeHalf(out, fitSymmetric(x, n, lo, hi, w));
+  float d = fitSymmetric(x, n, lo, hi, w);
+  d = storeHalf(out, w ? nearbyHalf(d, [&](float t) {
+    double err = 0;
+    for (int j = 0; j < n; ++j) {
+      double e = double(t * static_cast<float>(code(x[j] / t, lo, hi))) - x[j];
+      err += w[j] * e * e;
+    }
+    return err;
+  }) : d);
   for (int j = 0; j < n; ++j)
     q[j] = (d != 0 ? code(x[j] / d, lo, hi) : 0) + bias;
 }
@@ -290,7 +354,15 @@ void encodeIq4nl(const float *x, const float *w, uint8_t *out) {
   int lv[16];
   for (int i = 0; i < 16; ++i)
     lv[i] = kiln_uk_iq4nl_values[i];
-  const float d = storeHalf(out, fitLevels(x, 32, lv, 16, w));
+  float d = fitLevels(x, 32, lv, 16, w);
+  d = storeHalf(out, w ? nearbyHalf(d, [&](float t) {
+    double err = 0;
+    for (int j = 0; j < 32; ++j) {
+      double e = double(t * static_cast<float>(lv[nearestLevel(x[j] / t, lv, 16)])) - x[j];
+      err += w[j] * e * e;
+    }
+    return err;
+  }) : d);
   for (int j = 0; j < 16; ++j) {
     int q0 = d != 0 ? nearestLevel(x[j] / d, lv, 16) : 8;
     int q1 = d != 0 ? nearestLevel(x[j + 16] / d, lv, 16) : 8;

@@ -23,7 +23,6 @@ class Cursor {
 public:
   explicit Cursor(llvm::ArrayRef<uint8_t> bytes) : bytes(bytes) {}
   bool atEnd() const { return at == bytes.size(); }
-  size_t offset() const { return at; }
   bool i32(int32_t &v) {
     if (bytes.size() - at < 4)
       return false;
@@ -77,8 +76,9 @@ llvm::Expected<Imatrix> readLegacy(StringRef path, llvm::ArrayRef<uint8_t> bytes
     std::vector<float> values;
     if (!c.i32(length) || !c.text(length, name) || !c.i32(ncall) || !c.i32(nval) ||
         !c.floats(nval, values))
-      return fail(path, llvm::formatv("entry {0} of {1} is cut short at byte {2}", e, entries,
-                                      c.offset()));
+      return fail(path, llvm::formatv("entry {0} of {1} is cut short (the file ends at byte "
+                                      "{2})",
+                                      e, entries, bytes.size()));
     if (name.empty() || nval <= 0 || ncall < 0)
       return fail(path, llvm::formatv("entry {0} ('{1}') has {2} values over {3} calls", e,
                                       name, nval, ncall));

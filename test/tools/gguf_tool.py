@@ -1905,6 +1905,47 @@ def _cmd_dump(args):
     dump(args.input, max_items=args.items)
 
 
+def read_imatrix_dat(path):
+    """llama.cpp's legacy importance matrix: [(name, ncall, [float32 sums])],
+    chunks, dataset (int32 entries; per entry int32 length, name, int32 ncall,
+    int32 nval, float32 values; then int32 chunks, int32 length, dataset)."""
+    with open(path, "rb") as f:
+        buf = f.read()
+    (count,), at = struct.unpack_from("<i", buf, 0), 4
+    entries = []
+    for _ in range(count):
+        (length,) = struct.unpack_from("<i", buf, at)
+        name = buf[at + 4:at + 4 + length].decode()
+        at += 4 + length
+        ncall, nval = struct.unpack_from("<ii", buf, at)
+        values = list(struct.unpack_from("<%df" % nval, buf, at + 8))
+        at += 8 + 4 * nval
+        entries.append((name, ncall, values))
+    chunks, dataset = 0, ""
+    if at < len(buf):
+        chunks, length = struct.unpack_from("<ii", buf, at)
+        dataset = buf[at + 8:at + 8 + length].decode()
+    return entries, chunks, dataset
+
+
+def _cmd_imatrix(args):
+    """The GGUF form of a legacy .dat: X.in_sum2 holds the .dat's values (the
+    mean square times ncall) and X.counts ncall, so in_sum2 / counts is the
+    mean square the .dat gives."""
+    entries, chunks, dataset = read_imatrix_dat(args.input)
+    metadata = {"general.type": (GGUF_STRING, "imatrix"),
+                "imatrix.chunk_count": (GGUF_U32, chunks),
+                "imatrix.chunk_size": (GGUF_U32, 256),
+                "imatrix.datasets": (GGUF_ARRAY, (GGUF_STRING, [dataset]))}
+    tensors = []
+    for name, ncall, values in sorted(entries):
+        tensors.append({"name": name + ".in_sum2", "ne": [len(values), 1], "type": 0,
+                        "data": struct.pack("<%df" % len(values), *values)})
+        tensors.append({"name": name + ".counts", "ne": [1, 1], "type": 0,
+                        "data": struct.pack("<f", float(ncall))})
+    write_gguf(args.out, metadata, tensors)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Craft and inspect GGUF files for tests.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -1960,6 +2001,11 @@ def main(argv=None):
     p.add_argument("input")
     p.add_argument("out")
     p.set_defaults(func=_cmd_copy)
+
+    p = sub.add_parser("imatrix", help="write a legacy .dat importance matrix in GGUF form")
+    p.add_argument("input")
+    p.add_argument("out")
+    p.set_defaults(func=_cmd_imatrix)
 
     p = sub.add_parser("bad", help="write a deliberately malformed file")
     p.add_argument("out", nargs="?")
