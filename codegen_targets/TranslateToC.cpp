@@ -201,6 +201,8 @@ public:
                          split.getThreshold());
       }
       statement += invoke;
+      if (std::string tap = tapStatement(op, names, head); !tap.empty())
+        os << (inHead ? "  if (head_rows > 0)\n  " : "") << tap;
       if (inHead)
         os << "  if (head_rows > 0)\n  ";
       os << formatv("  KILN_TIMED({0}, {1});\n", siteLabels.size(),
@@ -235,6 +237,30 @@ private:
       if (norm->hasOneUse())
         head.insert(norm);
     return head;
+  }
+
+  /// KILN_TAP before a matmul of f32 rows by weights: the names of the
+  /// weights ("a+b" when one call multiplies several), its input rows (from
+  /// the first head row for the output head) and their width; "" for other ops.
+  static std::string tapStatement(Operation &op, const ScheduleNames &names,
+                                  const llvm::SmallPtrSet<Operation *, 2> &head) {
+    if (!isMatmulKernel(&op) || op.getNumOperands() == 0)
+      return "";
+    std::string weights;
+    for (Value v : op.getOperands())
+      if (auto w = v.getDefiningOp<WeightOp>())
+        weights += (weights.empty() ? "" : "+") + w.getName().str();
+    Value input = op.getOperand(0);
+    auto type = dyn_cast<RankedTensorType>(input.getType());
+    if (weights.empty() || !type || type.getRank() != 2 || !type.getElementType().isF32() ||
+        isa<BlockArgument>(input))
+      return "";
+    int64_t width = type.getDimSize(1);
+    bool inHead = head.contains(&op);
+    std::string rows = inHead ? "head_rows" : "rows", x = names.operand(input);
+    if (inHead && !head.contains(input.getDefiningOp()))
+      x = formatv("{0} + (size_t)(rows - head_rows) * {1}", x, width);
+    return formatv("  KILN_TAP(\"{0}\", {1}, {2}, {3});\n", weights, x, rows, width);
   }
 
   /// "decode blk.3.ffn_up.weight matmul_q8_0_n768_k256": the function, the weight

@@ -4,6 +4,7 @@
 #include "codegen_targets/TranslateToC.h"
 #include "compiler/pack/PackWriter.h"
 #include "compiler/pack/VocabSegment.h"
+#include "compiler/Calibrate.h"
 #include "compiler/quant/BudgetPolicy.h"
 #include "compiler/quant/Imatrix.h"
 #include "compiler/quant/QuantPolicy.h"
@@ -162,6 +163,48 @@ static void printReport(ModuleOp module, const PackInfo &pack, const Vocabulary 
                       chatTemplateName(chatTemplateCode(vocab.chatTemplate)));
 }
 
+static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream &out,
+                                llvm::raw_ostream &errs, std::string *nameOut);
+
+/// --calibration: the model as stored, compiled for the host into a new
+/// folder `dir`, built with taps and run over the text; `imatrixPath` gets
+/// the importance matrix it wrote (--imatrix-out, or a file in `dir`).
+static LogicalResult calibrate(const CompileOptions &options, const gguf::File &file,
+                               llvm::raw_ostream &errs, llvm::SmallString<128> &dir,
+                               std::string &imatrixPath) {
+  llvm::Expected<LlamaConfig> config = readLlamaConfig(file);
+  if (!config)
+    return report(errs, options.input, llvm::toString(config.takeError()));
+  if (!llvm::sys::fs::exists(options.calibration.text))
+    return report(errs, options.calibration.text, "no such calibration text");
+  Calibration run = options.calibration;
+  if (run.ctx == 0)
+    run.ctx = std::min<int64_t>(512, config->contextLength);
+  if (run.ctx < 2 || run.ctx > config->contextLength)
+    return report(errs, options.input,
+                  llvm::formatv("--calibration-ctx={0}: expected 2 to the model's context {1}",
+                                run.ctx, config->contextLength));
+  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("kiln-calibration", dir))
+    return report(errs, "kiln-calibration", ec.message());
+  CompileOptions f;
+  f.input = options.input;
+  f.outputDir = dir.str().str();
+  f.target = "host";
+  f.jobs = options.jobs;
+  f.import.maxContext = run.ctx;
+  std::string name;
+  if (failed(compileOne(f, llvm::nulls(), errs, &name)))
+    return failure();
+  llvm::SmallString<128> pack(dir), written(dir);
+  llvm::sys::path::append(pack, name + ".kpack");
+  llvm::sys::path::append(written, "imatrix.dat");
+  imatrixPath = options.imatrixOut.empty() ? written.str().str() : options.imatrixOut;
+  if (llvm::Error e = collectImatrix(dir, pack, run, imatrixPath))
+    return report(errs, options.input,
+                  llvm::toString(std::move(e)) + " (its files are in " + dir.str() + ")");
+  return success();
+}
+
 /// One model to the requested phase; `nameOut` gets its C name.
 static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream &out,
                                 llvm::raw_ostream &errs, std::string *nameOut) {
@@ -190,15 +233,28 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
   if (llvm::Error e = splitFusedTensors(*file))
     return report(errs, options.input, llvm::toString(std::move(e)));
   // The importance matrix before the long work: one of another model fails here.
+  std::string imatrixPath = options.imatrix;
+  llvm::SmallString<128> calibrationDir;
+  if (!options.calibration.text.empty()) {
+    if (!options.imatrix.empty())
+      return report(errs, options.input, "--calibration computes the importance matrix "
+                                         "--imatrix gives: use one");
+    if (failed(calibrate(options, *file, errs, calibrationDir, imatrixPath)))
+      return failure();
+  } else if (!options.imatrixOut.empty()) {
+    return report(errs, options.input, "--imatrix-out writes what --calibration computes");
+  }
   std::optional<Imatrix> imatrix;
-  if (!options.imatrix.empty()) {
-    llvm::Expected<Imatrix> read = readImatrix(options.imatrix);
+  if (!imatrixPath.empty()) {
+    llvm::Expected<Imatrix> read = readImatrix(imatrixPath);
     if (!read)
       return report(errs, options.input, llvm::toString(read.takeError()));
-    if (llvm::Error e = checkImatrix(*read, *file, options.imatrix))
+    if (llvm::Error e = checkImatrix(*read, *file, imatrixPath))
       return report(errs, options.input, llvm::toString(std::move(e)));
     imatrix = std::move(*read);
   }
+  if (!calibrationDir.empty())
+    llvm::sys::fs::remove_directories(calibrationDir);
 
   MLIRContext context;
   auto module = importLlama(context, *file, options.input, options.import);
@@ -451,6 +507,8 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
   d.quant = options.draftQuant;
   d.quantOverrides.clear();
   d.imatrix.clear(); // the target's columns, not the draft's
+  d.calibration = {};
+  d.imatrixOut.clear();
   d.report = false;
   d.reportDir.clear();
   d.device.clear();

@@ -1,6 +1,7 @@
 #ifndef KILN_COMPILER_COMPILE_H
 #define KILN_COMPILER_COMPILE_H
 
+#include "compiler/Calibrate.h"
 #include "compiler/import/LlamaImporter.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -29,6 +30,8 @@ struct CompileOptions {
   std::string quantOverrides; // "glob=format,..." by tensor name
   bool pureQuant = false;     // no default rules for the output head and mixes
   std::string imatrix;        // an importance matrix the quantizers weigh errors by
+  Calibration calibration;    // a text to compute that matrix from (text empty: none)
+  std::string imatrixOut;     // where --calibration writes the matrix
   std::string kvType = "f32"; // f32, f16 or q8
   bool report = false;        // per-tensor formats, bytes and errors; memory plan
   std::string reportDir;      // also report.json and report.html there

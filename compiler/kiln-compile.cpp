@@ -53,6 +53,22 @@ static cl::opt<std::string> imatrix(
              "quantizers choose scales by the error weighted with each column's "
              "importance"),
     cl::value_desc("file"), cl::cat(category));
+static cl::opt<std::string> calibration(
+    "calibration",
+    cl::desc("A text to calibrate the quantizers on: the model as stored runs over it "
+             "in its own generated host code (built with taps; needs cmake and a C "
+             "compiler) and every matmul's input gives its columns' importance"),
+    cl::value_desc("file.txt"), cl::cat(category));
+static cl::opt<int64_t> calibrationCtx(
+    "calibration-ctx", cl::desc("Tokens per calibration chunk (default: 512 or the model's context)"),
+    cl::init(0), cl::cat(category));
+static cl::opt<int64_t> calibrationChunks(
+    "calibration-chunks", cl::desc("At most this many calibration chunks (default: all)"),
+    cl::init(0), cl::cat(category));
+static cl::opt<std::string> imatrixOut(
+    "imatrix-out",
+    cl::desc("Also write --calibration's importance matrix (llama.cpp's .dat form) here"),
+    cl::value_desc("file"), cl::cat(category));
 static cl::list<std::string> quantOverride(
     "quant-override",
     cl::desc("<glob>=<format> for tensors whose name matches, e.g. "
@@ -211,6 +227,8 @@ int main(int argc, char **argv) {
   options.quantOverrides = llvm::join(quantOverride, ",");
   options.pureQuant = pureQuant;
   options.imatrix = imatrix;
+  options.calibration = {calibration, calibrationCtx, calibrationChunks};
+  options.imatrixOut = imatrixOut;
   options.kvType = kvType;
   options.report = report.getNumOccurrences() > 0;
   options.reportDir = report;
