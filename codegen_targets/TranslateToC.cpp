@@ -138,7 +138,7 @@ public:
     bool anySplit = false;
     if (!standalone)
       os << "  prefetch_layer(m, 0);\n";
-    int64_t lastLayer = -1;
+    int64_t lastLayer = -1, tapLayer = -1;
     for (Operation &op : fn.getBody().front()) {
       if (auto weight = dyn_cast<WeightOp>(op)) {
         if (standalone)
@@ -201,12 +201,14 @@ public:
                          split.getThreshold());
       }
       statement += invoke;
-      if (std::string tap = tapStatement(op, names, head); !tap.empty())
-        os << (inHead ? "  if (head_rows > 0)\n  " : "") << tap;
-      if (inHead)
-        os << "  if (head_rows > 0)\n  ";
-      os << formatv("  KILN_TIMED({0}, {1});\n", siteLabels.size(),
+      std::string guard = inHead ? "  if (head_rows > 0)\n  " : "";
+      if (std::string tap = inputTap(op, names, head); !tap.empty())
+        os << guard << tap;
+      os << guard
+         << formatv("  KILN_TIMED({0}, {1});\n", siteLabels.size(),
                     call->setup.empty() ? statement : "{ " + statement + "; }");
+      if (std::string tap = resultTap(op, names, head, tapLayer); !tap.empty())
+        os << guard << tap;
       siteLabels.push_back(siteLabel(fn, op, call->name));
       siteBytes.push_back(weightBytes(op));
     }
@@ -239,28 +241,62 @@ private:
     return head;
   }
 
-  /// KILN_TAP before a matmul of f32 rows by weights: the names of the
-  /// weights ("a+b" when one call multiplies several), its input rows (from
-  /// the first head row for the output head) and their width; "" for other ops.
-  static std::string tapStatement(Operation &op, const ScheduleNames &names,
-                                  const llvm::SmallPtrSet<Operation *, 2> &head) {
-    if (!isMatmulKernel(&op) || op.getNumOperands() == 0)
-      return "";
+  /// The weights an op reads, "a+b" for several; "" for none.
+  static std::string weightNames(Operation &op) {
     std::string weights;
     for (Value v : op.getOperands())
       if (auto w = v.getDefiningOp<WeightOp>())
         weights += (weights.empty() ? "" : "+") + w.getName().str();
-    Value input = op.getOperand(0);
-    auto type = dyn_cast<RankedTensorType>(input.getType());
-    if (weights.empty() || !type || type.getRank() != 2 || !type.getElementType().isF32() ||
-        isa<BlockArgument>(input))
+    return weights;
+  }
+
+  /// KILN_TAP of kind `kind` over `value`'s f32 rows (from the first head row
+  /// when `value` is an output head op's input from before the head); "" when
+  /// `value` is no f32 matrix of the arena.
+  static std::string tap(const char *kind, StringRef what, Value value, bool inHead,
+                         const ScheduleNames &names,
+                         const llvm::SmallPtrSet<Operation *, 2> &head, bool isResult) {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type || type.getRank() != 2 || !type.getElementType().isF32() ||
+        isa<BlockArgument>(value))
       return "";
     int64_t width = type.getDimSize(1);
-    bool inHead = head.contains(&op);
-    std::string rows = inHead ? "head_rows" : "rows", x = names.operand(input);
-    if (inHead && !head.contains(input.getDefiningOp()))
+    std::string rows = inHead ? "head_rows" : "rows";
+    std::string x = isResult ? names.result(value.getDefiningOp()) : names.operand(value);
+    if (!isResult && inHead && !head.contains(value.getDefiningOp()))
       x = formatv("{0} + (size_t)(rows - head_rows) * {1}", x, width);
-    return formatv("  KILN_TAP(\"{0}\", {1}, {2}, {3});\n", weights, x, rows, width);
+    return formatv("  KILN_TAP({0}, \"{1}\", {2}, {3}, {4});\n", kind, what, x, rows, width);
+  }
+
+  /// Before a matmul: its f32 input and the names of the weights it
+  /// multiplies (calibration sums it per column).
+  static std::string inputTap(Operation &op, const ScheduleNames &names,
+                              const llvm::SmallPtrSet<Operation *, 2> &head) {
+    std::string weights = weightNames(op);
+    if (!isMatmulKernel(&op) || op.getNumOperands() == 0 || weights.empty())
+      return "";
+    return tap("KILN_TAP_INPUT", weights, op.getOperand(0), head.contains(&op), names, head,
+               false);
+  }
+
+  /// After an op: its first result as "LAYER OP [WEIGHTS]" (the layer of its
+  /// weights or cache, -1 for the embedding and the head), so two builds of a
+  /// model can be compared op by op.
+  static std::string resultTap(Operation &op, const ScheduleNames &names,
+                               const llvm::SmallPtrSet<Operation *, 2> &head, int64_t &layer) {
+    if (op.getNumResults() == 0 || !getSlotAttr(&op))
+      return "";
+    // An op without weights (attention) is in the layer of the op before it.
+    for (Value v : op.getOperands()) {
+      if (auto w = v.getDefiningOp<WeightOp>())
+        layer = getSegmentAttr(w).getLayer();
+      else if (auto cache = v.getDefiningOp<KvCacheOp>())
+        layer = cache.getLayer();
+    }
+    std::string weights = weightNames(op);
+    std::string what = formatv("{0} {1}{2}{3}", layer, op.getName().stripDialect(),
+                               weights.empty() ? "" : " ", weights);
+    return tap("KILN_TAP_RESULT", what, op.getResult(0), head.contains(&op), names, head, true);
   }
 
   /// "decode blk.3.ffn_up.weight matmul_q8_0_n768_k256": the function, the weight

@@ -4,10 +4,11 @@
 #include "codegen_targets/TranslateToC.h"
 #include "compiler/pack/PackWriter.h"
 #include "compiler/pack/VocabSegment.h"
-#include "compiler/Calibrate.h"
+#include "compiler/HostRun.h"
 #include "compiler/quant/BudgetPolicy.h"
 #include "compiler/quant/Imatrix.h"
 #include "compiler/quant/QuantPolicy.h"
+#include "compiler/report/Compare.h"
 #include "compiler/report/Report.h"
 #include "passes/Passes.h"
 #include "kiln/kiln_checksum.h"
@@ -21,6 +22,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -166,42 +168,210 @@ static void printReport(ModuleOp module, const PackInfo &pack, const Vocabulary 
 static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream &out,
                                 llvm::raw_ostream &errs, std::string *nameOut);
 
-/// --calibration: the model as stored, compiled for the host into a new
-/// folder `dir`, built with taps and run over the text; `imatrixPath` gets
-/// the importance matrix it wrote (--imatrix-out, or a file in `dir`).
+/// `text` with its chunk length set (`ctx` 0: min(`defaultCtx`, the model's
+/// context)) and checked against the model.
+static FailureOr<Calibration> checkText(const CompileOptions &options, const gguf::File &file,
+                                        Calibration text, int64_t defaultCtx, StringRef flag,
+                                        llvm::raw_ostream &errs) {
+  llvm::Expected<LlamaConfig> config = readLlamaConfig(file);
+  if (!config) {
+    (void)report(errs, options.input, llvm::toString(config.takeError()));
+    return failure();
+  }
+  if (!llvm::sys::fs::exists(text.text)) {
+    (void)report(errs, text.text, "no such text for --" + flag);
+    return failure();
+  }
+  if (text.ctx == 0)
+    text.ctx = std::min<int64_t>(defaultCtx, config->contextLength);
+  if (text.ctx < 2 || text.ctx > config->contextLength) {
+    (void)report(errs, options.input,
+                 llvm::formatv("--{0}-ctx={1}: expected 2 to the model's context {2}", flag,
+                               text.ctx, config->contextLength));
+    return failure();
+  }
+  return text;
+}
+
+/// A KILN_TAPS build's kiln-generate and its pack.
+struct TappedBuild {
+  std::string generate, pack, dir;
+};
+
+/// `options`' model compiled into `dir` and built there with taps.
+static FailureOr<TappedBuild> tappedBuild(const CompileOptions &options, StringRef dir,
+                                          llvm::raw_ostream &errs) {
+  std::string name;
+  if (failed(compileOne(options, llvm::nulls(), errs, &name)))
+    return failure();
+  llvm::SmallString<128> pack(dir), build(dir);
+  llvm::sys::path::append(pack, name + ".kpack");
+  llvm::sys::path::append(build, "build-taps");
+  llvm::Expected<std::string> generate = buildWithTaps(dir, build);
+  if (!generate) {
+    (void)report(errs, options.input, llvm::toString(generate.takeError()));
+    return failure();
+  }
+  return TappedBuild{*generate, pack.str().str(), dir.str()};
+}
+
+/// The model as stored (no quantization), for this host, into `dir`/float,
+/// with a KV cache for chunks of `ctx`.
+static FailureOr<TappedBuild> floatBuild(const CompileOptions &options, StringRef dir,
+                                         int64_t ctx, llvm::raw_ostream &errs) {
+  CompileOptions f;
+  f.input = options.input;
+  llvm::SmallString<128> out(dir);
+  llvm::sys::path::append(out, "float");
+  f.outputDir = out.str().str();
+  f.target = "host";
+  f.jobs = options.jobs;
+  f.import.maxContext = ctx;
+  return tappedBuild(f, out, errs);
+}
+
+/// --calibration: the model as stored runs over the text in its own
+/// generated code in a new folder `dir`; `imatrixPath` gets the importance
+/// matrix it wrote (--imatrix-out, or a file in `dir`).
 static LogicalResult calibrate(const CompileOptions &options, const gguf::File &file,
                                llvm::raw_ostream &errs, llvm::SmallString<128> &dir,
                                std::string &imatrixPath) {
-  llvm::Expected<LlamaConfig> config = readLlamaConfig(file);
-  if (!config)
-    return report(errs, options.input, llvm::toString(config.takeError()));
-  if (!llvm::sys::fs::exists(options.calibration.text))
-    return report(errs, options.calibration.text, "no such calibration text");
-  Calibration run = options.calibration;
-  if (run.ctx == 0)
-    run.ctx = std::min<int64_t>(512, config->contextLength);
-  if (run.ctx < 2 || run.ctx > config->contextLength)
-    return report(errs, options.input,
-                  llvm::formatv("--calibration-ctx={0}: expected 2 to the model's context {1}",
-                                run.ctx, config->contextLength));
+  FailureOr<Calibration> text =
+      checkText(options, file, options.calibration, 512, "calibration", errs);
+  if (failed(text))
+    return failure();
   if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("kiln-calibration", dir))
     return report(errs, "kiln-calibration", ec.message());
-  CompileOptions f;
-  f.input = options.input;
-  f.outputDir = dir.str().str();
-  f.target = "host";
-  f.jobs = options.jobs;
-  f.import.maxContext = run.ctx;
-  std::string name;
-  if (failed(compileOne(f, llvm::nulls(), errs, &name)))
+  FailureOr<TappedBuild> build = floatBuild(options, dir, text->ctx, errs);
+  if (failed(build))
     return failure();
-  llvm::SmallString<128> pack(dir), written(dir);
-  llvm::sys::path::append(pack, name + ".kpack");
+  llvm::SmallString<128> written(dir);
   llvm::sys::path::append(written, "imatrix.dat");
   imatrixPath = options.imatrixOut.empty() ? written.str().str() : options.imatrixOut;
-  if (llvm::Error e = collectImatrix(dir, pack, run, imatrixPath))
+  if (llvm::Error e = runWithTaps(build->generate, build->pack, *text,
+                                  {"--imatrix-out", imatrixPath}, build->dir))
     return report(errs, options.input,
                   llvm::toString(std::move(e)) + " (its files are in " + dir.str() + ")");
+  return success();
+}
+
+/// --compare: the model as stored and as compiled (the folder just written,
+/// built with taps) run one text; every op's error goes into `json` and a
+/// summary to `out`. Then, in the first layer past the threshold (else the
+/// layer whose output error is largest), each converted weight is compiled
+/// in f32 alone to see how much of the logits' error it makes.
+static LogicalResult compare(const CompileOptions &options, const gguf::File &file,
+                             const PackInfo &pack, StringRef name, StringRef quantOverrides,
+                             StringRef imatrixPath, llvm::json::Object &json,
+                             llvm::raw_ostream &out, llvm::raw_ostream &errs) {
+  FailureOr<Calibration> text = checkText(options, file, options.compare, 256, "compare", errs);
+  if (failed(text))
+    return failure();
+  if (text->chunks == 0)
+    text->chunks = 1;
+  llvm::SmallString<128> dir;
+  if (std::error_code ec = llvm::sys::fs::create_directories(options.reportDir))
+    return report(errs, options.reportDir, ec.message());
+  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("kiln-compare", dir))
+    return report(errs, "kiln-compare", ec.message());
+  auto keptIn = [&](llvm::Error e) {
+    return report(errs, options.input,
+                  llvm::toString(std::move(e)) + " (its files are in " + dir.str() + ")");
+  };
+  auto tapsFile = [&](StringRef base) {
+    llvm::SmallString<128> path(options.reportDir);
+    llvm::sys::path::append(path, base);
+    return path.str().str();
+  };
+  // The float run into the report folder beside the compiled model's.
+  std::string floatTaps = tapsFile("taps-float.bin"), quantTaps = tapsFile("taps-compiled.bin");
+  FailureOr<TappedBuild> reference = floatBuild(options, dir, text->ctx, errs);
+  if (failed(reference))
+    return failure();
+  if (llvm::Error e = runWithTaps(reference->generate, reference->pack, *text,
+                                  {"--taps-out", floatTaps}, reference->dir))
+    return keptIn(std::move(e));
+  llvm::SmallString<128> compiledDir(dir), compiledPack(options.outputDir);
+  llvm::sys::path::append(compiledDir, "compiled");
+  llvm::sys::path::append(compiledPack, name + ".kpack");
+  llvm::SmallString<128> compiledBuild(compiledDir);
+  llvm::sys::path::append(compiledBuild, "build-taps");
+  llvm::sys::fs::create_directories(compiledDir);
+  llvm::Expected<std::string> generate = buildWithTaps(options.outputDir, compiledBuild);
+  if (!generate)
+    return keptIn(generate.takeError());
+  if (llvm::Error e = runWithTaps(*generate, compiledPack, *text, {"--taps-out", quantTaps},
+                                  compiledDir))
+    return keptIn(std::move(e));
+  llvm::Expected<std::vector<OpError>> ops = compareTaps(floatTaps, quantTaps);
+  if (!ops)
+    return keptIn(ops.takeError());
+  const double threshold = options.compareThreshold;
+  json = compareJson(*ops, threshold);
+  json["text"] = text->text;
+  json["ctx"] = text->ctx;
+  json["chunks"] = text->chunks;
+
+  // The suspect layer and its converted weights, each in f32 alone.
+  int64_t suspect = firstDivergingLayer(*ops, threshold);
+  if (suspect < 0) {
+    double worst = -1;
+    for (const OpError &e : *ops)
+      if (e.layer >= 0 && e.relativeError() > worst)
+        worst = e.relativeError(), suspect = e.layer;
+  }
+  std::string prefix = llvm::formatv("blk.{0}.", suspect).str();
+  llvm::json::Array weights;
+  std::string most;
+  double mostError = INFINITY;
+  for (const TensorReport &t : pack.tensors) {
+    if (!t.converted || !StringRef(t.name).starts_with(prefix))
+      continue;
+    CompileOptions alone = options;
+    llvm::SmallString<128> aloneDir(dir);
+    llvm::sys::path::append(aloneDir, t.name);
+    alone.outputDir = aloneDir.str().str();
+    alone.quant = options.memoryBudget > 0 ? "" : options.quant;
+    alone.quantOverrides = (quantOverrides.empty() ? "" : quantOverrides.str() + ",") + t.name +
+                           "=f32";
+    alone.memoryBudget = 0;
+    alone.report = false;
+    alone.reportDir.clear();
+    alone.device.clear();
+    alone.compare = {};
+    alone.calibration = {};
+    alone.imatrix = imatrixPath.str(); // the matrix the compiled model was made with
+    alone.imatrixOut.clear();
+    FailureOr<TappedBuild> build = tappedBuild(alone, aloneDir, errs);
+    if (failed(build))
+      return failure();
+    llvm::SmallString<128> taps(aloneDir);
+    llvm::sys::path::append(taps, "taps.bin");
+    if (llvm::Error e = runWithTaps(build->generate, build->pack, *text,
+                                    {"--taps-out", taps.str().str()}, build->dir))
+      return keptIn(std::move(e));
+    llvm::Expected<std::vector<OpError>> without = compareTaps(floatTaps, taps);
+    if (!without)
+      return keptIn(without.takeError());
+    double error = finalError(*without);
+    weights.push_back(llvm::json::Object{{"name", t.name}, {"format", t.format},
+                                         {"logits_rel_error_in_f32", error}});
+    if (error < mostError)
+      mostError = error, most = t.name;
+  }
+  json["suspect_layer"] = suspect;
+  json["weights_in_f32"] = std::move(weights);
+  json["most_contributing"] = most.empty() ? llvm::json::Value(nullptr) : llvm::json::Value(most);
+  int64_t first = firstDivergingLayer(*ops, threshold);
+  out << llvm::formatv("compare: logits relative error {0:e3}; first layer past {1}: {2}",
+                       finalError(*ops), threshold,
+                       first < 0 ? std::string("none") : std::to_string(first));
+  if (!most.empty())
+    out << llvm::formatv("; in layer {0}, {1} contributes most (logits error {2:e3} with it "
+                         "in f32)",
+                         suspect, most, mostError);
+  out << "\n";
+  llvm::sys::fs::remove_directories(dir);
   return success();
 }
 
@@ -232,6 +402,8 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
   file->mapped = (*buffer)->getBufferKind() == llvm::MemoryBuffer::MemoryBuffer_MMap;
   if (llvm::Error e = splitFusedTensors(*file))
     return report(errs, options.input, llvm::toString(std::move(e)));
+  if (!options.compare.text.empty() && options.reportDir.empty())
+    return report(errs, options.input, "--compare writes its figures into --report=DIR");
   // The importance matrix before the long work: one of another model fails here.
   std::string imatrixPath = options.imatrix;
   llvm::SmallString<128> calibrationDir;
@@ -253,8 +425,10 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
       return report(errs, options.input, llvm::toString(std::move(e)));
     imatrix = std::move(*read);
   }
-  if (!calibrationDir.empty())
-    llvm::sys::fs::remove_directories(calibrationDir);
+  auto removeCalibration = llvm::make_scope_exit([&] {
+    if (!calibrationDir.empty())
+      llvm::sys::fs::remove_directories(calibrationDir);
+  });
 
   MLIRContext context;
   auto module = importLlama(context, *file, options.input, options.import);
@@ -425,6 +599,13 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
     llvm::json::Value json = reportJson(**module, *pack, name, options.target,
                                         device ? &*device : nullptr,
                                         options.reportDir.empty() ? nullptr : &code);
+    if (!options.compare.text.empty()) {
+      llvm::json::Object figures;
+      if (failed(compare(options, *file, *pack, name, quantize.overrides, imatrixPath, figures,
+                         out, errs)))
+        return failure();
+      json.getAsObject()->try_emplace("compare", std::move(figures));
+    }
     if (device)
       out << predictionLine(json, device->name) << "\n";
     if (!options.reportDir.empty())
@@ -509,6 +690,7 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
   d.imatrix.clear(); // the target's columns, not the draft's
   d.calibration = {};
   d.imatrixOut.clear();
+  d.compare = {};
   d.report = false;
   d.reportDir.clear();
   d.device.clear();

@@ -1,7 +1,7 @@
 #ifndef KILN_COMPILER_COMPILE_H
 #define KILN_COMPILER_COMPILE_H
 
-#include "compiler/Calibrate.h"
+#include "compiler/HostRun.h"
 #include "compiler/import/LlamaImporter.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -32,6 +32,8 @@ struct CompileOptions {
   std::string imatrix;        // an importance matrix the quantizers weigh errors by
   Calibration calibration;    // a text to compute that matrix from (text empty: none)
   std::string imatrixOut;     // where --calibration writes the matrix
+  Calibration compare;        // a text the float and compiled models run (text empty: none)
+  double compareThreshold = 0.1; // a layer output's relative error that counts as diverged
   std::string kvType = "f32"; // f32, f16 or q8
   bool report = false;        // per-tensor formats, bytes and errors; memory plan
   std::string reportDir;      // also report.json and report.html there

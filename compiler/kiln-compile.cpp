@@ -69,6 +69,17 @@ static cl::opt<std::string> imatrixOut(
     "imatrix-out",
     cl::desc("Also write --calibration's importance matrix (llama.cpp's .dat form) here"),
     cl::value_desc("file"), cl::cat(category));
+static cl::opt<std::string> compareText(
+    "compare",
+    cl::desc("With --report=DIR: run the model as stored and as compiled over this text "
+             "(one chunk) with taps after every op; report.json/html get each op's and "
+             "layer's relative error and cosine, the first layer past --compare-threshold, "
+             "and which of that layer's weights, compiled in f32 alone, takes the most "
+             "error from the logits"),
+    cl::value_desc("file.txt"), cl::cat(category));
+static cl::opt<double> compareThreshold(
+    "compare-threshold", cl::desc("A layer output's relative error that counts as diverged"),
+    cl::init(0.1), cl::cat(category));
 static cl::list<std::string> quantOverride(
     "quant-override",
     cl::desc("<glob>=<format> for tensors whose name matches, e.g. "
@@ -229,6 +240,8 @@ int main(int argc, char **argv) {
   options.imatrix = imatrix;
   options.calibration = {calibration, calibrationCtx, calibrationChunks};
   options.imatrixOut = imatrixOut;
+  options.compare = {compareText, 0, 1};
+  options.compareThreshold = compareThreshold;
   options.kvType = kvType;
   options.report = report.getNumOccurrences() > 0;
   options.reportDir = report;

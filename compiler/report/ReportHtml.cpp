@@ -13,6 +13,9 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+#include <map>
+
 using namespace kiln;
 namespace json = llvm::json;
 
@@ -122,6 +125,7 @@ for (const th of document.querySelectorAll("table.sortable th")) {
 )js";
 
 void predictionsHtml(llvm::raw_ostream &os, const json::Object &r);
+void compareHtml(llvm::raw_ostream &os, const json::Object &c);
 
 void writeHtml(llvm::raw_ostream &os, const json::Object &r) {
   const json::Object &sizes = *r.getObject("sizes");
@@ -173,6 +177,8 @@ void writeHtml(llvm::raw_ostream &os, const json::Object &r) {
       planSvg(os, fn, kv);
     }
   predictionsHtml(os, r);
+  if (const json::Object *compare = r.getObject("compare"))
+    compareHtml(os, *compare);
   os << "<h2>Weights</h2>\n<table id=\"tensors\" class=\"sortable\"><thead><tr><th>tensor</th>"
         "<th>format</th><th>bytes</th><th>rms error</th></tr></thead><tbody>\n";
   if (const json::Array *tensors = r.getArray("tensors"))
@@ -187,6 +193,107 @@ void writeHtml(llvm::raw_ostream &os, const json::Object &r) {
                           err ? llvm::formatv("{0:e3}", *err).str() : "as stored");
     }
   os << "</tbody></table>\n<script>" << kSortScript << "</script>\n</body></html>\n";
+}
+
+/// A series of the error chart: the op, and for a matmul its first weight's
+/// role ("residual_matmul ffn_down"), so one layer's ops are told apart.
+std::string seriesOf(const json::Object &op) {
+  llvm::StringRef key = op.getString("key").value_or("");
+  llvm::StringRef weight = key.split(' ').second.split(' ').second;
+  weight.consume_back(".weight");
+  if (weight.starts_with("blk."))
+    weight = weight.split('.').second.split('.').second;
+  return (op.getString("op").value_or("") + (weight.empty() ? "" : " ") + weight).str();
+}
+
+/// The per-layer error of --compare: layers across, relative error up (one
+/// line per op kind), the threshold dashed, the first layer past it in red;
+/// then the ops and the weights compiled in f32 alone.
+void compareHtml(llvm::raw_ostream &os, const json::Object &c) {
+  const double threshold = c.getNumber("threshold").value_or(0);
+  std::optional<int64_t> first = c.getInteger("first_diverging_layer");
+  os << "<h2>Per-layer error</h2>\n<p>The model as stored and as compiled ran "
+     << escape(c.getString("text").value_or("")) << " (" << c.getInteger("chunks").value_or(0)
+     << " chunk of " << c.getInteger("ctx").value_or(0)
+     << " tokens); each op's result compared: relative error ||compiled - float|| / ||float|| "
+        "and cosine. Logits' relative error "
+     << llvm::formatv("{0:e3}", c.getNumber("logits_rel_error").value_or(0))
+     << "; first layer whose output passes " << threshold << ": "
+     << (first ? std::to_string(*first) : std::string("none")) << ".</p>\n";
+  std::map<std::string, std::vector<std::pair<int64_t, double>>> series;
+  int64_t layers = 0;
+  double top = threshold;
+  if (const json::Array *ops = c.getArray("ops"))
+    for (const json::Value &v : *ops) {
+      const json::Object &op = *v.getAsObject();
+      int64_t layer = op.getInteger("layer").value_or(-1);
+      double error = op.getNumber("rel_error").value_or(0);
+      if (layer < 0 || !std::isfinite(error))
+        continue;
+      series[seriesOf(op)].push_back({layer, error});
+      layers = std::max(layers, layer + 1);
+      top = std::max(top, error);
+    }
+  const double width = 900, height = 300, left = 50, bottom = 30;
+  auto x = [&](double layer) {
+    return left + (width - left - 20) * (layers > 1 ? layer / double(layers - 1) : 0.5);
+  };
+  auto y = [&](double error) { return (height - bottom) * (1 - error / (top * 1.05)); };
+  static const char *colors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                 "#edc948", "#b07aa1", "#ff9da7"};
+  os << llvm::formatv("<svg id=\"layer-error\" width=\"{0}\" height=\"{1}\" role=\"img\">\n",
+                      width + 220, height);
+  os << llvm::formatv("<line x1=\"{0}\" y1=\"{1:f1}\" x2=\"{2}\" y2=\"{1:f1}\" stroke=\"#999\" "
+                      "stroke-dasharray=\"4 3\"><title>threshold {3}</title></line>\n",
+                      left, y(threshold), width - 20, threshold);
+  if (first)
+    os << llvm::formatv("<line x1=\"{0:f1}\" y1=\"0\" x2=\"{0:f1}\" y2=\"{1}\" stroke=\"red\">"
+                        "<title>first layer past the threshold: {2}</title></line>\n",
+                        x(double(*first)), height - bottom, *first);
+  for (int64_t l = 0; l < layers; ++l)
+    os << llvm::formatv("<text x=\"{0:f1}\" y=\"{1}\" font-size=\"11\" "
+                        "text-anchor=\"middle\">{2}</text>\n",
+                        x(double(l)), height - 10, l);
+  os << llvm::formatv("<text x=\"4\" y=\"12\" font-size=\"11\">{0:e2}</text>\n", top * 1.05);
+  size_t i = 0;
+  for (const auto &[name, points] : series) {
+    const char *color = colors[i % (sizeof colors / sizeof *colors)];
+    os << "<polyline class=\"op-series\" data-op=\"" << escape(name) << "\" fill=\"none\" "
+       << "stroke=\"" << color << "\" points=\"";
+    for (auto [layer, error] : points)
+      os << llvm::formatv("{0:f1},{1:f1} ", x(double(layer)), y(error));
+    os << "\"><title>" << escape(name) << "</title></polyline>\n";
+    os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" font-size=\"12\" fill=\"{2}\">{3}</text>\n",
+                        width, 16 + 16 * i, color, escape(name));
+    ++i;
+  }
+  os << "</svg>\n<table id=\"op-errors\" class=\"sortable\"><thead><tr><th>op</th>"
+        "<th>layer</th><th>relative error</th><th>cosine</th></tr></thead><tbody>\n";
+  if (const json::Array *ops = c.getArray("ops"))
+    for (const json::Value &v : *ops) {
+      const json::Object &op = *v.getAsObject();
+      os << llvm::formatv("<tr><td>{0}</td><td>{1}</td><td>{2:e3}</td><td>{3:f6}</td></tr>\n",
+                          escape(op.getString("key").value_or("")),
+                          op.getInteger("layer").value_or(-1),
+                          op.getNumber("rel_error").value_or(0),
+                          op.getNumber("cosine").value_or(0));
+    }
+  os << "</tbody></table>\n";
+  os << "<p>Layer " << c.getInteger("suspect_layer").value_or(-1)
+     << "'s converted weights, each compiled in f32 alone: the logits' relative error then "
+        "(the lowest names the weight whose quantization costs most: "
+     << escape(c.getString("most_contributing").value_or("none")) << ").</p>\n"
+     << "<table id=\"weights-in-f32\" class=\"sortable\"><thead><tr><th>weight</th>"
+        "<th>format</th><th>logits error with it in f32</th></tr></thead><tbody>\n";
+  if (const json::Array *ws = c.getArray("weights_in_f32"))
+    for (const json::Value &v : *ws) {
+      const json::Object &w = *v.getAsObject();
+      os << llvm::formatv("<tr><td>{0}</td><td>{1}</td><td>{2:e3}</td></tr>\n",
+                          escape(w.getString("name").value_or("")),
+                          escape(w.getString("format").value_or("")),
+                          w.getNumber("logits_rel_error_in_f32").value_or(0));
+    }
+  os << "</tbody></table>\n";
 }
 
 /// The predictions table of the page.

@@ -57,7 +57,8 @@ static void usage(void) {
           "                     [--dump-logits FILE]\n"
           "       kiln-generate [--pack FILE] --tokens ID,ID,... [-n N] [--no-prefill] [--keep N]\n"
           "       kiln-generate [--pack FILE] --perplexity TEXTFILE [--ctx N] [--chunks K]\n"
-          "                     [--dump-logits FILE] [--kl-base FILE] [--imatrix-out FILE]\n"
+          "                     [--dump-logits FILE] [--kl-base FILE]\n"
+          "                     [--imatrix-out FILE] [--taps-out FILE]\n"
           "       kiln-generate [--pack FILE] --tokenize -p TEXT\n"
           "       kiln-generate [--pack FILE] --chat [-sys TEXT] [-n N] [sampling options]\n"
           "       kiln-generate [--pack FILE] -p TEXT --draft-lookup D [--draft-ngram G] [-n N]\n"
@@ -75,6 +76,7 @@ static void usage(void) {
           "                 tokens of the text, all ctx predictions scored\n"
           "  --imatrix-out  (a KILN_TAPS build) with --perplexity: write every matmul's\n"
           "                 input mean squares per column (llama.cpp's .dat form)\n"
+          "  --taps-out     (a KILN_TAPS build) with --perplexity: write every op's result\n"
           "  --kl-base      logits dumped by a reference run of --perplexity: also\n"
           "                 print the mean KL divergence from them\n"
           "  --chat         a conversation in the model's chat template: each line of\n"
@@ -143,6 +145,7 @@ static int parse(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--chunks")) o->chunks = atoi(v), ++i;
     else if (!strcmp(a, "--kl-base")) o->kl_base = v, ++i;
     else if (!strcmp(a, "--imatrix-out")) o->imatrix_out = v, ++i;
+    else if (!strcmp(a, "--taps-out")) o->taps_out = v, ++i;
     else if (!strcmp(a, "--profile")) o->profile = v, ++i;
     else if (!strcmp(a, "--bandwidth")) o->bandwidth_gbs = atof(v), ++i;
     else if (!strcmp(a, "-sys") || !strcmp(a, "--system")) o->system = v, ++i;
@@ -387,14 +390,14 @@ int main(int argc, char **argv) {
 #ifdef KILN_PROFILE
   model.clock = clock_ns;
 #endif
-  if (!start_threads(&o) || !imatrix_attach(&o))
+  if (!start_threads(&o) || !taps_attach(&o))
     return 1;
   rc = o.perplexity     ? perplexity(api, &tok, &o)
        : o.chat         ? chat(api, &tok, &o)
        : o.draft        ? speculate(api, &tok, &o)
        : o.n_sessions   ? sessions(api, &tok, &o)
                         : generate(api, &tok, &o);
-  if (rc == 0 && !imatrix_write(&o))
+  if (!taps_finish(&o))
     rc = 1;
 #ifdef KILN_PROFILE
   print_profile();

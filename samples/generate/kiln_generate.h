@@ -21,7 +21,7 @@ extern const kiln_model_api KILN_MODEL_API;
 
 typedef struct options {
   const char *pack, *prompt, *ids, *dump, *perplexity, *kl_base, *system, *profile;
-  const char *imatrix_out;
+  const char *imatrix_out, *taps_out;
   double bandwidth_gbs;
   const char *draft_pack;
   int32_t n_generate, ctx, chunks, threads, keep, draft, draft_ngram;
@@ -55,10 +55,10 @@ int chat(const kiln_model_api *api, const kiln_tokenizer *t, const options *o);
 int speculate(const kiln_model_api *api, const kiln_tokenizer *t, const options *o);
 /* sessions.c: -p SHARED --session TEXT ... on a model compiled with --sessions. */
 int sessions(const kiln_model_api *api, const kiln_tokenizer *t, const options *o);
-/* imatrix.c: --imatrix-out; attach sets the model's tap (0: a usage error),
- * write writes what it saw (0: failed, said on stderr). */
-int imatrix_attach(const options *o);
-int imatrix_write(const options *o);
+/* taps.c: --imatrix-out and --taps-out; attach sets the model's tap (0: an
+ * error, said on stderr), finish writes what it saw (0: failed, said). */
+int taps_attach(const options *o);
+int taps_finish(const options *o);
 
 #ifdef KILN_PROFILE
 /* profile.c: the model's clock, and the profile printed and written. */

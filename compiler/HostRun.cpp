@@ -1,4 +1,4 @@
-#include "compiler/Calibrate.h"
+#include "compiler/HostRun.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
@@ -39,40 +39,44 @@ llvm::Error run(StringRef what, std::vector<std::string> args, StringRef dir, St
                                            ? llvm::ErrorOr<std::string>(args[0])
                                            : llvm::sys::findProgramByName(args[0]);
   if (!program)
-    return fail(llvm::formatv("calibration: {0} needs '{1}' on PATH", what, args[0]));
+    return fail(llvm::formatv("{0} needs '{1}' on PATH", what, args[0]));
   std::vector<StringRef> argv(args.begin(), args.end());
   std::optional<StringRef> redirects[] = {StringRef(""), StringRef(log), StringRef(log)};
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(*program, argv, std::nullopt, redirects, 0, 0, &message);
   if (rc != 0)
-    return fail(llvm::formatv("calibration: {0} failed ({1}): {2}", what,
+    return fail(llvm::formatv("{0} failed ({1}): {2}", what,
                               rc < 0 ? message : "exit " + std::to_string(rc), lastLine(log)));
   return llvm::Error::success();
 }
 
 } // namespace
 
-llvm::Error kiln::collectImatrix(StringRef dir, StringRef pack, const Calibration &calibration,
-                                 StringRef out) {
-  llvm::SmallString<256> build(dir);
-  llvm::sys::path::append(build, "build-taps");
-  if (llvm::Error e = run("configuring the float build",
-                          {"cmake", "-S", dir.str(), "-B", build.str().str(), "-DKILN_TAPS=ON",
+llvm::Expected<std::string> kiln::buildWithTaps(StringRef dir, StringRef build) {
+  StringRef logDir = llvm::sys::path::parent_path(build);
+  if (llvm::Error e = run(("configuring " + build).str(),
+                          {"cmake", "-S", dir.str(), "-B", build.str(), "-DKILN_TAPS=ON",
                            "-DCMAKE_BUILD_TYPE=Release"},
-                          dir, "configure.log"))
-    return e;
+                          logDir, "configure.log"))
+    return std::move(e);
   unsigned jobs = std::max(1u, llvm::hardware_concurrency().compute_thread_count());
-  if (llvm::Error e = run("building the float build",
-                          {"cmake", "--build", build.str().str(), "-j", std::to_string(jobs)}, dir,
+  if (llvm::Error e = run(("building " + build).str(),
+                          {"cmake", "--build", build.str(), "-j", std::to_string(jobs)}, logDir,
                           "build.log"))
-    return e;
+    return std::move(e);
   llvm::SmallString<256> generate(build);
   llvm::sys::path::append(generate, "kiln-generate");
-  std::vector<std::string> args = {generate.str().str(), "--pack", pack.str(), "--perplexity",
-                                   calibration.text, "--imatrix-out", out.str()};
-  if (calibration.ctx > 0)
-    args.insert(args.end(), {"--ctx", std::to_string(calibration.ctx)});
-  if (calibration.chunks > 0)
-    args.insert(args.end(), {"--chunks", std::to_string(calibration.chunks)});
-  return run("running the float model over " + calibration.text, args, dir, "run.log");
+  return generate.str().str();
+}
+
+llvm::Error kiln::runWithTaps(StringRef generate, StringRef pack, const Calibration &text,
+                              const std::vector<std::string> &extra, StringRef logDir) {
+  std::vector<std::string> args = {generate.str(), "--pack", pack.str(), "--perplexity",
+                                   text.text};
+  if (text.ctx > 0)
+    args.insert(args.end(), {"--ctx", std::to_string(text.ctx)});
+  if (text.chunks > 0)
+    args.insert(args.end(), {"--chunks", std::to_string(text.chunks)});
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run(("running the model over " + text.text), args, logDir, "run.log");
 }

@@ -1,0 +1,184 @@
+/* kiln-generate's use of a KILN_TAPS build's taps while --perplexity runs:
+ *
+ *   --imatrix-out FILE  every matmul's input rows summed per column (x^2),
+ *     written as llama.cpp's legacy importance matrix: int32 entries; per
+ *     weight int32 name length, name, int32 ncall, int32 columns, float32
+ *     mean(x^2) * ncall per column; then int32 chunks, int32 length and the
+ *     text's name.
+ *   --taps-out FILE  every op's result, as it comes: int32 length, "LAYER OP
+ *     [WEIGHTS]", int32 rows, int32 cols, rows x cols float32 (little-endian
+ *     hosts), until the end of the file. */
+#include "kiln_generate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef KILN_TAPS
+
+typedef struct entry {
+  char *name;
+  int32_t cols;
+  int64_t rows; /* input rows summed */
+  double *sum2; /* per column */
+} entry;
+
+static entry *entries;
+static int32_t n_entries, cap_entries, collecting, failed;
+static FILE *results;
+
+static entry *find(const char *name, size_t len, int32_t cols) {
+  int32_t i;
+  entry *e;
+  for (i = 0; i < n_entries; ++i)
+    if (strlen(entries[i].name) == len && !memcmp(entries[i].name, name, len))
+      return entries[i].cols == cols ? &entries[i] : NULL;
+  if (n_entries == cap_entries) {
+    int32_t cap = cap_entries ? 2 * cap_entries : 64;
+    entry *grown = realloc(entries, sizeof(entry) * (size_t)cap);
+    if (!grown)
+      return NULL;
+    entries = grown, cap_entries = cap;
+  }
+  e = &entries[n_entries];
+  e->name = malloc(len + 1);
+  e->sum2 = calloc((size_t)cols, sizeof(double));
+  if (!e->name || !e->sum2) {
+    free(e->name), free(e->sum2);
+    return NULL;
+  }
+  memcpy(e->name, name, len);
+  e->name[len] = '\0';
+  e->cols = cols, e->rows = 0;
+  ++n_entries;
+  return e;
+}
+
+static int put32(FILE *f, int32_t v) {
+  unsigned char b[4];
+  b[0] = (unsigned char)v, b[1] = (unsigned char)(v >> 8);
+  b[2] = (unsigned char)(v >> 16), b[3] = (unsigned char)(v >> 24);
+  return fwrite(b, 4, 1, f) == 1;
+}
+
+static int put_float(FILE *f, float v) {
+  int32_t bits;
+  memcpy(&bits, &v, 4);
+  return put32(f, bits);
+}
+
+/* A matmul's input rows into each weight's sums ("a+b": the same rows for
+ * both), an op's result into --taps-out's file. */
+static void tap(void *ctx, int32_t kind, const char *what, const float *x, int32_t rows,
+                int32_t cols) {
+  const char *name = what;
+  (void)ctx;
+  if (kind == KILN_TAP_RESULT) {
+    if (results && !failed)
+      failed = !(put32(results, (int32_t)strlen(what)) &&
+                 fwrite(what, strlen(what), 1, results) == 1 && put32(results, rows) &&
+                 put32(results, cols) &&
+                 fwrite(x, sizeof(float), (size_t)rows * cols, results) == (size_t)rows * cols);
+    return;
+  }
+  while (collecting && *name) {
+    size_t len = strcspn(name, "+");
+    entry *e = find(name, len, cols);
+    int32_t r, c;
+    if (!e) {
+      failed = 1;
+      return;
+    }
+    for (r = 0; r < rows; ++r)
+      for (c = 0; c < cols; ++c) {
+        double v = x[(size_t)r * cols + c];
+        e->sum2[c] += v * v;
+      }
+    e->rows += rows;
+    name += len + (name[len] == '+');
+  }
+}
+
+int taps_attach(const options *o) {
+  if (!o->imatrix_out && !o->taps_out)
+    return 1;
+  if (!o->perplexity) {
+    fprintf(stderr, "kiln-generate: --imatrix-out and --taps-out read --perplexity's run\n");
+    return 0;
+  }
+  if (o->taps_out && !(results = fopen(o->taps_out, "wb"))) {
+    perror(o->taps_out);
+    return 0;
+  }
+  collecting = o->imatrix_out != NULL;
+  model.tap = tap;
+  model.tap_ctx = NULL;
+  return 1;
+}
+
+static int write_imatrix(const options *o) {
+  FILE *f = fopen(o->imatrix_out, "wb");
+  int ok;
+  int32_t i, c, chunks = 0;
+  const char *base = strrchr(o->perplexity, '/');
+  base = base ? base + 1 : o->perplexity;
+  ok = f && put32(f, n_entries);
+  for (i = 0; ok && i < n_entries; ++i) {
+    const entry *e = &entries[i];
+    /* Chunks of --ctx rows: llama.cpp's ncall; the means times it are stored. */
+    int32_t ncall = (int32_t)(e->rows / o->ctx > 0 ? e->rows / o->ctx : 1);
+    chunks = ncall > chunks ? ncall : chunks;
+    ok = put32(f, (int32_t)strlen(e->name)) && fwrite(e->name, strlen(e->name), 1, f) == 1 &&
+         put32(f, ncall) && put32(f, e->cols);
+    for (c = 0; ok && c < e->cols; ++c)
+      ok = put_float(f, (float)(e->sum2[c] / (double)(e->rows ? e->rows : 1) * ncall));
+  }
+  ok = ok && put32(f, chunks) && put32(f, (int32_t)strlen(base)) &&
+       fwrite(base, strlen(base), 1, f) == 1;
+  if (f && fclose(f) != 0)
+    ok = 0;
+  if (!ok)
+    perror(o->imatrix_out);
+  return ok;
+}
+
+int taps_finish(const options *o) {
+  int ok = !failed;
+  int32_t i;
+  if (failed)
+    fprintf(stderr, "kiln-generate: %s: %s\n", o->taps_out ? o->taps_out : o->imatrix_out,
+            "out of memory or room while collecting the taps");
+  if (results && fclose(results) != 0 && ok) {
+    perror(o->taps_out);
+    ok = 0;
+  }
+  results = NULL;
+  if (ok && o->imatrix_out) {
+    if (n_entries == 0) {
+      fprintf(stderr, "kiln-generate: %s: no matmul input was seen\n", o->imatrix_out);
+      ok = 0;
+    } else {
+      ok = write_imatrix(o);
+    }
+  }
+  for (i = 0; i < n_entries; ++i)
+    free(entries[i].name), free(entries[i].sum2);
+  free(entries);
+  entries = NULL, n_entries = cap_entries = 0;
+  return ok;
+}
+
+#else
+
+int taps_attach(const options *o) {
+  if (o->imatrix_out || o->taps_out)
+    fprintf(stderr, "kiln-generate: --imatrix-out and --taps-out need a build with "
+                    "-DKILN_TAPS=ON\n");
+  return !o->imatrix_out && !o->taps_out;
+}
+
+int taps_finish(const options *o) {
+  (void)o;
+  return 1;
+}
+
+#endif
