@@ -1079,6 +1079,122 @@ def calibration(args):
     return res.finish()
 
 
+def fragile_model(src, dst, name, scale):
+    """Model A with one fragile weight: in each row, the column of least
+    importance (llama-imatrix's matrix) of every 32 scaled by `scale`. Such
+    outliers barely move the float model (their inputs are small) but set
+    their q4_0 blocks' scale, which rounds the other 31 weights away."""
+    imp = imatrix_means(IMATRIX_A)[name]
+    version, md, tensors = gguf_tool.read_gguf(src)
+    for t in tensors:
+        t["data"] = bytes(t["data"])
+        if t["name"] == name:
+            cols = t["ne"][0]
+            quiet = [min(range(b, b + 32), key=lambda j: imp[j]) for b in range(0, cols, 32)]
+            v = list(struct.unpack("<%df" % (len(t["data"]) // 4), t["data"]))
+            for r in range(0, len(v), cols):
+                for c in quiet:
+                    v[r + c] *= scale
+            t["data"] = struct.pack("<%df" % len(v), *v)
+    gguf_tool.write_gguf(dst, md, tensors, version)
+
+
+def tap_records(path):
+    """kiln-generate --taps-out's records: (key "LAYER OP FIRST-WEIGHT", floats)."""
+    buf = open(path, "rb").read()
+    at = 0
+    while at < len(buf):
+        (n,) = struct.unpack_from("<i", buf, at)
+        label = buf[at + 4:at + 4 + n].decode()
+        rows, cols = struct.unpack_from("<ii", buf, at + 4 + n)
+        values = struct.unpack_from("<%df" % (rows * cols), buf, at + 12 + n)
+        at += 12 + n + 4 * rows * cols
+        layer, op, *weights = label.split(" ")
+        yield " ".join([layer, op] + ([weights[0].split("+")[0]] if weights else [])), values
+
+
+def compare(args):
+    """kiln-compile --report=DIR --compare=TEXT: on model A with one fragile
+    weight (blk.3.ffn_down), the first layer past the threshold is 3 and that
+    weight, compiled in f32 alone, takes the most error from the logits; on
+    model A itself no layer passes; report.json's per-op figures against a
+    recomputation here from the two runs' taps; report.html's chart."""
+    res = Results()
+    os.makedirs(args.work, exist_ok=True)
+    f32 = os.path.join(MODEL_A, "tiny-llama-A-f32.gguf")
+    text = os.path.join(MODEL_A, "eval-half2.txt")
+    fragile = os.path.join(args.work, "fragile.gguf")
+    fragile_model(f32, fragile, "blk.3.ffn_down.weight", 200.0)
+
+    def compare_run(label, gguf):
+        report_dir = os.path.join(args.work, label + "-report")
+        shutil.rmtree(report_dir, ignore_errors=True)
+        r = run([args.kiln_compile, gguf, "-o", os.path.join(args.work, label),
+                 f"--target={args.target}", "--quant=q4_0", f"--report={report_dir}",
+                 f"--compare={text}"])
+        print(r.stdout.strip().splitlines()[-1])
+        return report_dir, json.load(open(os.path.join(report_dir, "report.json")))["compare"]
+
+    report_dir, c = compare_run("fragile", fragile)
+    layers = {l["layer"]: l["rel_error"] for l in c["layers"]}
+    res.check(c["first_diverging_layer"] == 3,
+              f"fragile blk.3.ffn_down: the first layer past {c['threshold']} is "
+              f"{c['first_diverging_layer']} (layer errors "
+              f"{', '.join(f'{e:.3f}' for e in layers.values())})")
+    weights = {w["name"]: w["logits_rel_error_in_f32"] for w in c["weights_in_f32"]}
+    res.check(c["most_contributing"] == "blk.3.ffn_down.weight" and len(weights) == 7 and
+              weights["blk.3.ffn_down.weight"] < 0.7 * c["logits_rel_error"],
+              f"layer 3's weights in f32 alone: {c['most_contributing']} takes the logits' "
+              f"error from {c['logits_rel_error']:.4f} to "
+              f"{weights.get('blk.3.ffn_down.weight', 0):.4f} (the others: "
+              f"{min(v for k, v in weights.items() if 'ffn_down' not in k):.4f} at best)")
+
+    # The figures recomputed from the two runs' taps: the ops both builds have
+    # (the compiled one fuses norms into matmuls), in order, summed per op.
+    ref = list(tap_records(os.path.join(report_dir, "taps-float.bin")))
+    got = list(tap_records(os.path.join(report_dir, "taps-compiled.bin")))
+    keys_ref, keys_got = {k for k, _ in ref}, {k for k, _ in got}
+    ref = [r for r in ref if r[0] in keys_got]
+    got = [g for g in got if g[0] in keys_ref]
+    sums = {}
+    for (key, a), (key2, b) in zip(ref, got):
+        assert key == key2, (key, key2)
+        s = sums.setdefault(key, [0.0, 0.0, 0.0, 0.0])
+        s[0] += sum(x * x for x in a)
+        s[1] += sum(y * y for y in b)
+        s[2] += sum(x * y for x, y in zip(a, b))
+        s[3] += sum((x - y) ** 2 for x, y in zip(a, b))
+    worst = 0.0
+    for op in c["ops"]:
+        s = sums.get(op["key"])
+        if s is None:
+            worst = math.inf
+            continue
+        rel, cos = math.sqrt(s[3] / s[0]), s[2] / math.sqrt(s[0] * s[1])
+        worst = max(worst, abs(op["rel_error"] / rel - 1), abs(op["cosine"] - cos))
+    res.check(len(c["ops"]) == len(sums) and worst < 1e-9,
+              f"report.json's {len(c['ops'])} ops against a recomputation from the taps: "
+              f"relative error and cosine within {worst:.1e} (< 1e-9)")
+
+    html = open(os.path.join(report_dir, "report.html")).read()
+    series = set(re.findall(r'class="op-series" data-op="([^"]+)"', html))
+    want = {"qkv_matmul attn_q", "attention", "residual_matmul attn_output",
+            "swiglu_matmul ffn_gate", "residual_matmul ffn_down"}
+    res.check('<svg id="layer-error"' in html and want <= series and 'stroke="red"' in html,
+              f"report.html: the per-layer chart with a line per op kind ({', '.join(sorted(series))}) "
+              f"and the first diverging layer marked")
+
+    _, c = compare_run("plain", f32)
+    res.check(c["first_diverging_layer"] is None,
+              f"model A at q4_0: no layer past {c['threshold']} (largest layer error "
+              f"{max(l['rel_error'] for l in c['layers']):.3f})")
+    r = subprocess.run([args.kiln_compile, f32, "-o", os.path.join(args.work, "bad"),
+                        "--quant=q4_0", f"--compare={text}"], text=True, capture_output=True)
+    res.check(r.returncode == 1 and "--compare writes its figures into --report=DIR" in r.stderr,
+              f"--compare without --report: {r.stderr.strip()}")
+    return res.finish()
+
+
 # Texts for the GPT-2 vocabulary: words the merges cover, punctuation and
 # contractions (their own pre-split words), digit runs, whitespace runs whose last
 # space joins the next word, and multi-byte UTF-8 (letters to the pre-splitter).
@@ -1648,6 +1764,7 @@ def main():
     sub.add_parser("checksums")
     sub.add_parser("faults")
     sub.add_parser("calibration")
+    sub.add_parser("compare")
     args = ap.parse_args()
     args.cc = args.cc or ["gcc"]
     global WORK_ROOT
@@ -1664,7 +1781,7 @@ def main():
             "quant": quant, "block-formats": block_formats, "gpt2-vocab": gpt2_vocab,
             "cross": cross, "sanitize": sanitize, "threads": threads, "shift": shift,
             "variants": variants, "sessions": sessions, "speculate": speculate, "checksums": checksums,
-            "faults": faults, "calibration": calibration}[args.cmd](args)
+            "faults": faults, "calibration": calibration, "compare": compare}[args.cmd](args)
 
 
 if __name__ == "__main__":
