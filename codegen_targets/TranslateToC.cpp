@@ -110,6 +110,9 @@ public:
 
   /// One label per kernel call, in schedule order, for KILN_PROFILE builds.
   const std::vector<std::string> &sites() const { return siteLabels; }
+  /// What a KILN_TAPS build shows around each of those calls (a C initializer
+  /// of the model's tap_site).
+  const std::vector<std::string> &taps() const { return siteTaps; }
   /// The weight bytes each of those calls reads: its weights' segments for a
   /// matmul kernel, 0 otherwise (an embedding reads one row).
   const std::vector<int64_t> &siteWeightBytes() const { return siteBytes; }
@@ -201,14 +204,11 @@ public:
                          split.getThreshold());
       }
       statement += invoke;
-      std::string guard = inHead ? "  if (head_rows > 0)\n  " : "";
-      if (std::string tap = inputTap(op, names, head); !tap.empty())
-        os << guard << tap;
-      os << guard
-         << formatv("  KILN_TIMED({0}, {1});\n", siteLabels.size(),
+      if (inHead)
+        os << "  if (head_rows > 0)\n  ";
+      os << formatv("  KILN_TIMED({0}, {1});\n", siteLabels.size(),
                     call->setup.empty() ? statement : "{ " + statement + "; }");
-      if (std::string tap = resultTap(op, names, head, tapLayer); !tap.empty())
-        os << guard << tap;
+      siteTaps.push_back(tapsOf(op, head, tapLayer));
       siteLabels.push_back(siteLabel(fn, op, call->name));
       siteBytes.push_back(weightBytes(op));
     }
@@ -250,53 +250,41 @@ private:
     return weights;
   }
 
-  /// KILN_TAP of kind `kind` over `value`'s f32 rows (from the first head row
-  /// when `value` is an output head op's input from before the head); "" when
-  /// `value` is no f32 matrix of the arena.
-  static std::string tap(const char *kind, StringRef what, Value value, bool inHead,
-                         const ScheduleNames &names,
-                         const llvm::SmallPtrSet<Operation *, 2> &head, bool isResult) {
-    auto type = dyn_cast<RankedTensorType>(value.getType());
-    if (!type || type.getRank() != 2 || !type.getElementType().isF32() ||
-        isa<BlockArgument>(value))
-      return "";
-    int64_t width = type.getDimSize(1);
-    std::string rows = inHead ? "head_rows" : "rows";
-    std::string x = isResult ? names.result(value.getDefiningOp()) : names.operand(value);
-    if (!isResult && inHead && !head.contains(value.getDefiningOp()))
-      x = formatv("{0} + (size_t)(rows - head_rows) * {1}", x, width);
-    return formatv("  KILN_TAP({0}, \"{1}\", {2}, {3}, {4});\n", kind, what, x, rows, width);
-  }
-
-  /// Before a matmul: its f32 input and the names of the weights it
-  /// multiplies (calibration sums it per column).
-  static std::string inputTap(Operation &op, const ScheduleNames &names,
-                              const llvm::SmallPtrSet<Operation *, 2> &head) {
-    std::string weights = weightNames(op);
-    if (!isMatmulKernel(&op) || op.getNumOperands() == 0 || weights.empty())
-      return "";
-    return tap("KILN_TAP_INPUT", weights, op.getOperand(0), head.contains(&op), names, head,
-               false);
-  }
-
-  /// After an op: its first result as "LAYER OP [WEIGHTS]" (the layer of its
-  /// weights or cache, -1 for the embedding and the head), so two builds of a
-  /// model can be compared op by op.
-  static std::string resultTap(Operation &op, const ScheduleNames &names,
-                               const llvm::SmallPtrSet<Operation *, 2> &head, int64_t &layer) {
-    if (op.getNumResults() == 0 || !getSlotAttr(&op))
-      return "";
-    // An op without weights (attention) is in the layer of the op before it.
+  /// A matmul's f32 input (weights: their names, "" when the op is none or
+  /// its norm is fused, whose normalized rows are no f32 buffer) and the op's
+  /// first result as "LAYER OP [WEIGHTS]" (the layer of its weights or cache,
+  /// the op before's for one without, -1 for the embedding and the head).
+  static std::string tapsOf(Operation &op, const llvm::SmallPtrSet<Operation *, 2> &head,
+                            int64_t &layer) {
+    auto matrix = [](Value v) -> int64_t {
+      auto type = dyn_cast<RankedTensorType>(v.getType());
+      bool f32 = type && type.getRank() == 2 && type.getElementType().isF32() &&
+                 !isa<BlockArgument>(v) && getSlotAttr(v.getDefiningOp());
+      return f32 ? type.getDimSize(1) : 0;
+    };
+    std::string weights;
+    bool fusedNorm = false;
     for (Value v : op.getOperands()) {
-      if (auto w = v.getDefiningOp<WeightOp>())
+      if (auto w = v.getDefiningOp<WeightOp>()) {
+        weights += (weights.empty() ? "" : "+") + w.getName().str();
         layer = getSegmentAttr(w).getLayer();
-      else if (auto cache = v.getDefiningOp<KvCacheOp>())
+        fusedNorm |= w.getType().getRank() == 1;
+      } else if (auto cache = v.getDefiningOp<KvCacheOp>()) {
         layer = cache.getLayer();
+      }
     }
-    std::string weights = weightNames(op);
-    std::string what = formatv("{0} {1}{2}{3}", layer, op.getName().stripDialect(),
-                               weights.empty() ? "" : " ", weights);
-    return tap("KILN_TAP_RESULT", what, op.getResult(0), head.contains(&op), names, head, true);
+    bool inHead = head.contains(&op);
+    std::string input = "NULL, 0u, 0, 0", result = "NULL, 0u, 0";
+    if (isMatmulKernel(&op) && !weights.empty() && !fusedNorm && op.getNumOperands() > 0)
+      if (int64_t cols = matrix(op.getOperand(0)))
+        input = formatv("\"{0}\", {1}u, {2}, {3}", weights,
+                        slotOffset(op.getOperand(0).getDefiningOp()), cols,
+                        inHead && !head.contains(op.getOperand(0).getDefiningOp()) ? 1 : 0);
+    if (op.getNumResults() > 0 && getSlotAttr(&op))
+      if (int64_t cols = matrix(op.getResult(0)))
+        result = formatv("\"{0} {1}{2}{3}\", {4}u, {5}", layer, op.getName().stripDialect(),
+                         weights.empty() ? "" : " ", weights, slotOffset(&op), cols);
+    return formatv("{{{0}, {1}, {2}}", input, result, inHead ? 1 : 0);
   }
 
   /// "decode blk.3.ffn_up.weight matmul_q8_0_n768_k256": the function, the weight
@@ -327,7 +315,7 @@ private:
   const TargetDescription &target;
   const ModelInfo &info;
   std::map<std::string, KernelCall> &kernels;
-  std::vector<std::string> siteLabels;
+  std::vector<std::string> siteLabels, siteTaps;
   std::vector<int64_t> siteBytes;
   std::string siteFunctions;
   bool standalone;
@@ -602,9 +590,11 @@ kiln::translateToC(ModuleOp module, const TargetDescription &target, bool embedW
       return failure();
   }
 
-  std::string sites, siteBytes;
+  std::string sites, siteBytes, taps;
   for (const std::string &label : emitter.sites())
     sites += formatv("    \"{0}\",\n", label);
+  for (const std::string &tap : emitter.taps())
+    taps += formatv("    {0},\n", tap);
   for (int64_t bytes : emitter.siteWeightBytes())
     siteBytes += formatv("    {0}u,\n", bytes);
   bool workers = info.threads > 1;
@@ -613,6 +603,7 @@ kiln::translateToC(ModuleOp module, const TargetDescription &target, bool embedW
       {"NAME", info.upper},
       {"SITES", sites},
       {"SITE_BYTES", siteBytes},
+      {"TAPS", taps},
       {"SHARES", workers ? fillTemplate("shares.c.in", {{"name", info.name},
                                                         {"NAME", info.upper},
                                                         {"POS_TYPE", positionsType(info)},

@@ -227,6 +227,8 @@ static FailureOr<TappedBuild> floatBuild(const CompileOptions &options, StringRe
   f.target = "host";
   f.jobs = options.jobs;
   f.import.maxContext = ctx;
+  // A norm fused into a quantized matmul leaves no f32 input to tap.
+  f.fuse = "residual,swiglu,qkv";
   return tappedBuild(f, out, errs);
 }
 
