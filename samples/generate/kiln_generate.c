@@ -397,8 +397,8 @@ int main(int argc, char **argv) {
        : o.draft        ? speculate(api, &tok, &o)
        : o.n_sessions   ? sessions(api, &tok, &o)
                         : generate(api, &tok, &o);
-  if (!taps_finish(&o))
-    rc = 1;
+  if (!taps_finish(&o, rc == 0))
+    rc = rc ? rc : 1;
 #ifdef KILN_PROFILE
   print_profile();
   if (o.profile && !write_profile(o.profile, o.bandwidth_gbs))

@@ -56,9 +56,10 @@ int speculate(const kiln_model_api *api, const kiln_tokenizer *t, const options 
 /* sessions.c: -p SHARED --session TEXT ... on a model compiled with --sessions. */
 int sessions(const kiln_model_api *api, const kiln_tokenizer *t, const options *o);
 /* taps.c: --imatrix-out and --taps-out; attach sets the model's tap (0: an
- * error, said on stderr), finish writes what it saw (0: failed, said). */
+ * error, said on stderr), finish writes what it saw after a run that `ran`
+ * to the end (0: failed, said; or the run failed). */
 int taps_attach(const options *o);
-int taps_finish(const options *o);
+int taps_finish(const options *o, int ran);
 
 #ifdef KILN_PROFILE
 /* profile.c: the model's clock, and the profile printed and written. */

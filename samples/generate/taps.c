@@ -141,10 +141,12 @@ static int write_imatrix(const options *o) {
   return ok;
 }
 
-int taps_finish(const options *o) {
+int taps_finish(const options *o, int ran) {
   int ok = !failed;
   int32_t i;
-  if (failed)
+  if (!ran) /* the run said what went wrong: release, write nothing */
+    ok = 0;
+  else if (failed)
     fprintf(stderr, "kiln-generate: %s: %s\n", o->taps_out ? o->taps_out : o->imatrix_out,
             "out of memory or room while collecting the taps");
   if (results && fclose(results) != 0 && ok) {
@@ -176,9 +178,9 @@ int taps_attach(const options *o) {
   return !o->imatrix_out && !o->taps_out;
 }
 
-int taps_finish(const options *o) {
+int taps_finish(const options *o, int ran) {
   (void)o;
-  return 1;
+  return ran;
 }
 
 #endif

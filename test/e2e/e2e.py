@@ -1067,7 +1067,7 @@ def calibration(args):
     empty = os.path.join(args.work, "empty.txt")
     open(empty, "w").close()
     for bad, says in ((empty, "fewer than 256 tokens"),
-                      (os.path.join(args.work, "missing.txt"), "no such calibration text")):
+                      (os.path.join(args.work, "missing.txt"), "no such text for --calibration")):
         r = subprocess.run([args.kiln_compile, f32, "-o", os.path.join(args.work, "bad"),
                             "--quant=q4_0", f"--calibration={bad}", "--calibration-ctx=256"],
                            text=True, capture_output=True)
