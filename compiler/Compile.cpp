@@ -9,6 +9,7 @@
 #include "compiler/quant/Imatrix.h"
 #include "compiler/quant/QuantPolicy.h"
 #include "compiler/report/Compare.h"
+#include "kernels/c99/kiln_uk_pack.h"
 #include "compiler/report/Report.h"
 #include "passes/Passes.h"
 #include "kiln/kiln_checksum.h"
@@ -55,14 +56,37 @@ static LogicalResult writeFile(llvm::StringRef path, llvm::raw_ostream &errs,
   return success();
 }
 
+/// Pack + arena of `module` compiled with `overrides`, as planned: the arena
+/// and the data section exactly, the table and vocabulary by `overhead`.
+static llvm::Expected<int64_t> plannedTotal(ModuleOp module, StringRef overrides,
+                                            StringRef kvType, StringRef fuse,
+                                            const KernelTarget &kernel, int64_t overhead) {
+  OwningOpRef<ModuleOp> probe = module.clone();
+  QuantizeOptions quantize;
+  quantize.overrides = overrides.str();
+  quantize.kv = kvType.str();
+  PassManager pm(module.getContext());
+  buildGraphPipeline(pm, quantize, fuse);
+  buildKernelPipeline(pm, kernel);
+  if (failed(pm.run(*probe)) || !getPackDataBytesAttr(*probe))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "memory planning of the budget's choice failed");
+  return getArenaBytesAttr(*probe).getInt() +
+         int64_t(llvm::alignTo(getPackDataBytesAttr(*probe).getInt(), 4096)) + overhead;
+}
+
 /// Chooses per-tensor formats for --memory-budget. The arena is planned once
 /// with float weights; quantized matmuls add at most one scratch buffer at a time,
 /// so the largest one is added. Pack overhead is bounded from above (header,
-/// table, vocabulary, 64-byte segments, a page per layer), so the result fits.
+/// table, vocabulary, 64-byte segments, a page per layer), so the first choice
+/// fits; the room that bound leaves (the choice planned as it will be compiled)
+/// is then given to a second choice, kept when it fits as planned.
 static llvm::Expected<std::string> fitMemoryBudget(ModuleOp module, const gguf::File &file,
                                                    int64_t budget, StringRef kvType,
-                                                   int64_t panelRows, StringRef fuse,
-                                                   llvm::raw_ostream &log) {
+                                                   const KernelTarget &kernel, StringRef fuse,
+                                                   llvm::raw_ostream &log,
+                                                   const MeasureLoss *measure) {
+  const int64_t panelRows = kernel.panelRows;
   OwningOpRef<ModuleOp> probe = module.clone();
   QuantizeOptions kvOnly;
   kvOnly.kv = kvType.str();
@@ -110,7 +134,38 @@ static llvm::Expected<std::string> fitMemoryBudget(ModuleOp module, const gguf::
   // Header, table root, and page alignment of the data, each layer, the vocab
   // segment and the end.
   fixed += scratch + vocabBytes + 64 + 1024 + (layers + 5) * 4096;
-  return chooseFormatsForBudget(file, tensors, fixed, budget, log);
+  llvm::Expected<BudgetOptions> options = budgetOptions(file, tensors, measure);
+  if (!options)
+    return options.takeError();
+  // The header, table and vocabulary: what the bound counts beyond the data.
+  const int64_t overhead = vocabBytes + 64 * int64_t(seen.size()) + 1024 + 3 * 4096;
+  // The bound leaves room: give it back to the choice, halving the room
+  // given while a choice does not fit as planned.
+  int64_t bestFixed = fixed, room = 0, step = 0;
+  for (int round = 0; round < 8; ++round) {
+    llvm::Expected<std::string> choice =
+        chooseFormatsForBudget(*options, tensors, fixed - room - step, budget, llvm::nulls());
+    if (!choice) {
+      if (round == 0)
+        return choice.takeError();
+      llvm::consumeError(choice.takeError());
+      break;
+    }
+    llvm::Expected<int64_t> planned =
+        plannedTotal(module, *choice, kvType, fuse, kernel, overhead);
+    if (!planned)
+      return planned.takeError();
+    if (*planned <= budget) {
+      room += step;
+      bestFixed = fixed - room;
+      step = budget - *planned;
+    } else {
+      step /= 2;
+    }
+    if (step < 4096)
+      break;
+  }
+  return chooseFormatsForBudget(*options, tensors, bestFixed, budget, log);
 }
 
 /// The most memory this process has held resident (file pages it mapped
@@ -166,7 +221,8 @@ static void printReport(ModuleOp module, const PackInfo &pack, const Vocabulary 
 }
 
 static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream &out,
-                                llvm::raw_ostream &errs, std::string *nameOut);
+                                llvm::raw_ostream &errs, std::string *nameOut,
+                                PackInfo *packOut = nullptr);
 
 /// `text` with its chunk length set (`ctx` 0: min(`defaultCtx`, the model's
 /// context)) and checked against the model.
@@ -231,6 +287,168 @@ static FailureOr<TappedBuild> floatBuild(const CompileOptions &options, StringRe
   f.fuse = "residual,swiglu,qkv";
   return tappedBuild(f, out, errs);
 }
+
+/// --memory-budget with --calibration: the loss of a tensor in a format,
+/// measured. The model is built once for this host with every weight in f32;
+/// a copy of its pack gets the tensor's values as the format encodes them
+/// (importance-weighted, as the compile will) in f32, the pack's hash left as
+/// it was so the build still opens it, and the mean KL divergence of its
+/// logits from the float pack's over two chunks of the text is the loss.
+class Sensitivity {
+public:
+  static FailureOr<std::unique_ptr<Sensitivity>>
+  create(const CompileOptions &options, const gguf::File &file, StringRef imatrixPath,
+         llvm::raw_ostream &errs) {
+    auto s = std::make_unique<Sensitivity>();
+    FailureOr<Calibration> text =
+        checkText(options, file, options.calibration, 256, "calibration", errs);
+    if (failed(text))
+      return failure();
+    s->text = *text;
+    s->text.ctx = std::min<int64_t>(s->text.ctx, 256);
+    s->text.chunks = 2;
+    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("kiln-sensitivity", s->dir))
+      return report(errs, "kiln-sensitivity", ec.message()), failure();
+    CompileOptions f;
+    f.input = options.input;
+    f.outputDir = s->dir.str().str();
+    f.target = "host";
+    f.quant = "f32";
+    f.pureQuant = true;
+    f.jobs = options.jobs;
+    f.import.maxContext = s->text.ctx;
+    std::string name;
+    if (failed(compileOne(f, llvm::nulls(), errs, &name, &s->pack)))
+      return failure();
+    llvm::SmallString<128> pack(s->dir), build(s->dir), variant(s->dir), base(s->dir);
+    llvm::sys::path::append(pack, name + ".kpack");
+    llvm::sys::path::append(build, "build");
+    llvm::sys::path::append(variant, "variant.kpack");
+    llvm::sys::path::append(base, "float.logits");
+    s->variant = variant.str().str();
+    s->base = base.str().str();
+    llvm::Expected<std::string> generate = buildWithTaps(s->dir, build);
+    if (!generate)
+      return report(errs, options.input, llvm::toString(generate.takeError())), failure();
+    s->generate = *generate;
+    if (llvm::Error e = runWithTaps(s->generate, pack, s->text, {"--dump-logits", s->base},
+                                    s->dir))
+      return report(errs, options.input, llvm::toString(std::move(e))), failure();
+    if (std::error_code ec = llvm::sys::fs::copy_file(pack, s->variant))
+      return report(errs, s->variant, ec.message()), failure();
+    if (!imatrixPath.empty()) {
+      llvm::Expected<Imatrix> m = readImatrix(imatrixPath);
+      if (!m)
+        return report(errs, options.input, llvm::toString(m.takeError())), failure();
+      s->imatrix = std::move(*m);
+    }
+    return s;
+  }
+
+  ~Sensitivity() {
+    if (!dir.empty())
+      llvm::sys::fs::remove_directories(dir);
+  }
+
+  /// The loss of `values` (tensor t) in `format`, t alone changed.
+  llvm::Expected<double> measure(const BudgetTensor &t, const quant::FormatSpec &format,
+                                 const std::vector<float> &values) {
+    std::vector<float> stored = storedAs(t, format, values);
+    if (llvm::Error e = patch(t.name, stored))
+      return std::move(e);
+    llvm::Expected<double> kld = run();
+    if (llvm::Error e = patch(t.name, values))
+      return std::move(e);
+    return kld;
+  }
+
+  /// The loss of every tensor in its chosen format at once ("name=format,...").
+  llvm::Expected<double> measureAll(const gguf::File &file, StringRef chosen) {
+    llvm::SmallVector<StringRef> items;
+    chosen.split(items, ',', -1, false);
+    for (StringRef item : items) {
+      auto [name, formatName] = item.split('=');
+      quant::FormatSpec format;
+      const gguf::TensorInfo *info = file.findTensor(name);
+      if (!info || !quant::parseFormat(formatName.str(), format))
+        continue;
+      size_t n = info->numElements();
+      std::vector<float> values(n);
+      quant::dequantize(formatOfGgmlType(info->type), file.tensorBytes(*info).data(), n,
+                        values.data());
+      BudgetTensor t{name.str(), 0, int64_t(info->ne[0])};
+      if (llvm::Error e = patch(t.name, storedAs(t, format, values)))
+        return std::move(e);
+    }
+    return run();
+  }
+
+  const Calibration &textRun() const { return text; }
+
+private:
+  std::vector<float> storedAs(const BudgetTensor &t, const quant::FormatSpec &format,
+                              const std::vector<float> &values) const {
+    const std::vector<float> *columns = imatrix.find(t.name);
+    std::vector<uint8_t> bytes(quant::rowBytes(format, values.size()));
+    quant::quantizeWeighted(format, values.data(), values.size(),
+                            columns ? columns->data() : nullptr, size_t(t.cols), bytes.data());
+    std::vector<float> stored(values.size());
+    quant::dequantize(format, bytes.data(), values.size(), stored.data());
+    return stored;
+  }
+
+  /// The tensor's f32 rows in the variant pack, in panels as its kernels read.
+  llvm::Error patch(StringRef name, const std::vector<float> &values) {
+    auto it = llvm::find_if(pack.tensors, [&](const TensorReport &r) { return r.name == name; });
+    const int32_t cols = it == pack.tensors.end() ? 0 : int32_t(it->cols);
+    const int32_t rows = cols ? int32_t(values.size() / size_t(cols)) : 0;
+    const size_t bytes = it == pack.tensors.end() ? 0
+                         : it->panelRows ? kiln_uk_panel_bytes(KILN_UK_F32, rows, cols, 1,
+                                                               int32_t(it->panelRows))
+                                         : values.size() * 4;
+    if (it == pack.tensors.end() || it->format != "f32" || it->bytes != bytes)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "internal error: no f32 segment of " + name +
+                                         " in the sensitivity pack");
+    std::vector<uint8_t> panels;
+    const char *data = reinterpret_cast<const char *>(values.data());
+    if (it->panelRows) {
+      panels.resize(bytes);
+      kiln_uk_pack_panels(KILN_UK_F32, reinterpret_cast<const uint8_t *>(values.data()),
+                          panels.data(), rows, cols, 1, int32_t(it->panelRows));
+      data = reinterpret_cast<const char *>(panels.data());
+    }
+    std::error_code ec;
+    llvm::raw_fd_ostream os(variant, ec, llvm::sys::fs::CD_OpenExisting, llvm::sys::fs::FA_Write,
+                            llvm::sys::fs::OF_None);
+    if (ec)
+      return llvm::createStringError(ec, variant + ": " + ec.message());
+    os.seek(pack.dataOffset + it->offset);
+    os.write(data, bytes);
+    return llvm::Error::success();
+  }
+
+  llvm::Expected<double> run() {
+    if (llvm::Error e = runWithTaps(generate, variant, text, {"--kl-base", base}, dir))
+      return std::move(e);
+    llvm::SmallString<128> log(dir);
+    llvm::sys::path::append(log, "run.log");
+    auto buffer = llvm::MemoryBuffer::getFile(log);
+    StringRef out = buffer ? (*buffer)->getBuffer() : "";
+    StringRef rest = out.split("mean KL divergence from ").second.split(": ").second;
+    double kld;
+    if (rest.split(' ').first.getAsDouble(kld))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "no KL divergence in " + log);
+    return kld;
+  }
+
+  llvm::SmallString<128> dir;
+  Calibration text;
+  PackInfo pack;
+  std::string generate, variant, base;
+  Imatrix imatrix;
+};
 
 /// --calibration: the model as stored runs over the text in its own
 /// generated code in a new folder `dir`; `imatrixPath` gets the importance
@@ -377,9 +595,11 @@ static LogicalResult compare(const CompileOptions &options, const gguf::File &fi
   return success();
 }
 
-/// One model to the requested phase; `nameOut` gets its C name.
+/// One model to the requested phase; `nameOut` gets its C name, `packOut`
+/// what its pack holds.
 static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream &out,
-                                llvm::raw_ostream &errs, std::string *nameOut) {
+                                llvm::raw_ostream &errs, std::string *nameOut,
+                                PackInfo *packOut) {
   auto started = std::chrono::steady_clock::now();
   // The device first: a wrong name fails before the long work.
   std::optional<Device> device;
@@ -475,9 +695,23 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
       return report(errs, options.input,
                     "--memory-budget chooses the weight formats: drop --quant and "
                     "--quant-override");
+    // With a calibration text the losses are measured, not estimated.
+    std::unique_ptr<Sensitivity> sensitivity;
+    MeasureLoss measure = [&](const BudgetTensor &t, const quant::FormatSpec &f,
+                              const std::vector<float> &values) {
+      return sensitivity->measure(t, f, values);
+    };
+    if (!options.calibration.text.empty()) {
+      FailureOr<std::unique_ptr<Sensitivity>> made =
+          Sensitivity::create(options, *file, imatrixPath, errs);
+      if (failed(made))
+        return failure();
+      sensitivity = std::move(*made);
+    }
     llvm::Expected<std::string> chosen =
         fitMemoryBudget(**module, *file, options.memoryBudget, options.kvType,
-                        target->isaVariant().kernel.panelRows, options.fuse, out);
+                        target->isaVariant().kernel, options.fuse, out,
+                        sensitivity ? &measure : nullptr);
     if (!chosen)
       return report(errs, options.input,
                     llvm::toString(chosen.takeError()) +
@@ -485,6 +719,15 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
                              ? "; --kv-type=q8 or q4 shrinks the KV cache"
                              : ""));
     quantize.overrides = *chosen;
+    if (sensitivity) {
+      llvm::Expected<double> measured = sensitivity->measureAll(*file, *chosen);
+      if (!measured)
+        return report(errs, options.input, llvm::toString(measured.takeError()));
+      out << llvm::formatv("  measured loss {0:e3} (mean KLD of every choice at once, {1} "
+                           "chunks of {2} tokens of {3})\n",
+                           *measured, sensitivity->textRun().chunks,
+                           sensitivity->textRun().ctx, sensitivity->textRun().text);
+    }
   }
   PassManager pm(&context);
   buildGraphPipeline(pm, quantize, options.fuse);
@@ -550,6 +793,8 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
                                               imatrix ? &*imatrix : nullptr);
   if (!pack)
     return report(errs, options.input, llvm::toString(pack.takeError()));
+  if (packOut)
+    *packOut = *pack;
   setPackAttr(**module, PackAttr::get(&context, pack->modelHash, pack->dataOffset,
                                       pack->dataSize, pack->fileSize, pack->vocabOffset,
                                       pack->vocabBytes));

@@ -158,6 +158,9 @@ Expected<llvm::ArrayRef<uint8_t>> encodeSegment(const gguf::File &model, const S
   quant::FormatSpec from = formatOfGgmlType(t->type), to = specOf(s.type.getElementType());
   int64_t rowLayoutBytes = getStorageBytes(s.type);
   report.name = s.name;
+  report.offset = s.attr.getOffset();
+  report.panelRows = s.panelRows;
+  report.cols = s.type.getShape().empty() ? 1 : s.type.getShape().back();
   report.format = quant::formatName(to);
   report.bytes = s.attr.getBytes();
   if (t->numElements() != uint64_t(s.type.getNumElements()))

@@ -15,6 +15,9 @@ struct TensorReport {
   std::string name;
   std::string format;
   uint64_t bytes = 0;
+  uint64_t offset = 0; // of its segment, from the start of the data section
+  int64_t panelRows = 0; // rows of a panel the kernels read; 0: rows as they are
+  int64_t cols = 0;      // elements of a row (the last dimension)
   double rmsError = 0; // relative to the model file's values; 0 when stored as read
   bool converted = false;
   bool weighted = false; // encoded against an importance matrix

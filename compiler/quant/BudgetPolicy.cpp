@@ -12,11 +12,7 @@ using namespace kiln;
 
 namespace {
 
-struct Option {
-  quant::FormatSpec spec;
-  int64_t bytes;
-  double loss;
-};
+using Option = BudgetOption;
 
 llvm::Error fail(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
@@ -24,7 +20,8 @@ llvm::Error fail(const llvm::Twine &msg) {
 
 /// The formats a tensor may take, largest first, without dominated ones (an
 /// option no smaller than another yet with more loss).
-std::vector<Option> optionsFor(const gguf::File &model, const BudgetTensor &t) {
+llvm::Expected<std::vector<Option>> optionsFor(const gguf::File &model, const BudgetTensor &t,
+                                               const MeasureLoss *measure) {
   const gguf::TensorInfo *info = model.findTensor(t.name);
   quant::FormatSpec stored = formatOfGgmlType(info->type);
   size_t n = info->numElements();
@@ -32,7 +29,7 @@ std::vector<Option> optionsFor(const gguf::File &model, const BudgetTensor &t) {
   // A tensor the file already stores quantized keeps that format.
   if (stored.format != quant::Format::F32 && stored.format != quant::Format::F16 &&
       stored.format != quant::Format::BF16)
-    return {{stored, storedBytes, 0.0}};
+    return std::vector<Option>{{stored, storedBytes, 0.0}};
   std::vector<float> values(n);
   quant::dequantize(stored, model.tensorBytes(*info).data(), n, values.data());
   model.release(*info);
@@ -45,8 +42,16 @@ std::vector<Option> optionsFor(const gguf::File &model, const BudgetTensor &t) {
         (spec.format == quant::Format::F32 &&
                                      stored.format != quant::Format::F32))
       continue;
-    double err = quant::relativeRmsError(spec, values.data(), n);
-    all.push_back({spec, int64_t(quant::rowBytes(spec, n)), err * err * double(n)});
+    double err = quant::relativeRmsError(spec, values.data(), n), loss = err * err * double(n);
+    if (measure && spec.format != stored.format) {
+      llvm::Expected<double> measured = (*measure)(t, spec, values);
+      if (!measured)
+        return measured.takeError();
+      loss = *measured;
+    } else if (measure) {
+      loss = 0;
+    }
+    all.push_back({spec, int64_t(quant::rowBytes(spec, n)), loss});
   }
   std::sort(all.begin(), all.end(),
             [](const Option &a, const Option &b) { return a.bytes > b.bytes; });
@@ -63,17 +68,30 @@ int64_t segment(int64_t bytes) { return llvm::alignTo(bytes, 64); }
 
 } // namespace
 
-llvm::Expected<std::string> kiln::chooseFormatsForBudget(const gguf::File &model,
+llvm::Expected<BudgetOptions> kiln::budgetOptions(const gguf::File &model,
+                                                  const std::vector<BudgetTensor> &tensors,
+                                                  const MeasureLoss *measure) {
+  BudgetOptions options;
+  options.measured = measure != nullptr;
+  for (const BudgetTensor &t : tensors) {
+    llvm::Expected<std::vector<Option>> o = optionsFor(model, t, measure);
+    if (!o)
+      return o.takeError();
+    options.formats.push_back(std::move(*o));
+  }
+  return options;
+}
+
+llvm::Expected<std::string> kiln::chooseFormatsForBudget(const BudgetOptions &all,
                                                          const std::vector<BudgetTensor> &tensors,
                                                          int64_t fixedBytes, int64_t budget,
                                                          llvm::raw_ostream &log) {
-  std::vector<std::vector<Option>> options;
+  const std::vector<std::vector<Option>> &options = all.formats;
   std::vector<size_t> choice(tensors.size(), 0);
   int64_t total = fixedBytes, smallest = fixedBytes;
-  for (const BudgetTensor &t : tensors) {
-    options.push_back(optionsFor(model, t));
-    total += segment(options.back().front().bytes);
-    smallest += segment(options.back().back().bytes);
+  for (const std::vector<Option> &o : options) {
+    total += segment(o.front().bytes);
+    smallest += segment(o.back().bytes);
   }
   if (smallest > budget)
     return fail(llvm::formatv("nothing fits in the memory budget of {0} bytes: the "
@@ -112,7 +130,11 @@ llvm::Expected<std::string> kiln::chooseFormatsForBudget(const gguf::File &model
   for (auto &[name, stats] : byFormat)
     log << llvm::formatv("  {0,-7} {1,3} tensors {2,12} bytes\n", name, stats.first,
                          stats.second);
-  log << llvm::formatv("  estimated loss {0:e3} (relative squared error x elements)\n",
-                       loss);
+  if (all.measured)
+    log << llvm::formatv("  predicted loss {0:e3} (the sum of each choice's mean KLD alone)\n",
+                         loss);
+  else
+    log << llvm::formatv("  estimated loss {0:e3} (relative squared error x elements)\n",
+                         loss);
   return overrides;
 }
