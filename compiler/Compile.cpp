@@ -238,6 +238,29 @@ static FailureOr<Calibration> checkText(const CompileOptions &options, const ggu
     (void)report(errs, text.text, "no such text for --" + flag);
     return failure();
   }
+  if (text.ids) {
+    // Every id in the vocabulary, checked here: a bad file fails before the build.
+    auto buffer = llvm::MemoryBuffer::getFile(text.text);
+    if (!buffer) {
+      (void)report(errs, text.text, buffer.getError().message());
+      return failure();
+    }
+    std::string ids = (*buffer)->getBuffer().str();
+    for (char &c : ids)
+      c = c == ',' || c == '\t' || c == '\n' || c == '\r' ? ' ' : c;
+    llvm::SmallVector<StringRef> words;
+    StringRef(ids).split(words, ' ', -1, false);
+    for (size_t i = 0; i < words.size(); ++i) {
+      int64_t id;
+      if (words[i].getAsInteger(10, id) || id < 0 || id >= config->nVocab) {
+        (void)report(errs, text.text,
+                     llvm::formatv("token {0} ('{1}') is not an id of the model's vocabulary "
+                                   "of {2}",
+                                     i + 1, words[i], config->nVocab));
+        return failure();
+      }
+    }
+  }
   if (text.ctx == 0)
     text.ctx = std::min<int64_t>(defaultCtx, config->contextLength);
   if (text.ctx < 2 || text.ctx > config->contextLength) {

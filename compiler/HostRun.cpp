@@ -71,8 +71,8 @@ llvm::Expected<std::string> kiln::buildWithTaps(StringRef dir, StringRef build) 
 
 llvm::Error kiln::runWithTaps(StringRef generate, StringRef pack, const Calibration &text,
                               const std::vector<std::string> &extra, StringRef logDir) {
-  std::vector<std::string> args = {generate.str(), "--pack", pack.str(), "--perplexity",
-                                   text.text};
+  std::vector<std::string> args = {generate.str(), "--pack", pack.str(),
+                                   text.ids ? "--perplexity-ids" : "--perplexity", text.text};
   if (text.ctx > 0)
     args.insert(args.end(), {"--ctx", std::to_string(text.ctx)});
   if (text.chunks > 0)

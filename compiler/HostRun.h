@@ -17,6 +17,7 @@ struct Calibration {
   std::string text;   // tokenized by the model's tokenizer
   int64_t ctx = 0;    // tokens a chunk; 0: the caller's default
   int64_t chunks = 0; // at most this many chunks; 0: every whole chunk of the text
+  bool ids = false;   // `text` holds token ids (commas or white space between) instead
 };
 
 /// Builds the generated folder `dir` into `build` with KILN_TAPS (CMake, the

@@ -59,6 +59,11 @@ static cl::opt<std::string> calibration(
              "in its own generated host code (built with taps; needs cmake and a C "
              "compiler) and every matmul's input gives its columns' importance"),
     cl::value_desc("file.txt"), cl::cat(category));
+static cl::opt<std::string> calibrationTokens(
+    "calibration-tokens",
+    cl::desc("As --calibration, with token ids (commas or white space between) instead "
+             "of a text"),
+    cl::value_desc("file"), cl::cat(category));
 static cl::opt<int64_t> calibrationCtx(
     "calibration-ctx", cl::desc("Tokens per calibration chunk (default: 512 or the model's context)"),
     cl::init(0), cl::cat(category));
@@ -238,7 +243,12 @@ int main(int argc, char **argv) {
   options.quantOverrides = llvm::join(quantOverride, ",");
   options.pureQuant = pureQuant;
   options.imatrix = imatrix;
-  options.calibration = {calibration, calibrationCtx, calibrationChunks};
+  options.calibration = {calibrationTokens.empty() ? calibration : calibrationTokens,
+                         calibrationCtx, calibrationChunks, !calibrationTokens.empty()};
+  if (!calibration.empty() && !calibrationTokens.empty()) {
+    llvm::errs() << "kiln-compile: error: --calibration and --calibration-tokens: give one\n";
+    return 1;
+  }
   options.imatrixOut = imatrixOut;
   options.compare = {compareText, 0, 1};
   options.compareThreshold = compareThreshold;

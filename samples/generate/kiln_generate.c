@@ -74,6 +74,7 @@ static void usage(void) {
           "                 half of the rest (a context shift) and go on generating\n"
           "  --perplexity   perplexity over chunks of --ctx tokens, each [BOS] + ctx-1\n"
           "                 tokens of the text, all ctx predictions scored\n"
+          "                 (--perplexity-ids FILE: token ids instead of a text)\n"
           "  --imatrix-out  (a KILN_TAPS build) with --perplexity: write every matmul's\n"
           "                 input mean squares per column (llama.cpp's .dat form)\n"
           "  --taps-out     (a KILN_TAPS build) with --perplexity: write every op's result\n"
@@ -141,6 +142,7 @@ static int parse(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--draft-ngram")) o->draft_ngram = atoi(v), ++i;
     else if (!strcmp(a, "--dump-logits")) o->dump = v, ++i;
     else if (!strcmp(a, "--perplexity")) o->perplexity = v, ++i;
+    else if (!strcmp(a, "--perplexity-ids")) o->perplexity = v, o->perplexity_ids = 1, ++i;
     else if (!strcmp(a, "--ctx")) o->ctx = atoi(v), ++i;
     else if (!strcmp(a, "--chunks")) o->chunks = atoi(v), ++i;
     else if (!strcmp(a, "--kl-base")) o->kl_base = v, ++i;

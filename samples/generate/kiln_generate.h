@@ -25,7 +25,7 @@ typedef struct options {
   double bandwidth_gbs;
   const char *draft_pack;
   int32_t n_generate, ctx, chunks, threads, keep, draft, draft_ngram;
-  int prefill, tokenize, ignore_eos, chat, draft_model, read_pack;
+  int prefill, tokenize, ignore_eos, chat, draft_model, read_pack, perplexity_ids;
   kiln_sampler_params sampling;
   const char *session_text[MAX_SHOWN];
   int32_t n_sessions;

@@ -1059,9 +1059,66 @@ def calibration(args):
         res.check(kld <= theirs_imx[1] * 1.02 and ppl <= theirs_imx[0] * 1.0001,
                   f"q4_k_m {label}: KLD {kld:.5g}, perplexity {ppl:.4f}; llama.cpp's "
                   f"A-Q4_K_M-imx {theirs_imx[1]:.5g}, {theirs_imx[0]:.4f} (+2%, +0.01%)")
+    # --memory-budget at llama.cpp's Q4_K_M file's bytes plus Kiln's arena, the
+    # losses measured on the calibration text (KLD of one tensor changed at a
+    # time), against that file.
+    header = open(os.path.join(args.work, "q4_k_m", name + ".h")).read()
+    arena = int(header.split("_ARENA_BYTES ")[1].split("u")[0])
+    llama_q4_k_m = os.path.join(LLAMACPP_A, "A-Q4_K_M.gguf")
+    budget = os.path.getsize(llama_q4_k_m) + arena
+    budget_dir = os.path.join(args.work, "budget")
+    shutil.rmtree(budget_dir, ignore_errors=True)
+    r = run([args.kiln_compile, f32, "-o", budget_dir, f"--target={args.target}",
+             f"--memory-budget={budget}", f"--calibration={calib}", "--calibration-ctx=256"])
+    predicted = float(r.stdout.split("predicted loss ")[1].split()[0])
+    measured = float(r.stdout.split("measured loss ")[1].split()[0])
+    total = int(r.stdout.split("pack + arena = ")[1].split()[0])
+    ours = measure("budget", f32, out=budget_dir)
+    theirs_mix = measure("llamacpp-Q4_K_M", llama_q4_k_m)
+    rows += [(f"--memory-budget={budget} --calibration", *ours),
+             ("llama.cpp A-Q4_K_M.gguf", *theirs_mix)]
+    res.check(total <= budget and ours[1] <= theirs_mix[1] and ours[0] <= theirs_mix[0] * 1.0001,
+              f"--memory-budget={budget} (A-Q4_K_M.gguf + the arena): pack + arena {total}, "
+              f"KLD {ours[1]:.5g}, perplexity {ours[0]:.4f}; llama.cpp's A-Q4_K_M "
+              f"{theirs_mix[1]:.5g}, {theirs_mix[0]:.4f} (KLD no more, perplexity +0.01%)")
+    res.check(0.67 < predicted / measured < 1.5,
+              f"the budget's predicted loss {predicted:.4g} (each choice's KLD alone, summed) "
+              f"against its measured {measured:.4g} (all at once): within 1.5x")
     print(f"{'model A on eval-half2':36} {'ppl':>9} {'vs f32':>8} {'KLD':>9}")
     for label, ppl, kld in rows:
         print(f"{label:36} {ppl:>9.4f} {100 * (ppl / base_ppl - 1):>+7.3f}% {kld:>9.5f}")
+
+    # --calibration-tokens: the ids of a text (kiln-generate --tokenize, which
+    # takes a context's worth) give the matrix the text gives; an id outside
+    # the vocabulary is refused.
+    piece = os.path.join(args.work, "piece.txt")
+    with open(calib) as f:
+        open(piece, "w").write(f.read(350))
+    r = run([os.path.join(plain, "kiln-generate"), "--pack", pack, "--tokenize", "-p",
+             open(piece).read()])
+    _, md, _ = gguf_tool.read_gguf(f32, load_data=False)
+    bos = md["tokenizer.ggml.bos_token_id"][1]
+    text_ids = [int(i) for i in r.stdout.split("ids:")[1].split(",")]
+    assert text_ids[0] == bos, text_ids[:3]  # --tokenize adds BOS; the chunks add their own
+    ids = os.path.join(args.work, "piece.ids")
+    open(ids, "w").write(" ".join(map(str, text_ids[1:])) + "\n")
+    matrices = {}
+    for flag, source in (("--calibration", piece), ("--calibration-tokens", ids)):
+        dat = os.path.join(args.work, os.path.basename(source) + ".dat")
+        run([args.kiln_compile, f32, "-o", os.path.join(args.work, "piece"), "--quant=q4_0",
+             f"{flag}={source}", "--calibration-ctx=128", f"--imatrix-out={dat}"])
+        matrices[flag] = imatrix_means(dat)
+    res.check(matrices["--calibration"] == matrices["--calibration-tokens"],
+              f"--calibration-tokens with a text's ids: the text's importance matrix "
+              f"({len(matrices['--calibration'])} entries alike)")
+    outside = os.path.join(args.work, "outside.ids")
+    open(outside, "w").write("1, 2, 3\n4 99999 5\n")
+    r = subprocess.run([args.kiln_compile, f32, "-o", os.path.join(args.work, "bad"),
+                        "--quant=q4_0", f"--calibration-tokens={outside}"],
+                       text=True, capture_output=True)
+    res.check(r.returncode == 1 and outside in r.stderr and "token 5 ('99999') is not an id of "
+              "the model's vocabulary of 512" in r.stderr,
+              f"--calibration-tokens with an id outside the vocabulary: {r.stderr.strip()}")
 
     # Bad calibration input: an empty text, a missing one.
     empty = os.path.join(args.work, "empty.txt")
