@@ -8,6 +8,8 @@
 
 #include "compiler/quant/Imatrix.h"
 
+#include "check.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
@@ -22,16 +24,7 @@ using namespace kiln;
 
 namespace {
 
-int passed = 0, failed = 0;
-
-void check(bool ok, const std::string &what) {
-  if (ok) {
-    ++passed;
-    return;
-  }
-  ++failed;
-  std::printf("FAIL: %s\n", what.c_str());
-}
+using kiln::test::check;
 
 /// Little-endian bytes of a file under construction.
 struct Bytes {
@@ -315,6 +308,5 @@ int main(int argc, char **argv) {
   testGguf();
   testWriteRead();
   testLlamaCppFile(argv[1], argv[2]);
-  std::printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return kiln::test::finish();
 }

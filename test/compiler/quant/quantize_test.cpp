@@ -12,6 +12,8 @@
 
 #include "compiler/quant/Quantize.h"
 
+#include "check.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -24,17 +26,7 @@ using namespace kiln::quant;
 
 namespace {
 
-int passed = 0;
-int failed = 0;
-
-void check(bool ok, const std::string &what) {
-  if (ok) {
-    ++passed;
-    return;
-  }
-  ++failed;
-  std::printf("FAIL: %s\n", what.c_str());
-}
+using kiln::test::check;
 
 std::string hex(const std::vector<uint8_t> &bytes) {
   std::string s;
@@ -870,6 +862,5 @@ int main(int argc, char **argv) {
   testRoundTrip();
   testRelativeError();
   testGgmlBlockFormats();
-  std::printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return kiln::test::finish();
 }

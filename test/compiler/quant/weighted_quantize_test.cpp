@@ -7,6 +7,8 @@
 
 #include "compiler/quant/Quantize.h"
 
+#include "check.h"
+
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -17,16 +19,7 @@ using namespace kiln::quant;
 
 namespace {
 
-int passed = 0, failed = 0;
-
-void check(bool ok, const std::string &what) {
-  if (ok) {
-    ++passed;
-    return;
-  }
-  ++failed;
-  std::printf("FAIL: %s\n", what.c_str());
-}
+using kiln::test::check;
 
 FormatSpec spec(const char *name) {
   FormatSpec s{Format::F32, 1};
@@ -172,6 +165,5 @@ int main() {
   testAgainstNaive("iq4_nl", {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69,
                               89, 113});
   testDegenerate();
-  std::printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return kiln::test::finish();
 }
