@@ -85,7 +85,8 @@ static llvm::Expected<std::string> fitMemoryBudget(ModuleOp module, const gguf::
                                                    int64_t budget, StringRef kvType,
                                                    const KernelTarget &kernel, StringRef fuse,
                                                    llvm::raw_ostream &log,
-                                                   const MeasureLoss *measure) {
+                                                   const MeasureLoss *measure,
+                                                   double &predicted) {
   const int64_t panelRows = kernel.panelRows;
   OwningOpRef<ModuleOp> probe = module.clone();
   QuantizeOptions kvOnly;
@@ -165,7 +166,7 @@ static llvm::Expected<std::string> fitMemoryBudget(ModuleOp module, const gguf::
     if (step < 4096)
       break;
   }
-  return chooseFormatsForBudget(*options, tensors, bestFixed, budget, log);
+  return chooseFormatsForBudget(*options, tensors, bestFixed, budget, log, &predicted);
 }
 
 /// The most memory this process has held resident (file pages it mapped
@@ -707,6 +708,10 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
                   llvm::formatv("--threads={0}: expected 1 to {1}", options.threads, kMaxThreads));
 
   QuantizeOptions quantize;
+  struct {
+    double predicted = 0;
+    std::optional<double> measured;
+  } budgetLoss; // of --memory-budget's choice, for report.json
   QuantPolicy policy = quantPolicy(*file, options.quant, options.pureQuant);
   quantize.weights = policy.weights;
   quantize.overrides = policy.overrides;
@@ -734,7 +739,7 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
     llvm::Expected<std::string> chosen =
         fitMemoryBudget(**module, *file, options.memoryBudget, options.kvType,
                         target->isaVariant().kernel, options.fuse, out,
-                        sensitivity ? &measure : nullptr);
+                        sensitivity ? &measure : nullptr, budgetLoss.predicted);
     if (!chosen)
       return report(errs, options.input,
                     llvm::toString(chosen.takeError()) +
@@ -746,6 +751,7 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
       llvm::Expected<double> measured = sensitivity->measureAll(*file, *chosen);
       if (!measured)
         return report(errs, options.input, llvm::toString(measured.takeError()));
+      budgetLoss.measured = *measured;
       out << llvm::formatv("  measured loss {0:e3} (mean KLD of every choice at once, {1} "
                            "chunks of {2} tokens of {3})\n",
                            *measured, sensitivity->textRun().chunks,
@@ -869,6 +875,16 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
     llvm::json::Value json = reportJson(**module, *pack, name, options.target,
                                         device ? &*device : nullptr,
                                         options.reportDir.empty() ? nullptr : &code);
+    if (options.memoryBudget > 0) {
+      llvm::json::Object b{{"bytes", options.memoryBudget},
+                           {"loss", options.calibration.text.empty()
+                                        ? "relative squared error x elements"
+                                        : "mean KL divergence from the float model"},
+                           {"predicted_loss", budgetLoss.predicted}};
+      if (budgetLoss.measured)
+        b["measured_loss"] = *budgetLoss.measured;
+      json.getAsObject()->try_emplace("budget", std::move(b));
+    }
     if (!options.compare.text.empty()) {
       llvm::json::Object figures;
       if (failed(compare(options, *file, *pack, name, quantize.overrides, imatrixPath, figures,

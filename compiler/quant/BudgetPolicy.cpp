@@ -85,7 +85,8 @@ llvm::Expected<BudgetOptions> kiln::budgetOptions(const gguf::File &model,
 llvm::Expected<std::string> kiln::chooseFormatsForBudget(const BudgetOptions &all,
                                                          const std::vector<BudgetTensor> &tensors,
                                                          int64_t fixedBytes, int64_t budget,
-                                                         llvm::raw_ostream &log) {
+                                                         llvm::raw_ostream &log,
+                                                         double *predicted) {
   const std::vector<std::vector<Option>> &options = all.formats;
   std::vector<size_t> choice(tensors.size(), 0);
   int64_t total = fixedBytes, smallest = fixedBytes;
@@ -130,6 +131,8 @@ llvm::Expected<std::string> kiln::chooseFormatsForBudget(const BudgetOptions &al
   for (auto &[name, stats] : byFormat)
     log << llvm::formatv("  {0,-7} {1,3} tensors {2,12} bytes\n", name, stats.first,
                          stats.second);
+  if (predicted)
+    *predicted = loss;
   if (all.measured)
     log << llvm::formatv("  predicted loss {0:e3} (the sum of each choice's mean KLD alone)\n",
                          loss);

@@ -52,11 +52,12 @@ llvm::Expected<BudgetOptions> budgetOptions(const gguf::File &model,
 /// format, then the step with the least added loss per byte saved is taken
 /// until the total fits. Returns quantize-pass overrides ("name=format,...");
 /// an error says the smallest total reachable when nothing fits. Prints the
-/// choice to `log`.
+/// choice to `log`; `loss` gets the loss it predicts (the sum).
 llvm::Expected<std::string> chooseFormatsForBudget(const BudgetOptions &options,
                                                    const std::vector<BudgetTensor> &tensors,
                                                    int64_t fixedBytes, int64_t budget,
-                                                   llvm::raw_ostream &log);
+                                                   llvm::raw_ostream &log,
+                                                   double *loss = nullptr);
 
 } // namespace kiln
 

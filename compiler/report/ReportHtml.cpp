@@ -179,7 +179,16 @@ void writeHtml(llvm::raw_ostream &os, const json::Object &r) {
   predictionsHtml(os, r);
   if (const json::Object *compare = r.getObject("compare"))
     compareHtml(os, *compare);
-  os << "<h2>Weights</h2>\n<table id=\"tensors\" class=\"sortable\"><thead><tr><th>tensor</th>"
+  os << "<h2>Weights</h2>\n";
+  if (const json::Object *b = r.getObject("budget")) {
+    os << "<p id=\"budget\">--memory-budget=" << b->getInteger("bytes").value_or(0)
+       << " chose the formats below; its loss (" << escape(b->getString("loss").value_or(""))
+       << ") predicted " << llvm::formatv("{0:e3}", b->getNumber("predicted_loss").value_or(0));
+    if (std::optional<double> measured = b->getNumber("measured_loss"))
+      os << ", measured " << llvm::formatv("{0:e3}", *measured) << " with every choice at once";
+    os << ".</p>\n";
+  }
+  os << "<table id=\"tensors\" class=\"sortable\"><thead><tr><th>tensor</th>"
         "<th>format</th><th>bytes</th><th>rms error</th></tr></thead><tbody>\n";
   if (const json::Array *tensors = r.getArray("tensors"))
     for (const json::Value &v : *tensors) {

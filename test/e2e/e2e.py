@@ -1068,10 +1068,17 @@ def calibration(args):
     budget = os.path.getsize(llama_q4_k_m) + arena
     budget_dir = os.path.join(args.work, "budget")
     shutil.rmtree(budget_dir, ignore_errors=True)
+    budget_report = os.path.join(args.work, "budget-report")
     r = run([args.kiln_compile, f32, "-o", budget_dir, f"--target={args.target}",
-             f"--memory-budget={budget}", f"--calibration={calib}", "--calibration-ctx=256"])
+             f"--memory-budget={budget}", f"--calibration={calib}", "--calibration-ctx=256",
+             f"--report={budget_report}"])
     predicted = float(r.stdout.split("predicted loss ")[1].split()[0])
     measured = float(r.stdout.split("measured loss ")[1].split()[0])
+    shown = json.load(open(os.path.join(budget_report, "report.json")))["budget"]
+    html = open(os.path.join(budget_report, "report.html")).read()
+    res.check(shown["bytes"] == budget and abs(shown["predicted_loss"] / predicted - 1) < 1e-3
+              and abs(shown["measured_loss"] / measured - 1) < 1e-3 and 'id="budget"' in html,
+              f"report.json's budget: {shown}; report.html says it")
     total = int(r.stdout.split("pack + arena = ")[1].split()[0])
     ours = measure("budget", f32, out=budget_dir)
     theirs_mix = measure("llamacpp-Q4_K_M", llama_q4_k_m)
