@@ -24,6 +24,9 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/Threading.h"
+
+#include <thread>
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -344,12 +347,10 @@ public:
     std::string name;
     if (failed(compileOne(f, llvm::nulls(), errs, &name, &s->pack)))
       return failure();
-    llvm::SmallString<128> pack(s->dir), build(s->dir), variant(s->dir), base(s->dir);
+    llvm::SmallString<128> pack(s->dir), build(s->dir), base(s->dir);
     llvm::sys::path::append(pack, name + ".kpack");
     llvm::sys::path::append(build, "build");
-    llvm::sys::path::append(variant, "variant.kpack");
     llvm::sys::path::append(base, "float.logits");
-    s->variant = variant.str().str();
     s->base = base.str().str();
     llvm::Expected<std::string> generate = buildWithTaps(s->dir, build);
     if (!generate)
@@ -358,8 +359,19 @@ public:
     if (llvm::Error e = runWithTaps(s->generate, pack, s->text, {"--dump-logits", s->base},
                                     s->dir))
       return report(errs, options.input, llvm::toString(std::move(e))), failure();
-    if (std::error_code ec = llvm::sys::fs::copy_file(pack, s->variant))
-      return report(errs, s->variant, ec.message()), failure();
+    // One copy of the pack and one run at a time per core.
+    unsigned workers = std::max(1u, llvm::hardware_concurrency().compute_thread_count());
+    for (unsigned w = 0; w < workers; ++w) {
+      llvm::SmallString<128> workDir(s->dir), copy;
+      llvm::sys::path::append(workDir, "worker" + std::to_string(w));
+      copy = workDir;
+      llvm::sys::path::append(copy, "variant.kpack");
+      if (std::error_code ec = llvm::sys::fs::create_directories(workDir))
+        return report(errs, workDir, ec.message()), failure();
+      if (std::error_code ec = llvm::sys::fs::copy_file(pack, copy))
+        return report(errs, copy, ec.message()), failure();
+      s->workers.push_back({workDir.str().str(), copy.str().str()});
+    }
     if (!imatrixPath.empty()) {
       llvm::Expected<Imatrix> m = readImatrix(imatrixPath);
       if (!m)
@@ -374,16 +386,32 @@ public:
       llvm::sys::fs::remove_directories(dir);
   }
 
-  /// The loss of `values` (tensor t) in `format`, t alone changed.
-  llvm::Expected<double> measure(const BudgetTensor &t, const quant::FormatSpec &format,
-                                 const std::vector<float> &values) {
-    std::vector<float> stored = storedAs(t, format, values);
-    if (llvm::Error e = patch(t.name, stored))
-      return std::move(e);
-    llvm::Expected<double> kld = run();
-    if (llvm::Error e = patch(t.name, values))
-      return std::move(e);
-    return kld;
+  /// The losses of `values` (tensor t) in each of `formats`, t alone changed:
+  /// one format per worker at a time.
+  llvm::Expected<std::vector<double>> measure(const BudgetTensor &t,
+                                              const std::vector<quant::FormatSpec> &formats,
+                                              const std::vector<float> &values) {
+    std::vector<std::optional<llvm::Expected<double>>> losses(formats.size());
+    auto work = [&](size_t w) {
+      for (size_t f = w; f < formats.size(); f += workers.size()) {
+        llvm::Error e = patch(workers[w], t.name, storedAs(t, formats[f], values));
+        losses[f].emplace(e ? llvm::Expected<double>(std::move(e)) : run(workers[w]));
+      }
+      llvm::consumeError(patch(workers[w], t.name, values));
+    };
+    std::vector<std::thread> pool;
+    for (size_t w = 1; w < workers.size(); ++w)
+      pool.emplace_back(work, w);
+    work(0);
+    for (std::thread &th : pool)
+      th.join();
+    std::vector<double> out;
+    for (std::optional<llvm::Expected<double>> &loss : losses) {
+      if (!*loss)
+        return loss->takeError();
+      out.push_back(**loss);
+    }
+    return out;
   }
 
   /// The loss of every tensor in its chosen format at once ("name=format,...").
@@ -401,10 +429,10 @@ public:
       quant::dequantize(formatOfGgmlType(info->type), file.tensorBytes(*info).data(), n,
                         values.data());
       BudgetTensor t{name.str(), 0, int64_t(info->ne[0])};
-      if (llvm::Error e = patch(t.name, storedAs(t, format, values)))
+      if (llvm::Error e = patch(workers[0], t.name, storedAs(t, format, values)))
         return std::move(e);
     }
-    return run();
+    return run(workers[0]);
   }
 
   const Calibration &textRun() const { return text; }
@@ -421,8 +449,13 @@ private:
     return stored;
   }
 
-  /// The tensor's f32 rows in the variant pack, in panels as its kernels read.
-  llvm::Error patch(StringRef name, const std::vector<float> &values) {
+  /// A folder of its own with a copy of the float pack.
+  struct Worker {
+    std::string dir, variant;
+  };
+
+  /// The tensor's f32 rows in a worker's pack, in panels as its kernels read.
+  llvm::Error patch(const Worker &worker, StringRef name, const std::vector<float> &values) {
     auto it = llvm::find_if(pack.tensors, [&](const TensorReport &r) { return r.name == name; });
     const int32_t cols = it == pack.tensors.end() ? 0 : int32_t(it->cols);
     const int32_t rows = cols ? int32_t(values.size() / size_t(cols)) : 0;
@@ -443,19 +476,20 @@ private:
       data = reinterpret_cast<const char *>(panels.data());
     }
     std::error_code ec;
-    llvm::raw_fd_ostream os(variant, ec, llvm::sys::fs::CD_OpenExisting, llvm::sys::fs::FA_Write,
-                            llvm::sys::fs::OF_None);
+    llvm::raw_fd_ostream os(worker.variant, ec, llvm::sys::fs::CD_OpenExisting,
+                            llvm::sys::fs::FA_Write, llvm::sys::fs::OF_None);
     if (ec)
-      return llvm::createStringError(ec, variant + ": " + ec.message());
+      return llvm::createStringError(ec, worker.variant + ": " + ec.message());
     os.seek(pack.dataOffset + it->offset);
     os.write(data, bytes);
     return llvm::Error::success();
   }
 
-  llvm::Expected<double> run() {
-    if (llvm::Error e = runWithTaps(generate, variant, text, {"--kl-base", base}, dir))
+  llvm::Expected<double> run(const Worker &worker) const {
+    if (llvm::Error e =
+            runWithTaps(generate, worker.variant, text, {"--kl-base", base}, worker.dir))
       return std::move(e);
-    llvm::SmallString<128> log(dir);
+    llvm::SmallString<128> log(worker.dir);
     llvm::sys::path::append(log, "run.log");
     auto buffer = llvm::MemoryBuffer::getFile(log);
     StringRef out = buffer ? (*buffer)->getBuffer() : "";
@@ -470,7 +504,8 @@ private:
   llvm::SmallString<128> dir;
   Calibration text;
   PackInfo pack;
-  std::string generate, variant, base;
+  std::string generate, base;
+  std::vector<Worker> workers;
   Imatrix imatrix;
 };
 
@@ -725,7 +760,7 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
                     "--quant-override");
     // With a calibration text the losses are measured, not estimated.
     std::unique_ptr<Sensitivity> sensitivity;
-    MeasureLoss measure = [&](const BudgetTensor &t, const quant::FormatSpec &f,
+    MeasureLoss measure = [&](const BudgetTensor &t, const std::vector<quant::FormatSpec> &f,
                               const std::vector<float> &values) {
       return sensitivity->measure(t, f, values);
     };

@@ -42,16 +42,21 @@ llvm::Expected<std::vector<Option>> optionsFor(const gguf::File &model, const Bu
         (spec.format == quant::Format::F32 &&
                                      stored.format != quant::Format::F32))
       continue;
-    double err = quant::relativeRmsError(spec, values.data(), n), loss = err * err * double(n);
-    if (measure && spec.format != stored.format) {
-      llvm::Expected<double> measured = (*measure)(t, spec, values);
-      if (!measured)
-        return measured.takeError();
-      loss = *measured;
-    } else if (measure) {
-      loss = 0;
-    }
-    all.push_back({spec, int64_t(quant::rowBytes(spec, n)), loss});
+    double err = quant::relativeRmsError(spec, values.data(), n);
+    all.push_back({spec, int64_t(quant::rowBytes(spec, n)), err * err * double(n)});
+  }
+  if (measure) {
+    // The stored format loses nothing; the others as measured.
+    std::vector<quant::FormatSpec> others;
+    for (const Option &o : all)
+      if (o.spec.format != stored.format)
+        others.push_back(o.spec);
+    llvm::Expected<std::vector<double>> losses = (*measure)(t, others, values);
+    if (!losses)
+      return losses.takeError();
+    size_t next = 0;
+    for (Option &o : all)
+      o.loss = o.spec.format == stored.format ? 0.0 : (*losses)[next++];
   }
   std::sort(all.begin(), all.end(),
             [](const Option &a, const Option &b) { return a.bytes > b.bytes; });

@@ -19,11 +19,12 @@ struct BudgetTensor {
   int64_t rows = 0, cols = 0;
 };
 
-/// The loss of storing a tensor (its f32 values) in a format, measured: the
-/// mean KL divergence of the model's output from the float model's with that
-/// tensor alone in that format. Errors stop the choice.
-using MeasureLoss = std::function<llvm::Expected<double>(
-    const BudgetTensor &tensor, const quant::FormatSpec &format, const std::vector<float> &values)>;
+/// The losses of storing a tensor (its f32 values) in each of some formats,
+/// measured: the mean KL divergence of the model's output from the float
+/// model's with that tensor alone in that format. Errors stop the choice.
+using MeasureLoss = std::function<llvm::Expected<std::vector<double>>(
+    const BudgetTensor &tensor, const std::vector<quant::FormatSpec> &formats,
+    const std::vector<float> &values)>;
 
 /// A format a tensor may take: its bytes and loss.
 struct BudgetOption {
