@@ -136,9 +136,6 @@ Affine fitAffine(const float *x, int n, int nmax, bool offsetAtMostZero, const f
   return best;
 }
 
-// x ~ scale * level(q): levels `lv` (count of them, ascending, the first the
-// most negative), by least squared error; the value of largest magnitude maps
-// near the first level.
 // The nearest of `count` ascending levels, branch-free: the number of the
 // midpoints between neighbours that v passes (a tie takes the lower level).
 int nearestLevel(float v, const int *lv, int count) {
@@ -167,34 +164,42 @@ void weightedCandidates(float peak, int first, int last, int levels, Consider co
   }
 }
 
-float fitLevels(const float *x, int n, const int *lv, int count, const float *w) {
+// x ~ scale * level, the level of x[i] against a scale s (and 1 / s) given
+// by level(i, s, 1 / s), among `levels` levels from `first` to `last`: a few
+// scales near the peak at the first level (weighted: weightedCandidates),
+// each refit by least squares for its levels (weighted, the candidate
+// itself tried too: the refit can move far when a few weights dominate), the
+// least error of them, summed in `Error`.
+template <typename Error, typename Level>
+float fitScale(const float *x, int n, const float *w, int first, int last, int levels,
+               Level level) {
   float peak = 0;
   for (int i = 0; i < n; ++i)
     if (std::fabs(x[i]) > std::fabs(peak))
       peak = x[i];
   if (peak == 0 || std::isnan(peak))
     return 0;
-  float best = peak / static_cast<float>(lv[0]);
-  double bestErr = INFINITY;
+  float best = peak / static_cast<float>(first);
+  Error bestErr = INFINITY;
   auto evaluate = [&](float s) {
-    double err = 0;
+    const float is = 1.0f / s;
+    Error err = 0;
     for (int i = 0; i < n; ++i) {
-      double e = s * lv[nearestLevel(x[i] / s, lv, count)] - x[i];
-      err += weightAt(w, i) * e * e;
+      float e = s * static_cast<float>(level(i, s, is)) - x[i];
+      err += static_cast<Error>(weightAt(w, i)) * e * e;
     }
     if (err < bestErr) {
       bestErr = err;
       best = s;
     }
   };
-  // A candidate refit by least squares for its levels; weighted, the
-  // candidate itself too (the refit can move far when a few weights dominate).
   auto consider = [&](float s) {
     if (w)
       evaluate(s);
+    const float is = 1.0f / s;
     double sll = 0, slx = 0;
     for (int i = 0; i < n; ++i) {
-      double l = lv[nearestLevel(x[i] / s, lv, count)], wi = weightAt(w, i);
+      double l = level(i, s, is), wi = weightAt(w, i);
       sll += wi * l * l, slx += wi * l * x[i];
     }
     if (sll > 0)
@@ -203,57 +208,28 @@ float fitLevels(const float *x, int n, const int *lv, int count, const float *w)
       evaluate(s);
   };
   if (w)
-    weightedCandidates(peak, lv[0], lv[count - 1], count, consider);
+    weightedCandidates(peak, first, last, levels, consider);
   else
     for (int t = -3; t <= 3; ++t)
-      consider(peak / (static_cast<float>(lv[0]) * (1.0f + 0.05f * static_cast<float>(t))));
+      consider(peak / (static_cast<float>(first) * (1.0f + 0.05f * static_cast<float>(t))));
   return best;
 }
 
-// x ~ scale * q with integer codes q in lo..hi (lo < 0 < hi): as fitLevels for
-// the levels lo..hi, with the nearest level found by rounding.
+// x ~ scale * level(q): levels `lv` (count of them, ascending, the first the
+// most negative).
+float fitLevels(const float *x, int n, const int *lv, int count, const float *w) {
+  return fitScale<double>(x, n, w, lv[0], lv[count - 1], count, [&](int i, float s, float) {
+    return lv[nearestLevel(x[i] / s, lv, count)];
+  });
+}
+
+// x ~ scale * q with integer codes q in lo..hi (lo < 0 < hi): the levels
+// lo..hi, the nearest found by rounding; over one sub-block a float sum is
+// enough to rank the scales.
 float fitSymmetric(const float *x, int n, int lo, int hi, const float *w) {
-  float peak = 0;
-  for (int i = 0; i < n; ++i)
-    if (std::fabs(x[i]) > std::fabs(peak))
-      peak = x[i];
-  if (peak == 0 || std::isnan(peak))
-    return 0;
-  float best = peak / static_cast<float>(lo);
-  float bestErr = INFINITY;
-  auto evaluate = [&](float s) {
-    const float is = 1.0f / s;
-    float err = 0; // over one sub-block: float is enough to rank the scales
-    for (int i = 0; i < n; ++i) {
-      float e = s * static_cast<float>(code(x[i] * is, lo, hi)) - x[i];
-      err += static_cast<float>(weightAt(w, i)) * e * e;
-    }
-    if (err < bestErr) {
-      bestErr = err;
-      best = s;
-    }
-  };
-  // As fitLevels: the refit, and weighted the candidate too.
-  auto consider = [&](float s) {
-    if (w)
-      evaluate(s);
-    const float is = 1.0f / s;
-    double sqq = 0, sqx = 0;
-    for (int i = 0; i < n; ++i) {
-      double q = code(x[i] * is, lo, hi), wi = weightAt(w, i);
-      sqq += wi * q * q, sqx += wi * q * x[i];
-    }
-    if (sqq > 0)
-      s = static_cast<float>(sqx / sqq);
-    if (s != 0)
-      evaluate(s);
-  };
-  if (w)
-    weightedCandidates(peak, lo, hi, hi - lo + 1, consider);
-  else
-    for (int t = -3; t <= 3; ++t)
-      consider(peak / (static_cast<float>(lo) * (1.0f + 0.05f * static_cast<float>(t))));
-  return best;
+  return fitScale<float>(x, n, w, lo, hi, hi - lo + 1, [&](int i, float, float is) {
+    return code(x[i] * is, lo, hi);
+  });
 }
 
 // Of the binary16 values next to scale s (three steps either way), the one
