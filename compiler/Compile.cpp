@@ -2,15 +2,15 @@
 
 #include "codegen_targets/BoardPlacement.h"
 #include "codegen_targets/TranslateToC.h"
+#include "compiler/HostRun.h"
 #include "compiler/pack/PackWriter.h"
 #include "compiler/pack/VocabSegment.h"
-#include "compiler/HostRun.h"
 #include "compiler/quant/BudgetPolicy.h"
 #include "compiler/quant/Imatrix.h"
 #include "compiler/quant/QuantPolicy.h"
 #include "compiler/report/Compare.h"
-#include "kernels/c99/kiln_uk_pack.h"
 #include "compiler/report/Report.h"
+#include "kernels/c99/kiln_uk_pack.h"
 #include "passes/Passes.h"
 #include "kiln/kiln_checksum.h"
 
@@ -18,20 +18,19 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
-#include "llvm/ADT/ScopeExit.h"
-#include "llvm/Support/Threading.h"
-
-#include <thread>
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <chrono>
+#include <thread>
 
 #include <sys/resource.h>
 
@@ -281,11 +280,13 @@ struct TappedBuild {
   std::string generate, pack, dir;
 };
 
-/// `options`' model compiled into `dir` and built there with taps.
+/// `options`' model compiled into `dir` (what its pack holds into `packOut`)
+/// and built there with taps.
 static FailureOr<TappedBuild> tappedBuild(const CompileOptions &options, StringRef dir,
-                                          llvm::raw_ostream &errs) {
+                                          llvm::raw_ostream &errs,
+                                          PackInfo *packOut = nullptr) {
   std::string name;
-  if (failed(compileOne(options, llvm::nulls(), errs, &name)))
+  if (failed(compileOne(options, llvm::nulls(), errs, &name, packOut)))
     return failure();
   llvm::SmallString<128> pack(dir), build(dir);
   llvm::sys::path::append(pack, name + ".kpack");
@@ -324,7 +325,7 @@ static FailureOr<TappedBuild> floatBuild(const CompileOptions &options, StringRe
 class Sensitivity {
 public:
   static FailureOr<std::unique_ptr<Sensitivity>>
-  create(const CompileOptions &options, const gguf::File &file, StringRef imatrixPath,
+  create(const CompileOptions &options, const gguf::File &file, const Imatrix *imatrix,
          llvm::raw_ostream &errs) {
     auto s = std::make_unique<Sensitivity>();
     FailureOr<Calibration> text =
@@ -334,6 +335,7 @@ public:
     s->text = *text;
     s->text.ctx = std::min<int64_t>(s->text.ctx, 256);
     s->text.chunks = 2;
+    s->imatrix = imatrix;
     if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("kiln-sensitivity", s->dir))
       return report(errs, "kiln-sensitivity", ec.message()), failure();
     CompileOptions f;
@@ -344,20 +346,15 @@ public:
     f.pureQuant = true;
     f.jobs = options.jobs;
     f.import.maxContext = s->text.ctx;
-    std::string name;
-    if (failed(compileOne(f, llvm::nulls(), errs, &name, &s->pack)))
+    FailureOr<TappedBuild> build = tappedBuild(f, s->dir, errs, &s->pack);
+    if (failed(build))
       return failure();
-    llvm::SmallString<128> pack(s->dir), build(s->dir), base(s->dir);
-    llvm::sys::path::append(pack, name + ".kpack");
-    llvm::sys::path::append(build, "build");
+    s->generate = build->generate;
+    llvm::SmallString<128> base(s->dir);
     llvm::sys::path::append(base, "float.logits");
     s->base = base.str().str();
-    llvm::Expected<std::string> generate = buildWithTaps(s->dir, build);
-    if (!generate)
-      return report(errs, options.input, llvm::toString(generate.takeError())), failure();
-    s->generate = *generate;
-    if (llvm::Error e = runWithTaps(s->generate, pack, s->text, {"--dump-logits", s->base},
-                                    s->dir))
+    if (llvm::Error e =
+            runWithTaps(s->generate, build->pack, s->text, {"--dump-logits", s->base}, s->dir))
       return report(errs, options.input, llvm::toString(std::move(e))), failure();
     // One copy of the pack and one run at a time per core.
     unsigned workers = std::max(1u, llvm::hardware_concurrency().compute_thread_count());
@@ -368,15 +365,9 @@ public:
       llvm::sys::path::append(copy, "variant.kpack");
       if (std::error_code ec = llvm::sys::fs::create_directories(workDir))
         return report(errs, workDir, ec.message()), failure();
-      if (std::error_code ec = llvm::sys::fs::copy_file(pack, copy))
+      if (std::error_code ec = llvm::sys::fs::copy_file(build->pack, copy))
         return report(errs, copy, ec.message()), failure();
       s->workers.push_back({workDir.str().str(), copy.str().str()});
-    }
-    if (!imatrixPath.empty()) {
-      llvm::Expected<Imatrix> m = readImatrix(imatrixPath);
-      if (!m)
-        return report(errs, options.input, llvm::toString(m.takeError())), failure();
-      s->imatrix = std::move(*m);
     }
     return s;
   }
@@ -440,7 +431,7 @@ public:
 private:
   std::vector<float> storedAs(const BudgetTensor &t, const quant::FormatSpec &format,
                               const std::vector<float> &values) const {
-    const std::vector<float> *columns = imatrix.find(t.name);
+    const std::vector<float> *columns = imatrix ? imatrix->find(t.name) : nullptr;
     std::vector<uint8_t> bytes(quant::rowBytes(format, values.size()));
     quant::quantizeWeighted(format, values.data(), values.size(),
                             columns ? columns->data() : nullptr, size_t(t.cols), bytes.data());
@@ -506,7 +497,7 @@ private:
   PackInfo pack;
   std::string generate, base;
   std::vector<Worker> workers;
-  Imatrix imatrix;
+  const Imatrix *imatrix = nullptr; // the compile's, which outlives this
 };
 
 /// --calibration: the model as stored runs over the text in its own
@@ -688,6 +679,10 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
   // The importance matrix before the long work: one of another model fails here.
   std::string imatrixPath = options.imatrix;
   llvm::SmallString<128> calibrationDir;
+  auto removeCalibration = llvm::make_scope_exit([&] {
+    if (!calibrationDir.empty())
+      llvm::sys::fs::remove_directories(calibrationDir);
+  });
   if (!options.calibration.text.empty()) {
     if (!options.imatrix.empty())
       return report(errs, options.input, "--calibration computes the importance matrix "
@@ -706,10 +701,6 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
       return report(errs, options.input, llvm::toString(std::move(e)));
     imatrix = std::move(*read);
   }
-  auto removeCalibration = llvm::make_scope_exit([&] {
-    if (!calibrationDir.empty())
-      llvm::sys::fs::remove_directories(calibrationDir);
-  });
 
   MLIRContext context;
   auto module = importLlama(context, *file, options.input, options.import);
@@ -766,7 +757,7 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
     };
     if (!options.calibration.text.empty()) {
       FailureOr<std::unique_ptr<Sensitivity>> made =
-          Sensitivity::create(options, *file, imatrixPath, errs);
+          Sensitivity::create(options, *file, imatrix ? &*imatrix : nullptr, errs);
       if (failed(made))
         return failure();
       sensitivity = std::move(*made);

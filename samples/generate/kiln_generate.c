@@ -179,14 +179,19 @@ kiln_status encode(const kiln_tokenizer *t, const char *text, size_t len, int sp
 
 int32_t parse_ids(const char *ids, int32_t *out, int32_t cap) {
   int32_t n = 0;
-  while (*ids && n < cap) {
+  for (;;) {
     char *end;
-    out[n++] = (int32_t)strtol(ids, &end, 10);
+    long id;
+    while (*ids == ',' || *ids == ' ' || *ids == '\t' || *ids == '\n' || *ids == '\r')
+      ++ids;
+    if (!*ids || n == cap)
+      return n;
+    id = strtol(ids, &end, 10);
     if (end == ids)
       return -1;
-    ids = *end == ',' ? end + 1 : end;
+    out[n++] = (int32_t)id;
+    ids = end;
   }
-  return n;
 }
 
 int dump_rows(FILE *out, const float *rows, int32_t n) {

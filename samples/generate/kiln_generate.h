@@ -43,7 +43,8 @@ kiln_status encode(const kiln_tokenizer *t, const char *text, size_t len, int sp
                    int32_t *out, int32_t cap, int32_t *n);
 int dump_rows(FILE *out, const float *rows, int32_t n);
 void print_piece(const kiln_tokenizer *t, int32_t id, int is_first);
-/* Comma-separated ids into out (at most cap); -1 for text that is not ids. */
+/* Ids separated by commas or white space into out (at most cap); -1 for text
+ * that is not ids (the model refuses ids outside its vocabulary). */
 int32_t parse_ids(const char *ids, int32_t *out, int32_t cap);
 /* The prompt into tokens: --tokens' ids, or -p's text tokenized. */
 kiln_status prompt_tokens(const kiln_tokenizer *t, const options *o, int32_t *n);

@@ -48,34 +48,6 @@ static double kl_divergence(const float *base, const float *row) {
   return kl;
 }
 
-/* --perplexity-ids: token ids separated by commas or white space, each in
- * the vocabulary; 0 (said on stderr) for anything else. */
-static int read_ids(const char *path, const char *text, int32_t *ids, int32_t *n) {
-  const char *p = text;
-  *n = 0;
-  for (;;) {
-    char *end;
-    long id;
-    while (*p == ',' || *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-      ++p;
-    if (!*p)
-      return 1;
-    id = strtol(p, &end, 10);
-    if (end == p) {
-      fprintf(stderr, "kiln-generate: %s: not a token id at byte %ld\n", path,
-              (long)(p - text));
-      return 0;
-    }
-    if (id < 0 || id >= KILN_VOCAB) {
-      fprintf(stderr, "kiln-generate: %s: token id %ld (number %d) is outside the vocabulary "
-              "of %d ids\n", path, id, (int)*n + 1, KILN_VOCAB);
-      return 0;
-    }
-    ids[(*n)++] = (int32_t)id;
-    p = end;
-  }
-}
-
 int perplexity(const kiln_model_api *api, const kiln_tokenizer *t, const options *o) {
   static float base[KILN_VOCAB];
   size_t len;
@@ -100,12 +72,8 @@ int perplexity(const kiln_model_api *api, const kiln_tokenizer *t, const options
   }
   ids = malloc(sizeof(int32_t) * (3 * len + 5));
   if (ids && o->perplexity_ids) {
-    if (!read_ids(o->perplexity, text, ids, &n_ids)) {
-      free(text);
-      free(ids);
-      return 1;
-    }
-    s = KILN_OK;
+    n_ids = parse_ids(text, ids, (int32_t)(3 * len + 5));
+    s = n_ids < 0 ? KILN_ERR_ARGUMENT : KILN_OK; /* not ids */
   } else {
     s = ids ? encode(t, text, len, 0, ids, (int32_t)(3 * len + 5), &n_ids) : KILN_ERR_ARGUMENT;
   }
