@@ -262,11 +262,10 @@ private:
                  !isa<BlockArgument>(v) && getSlotAttr(v.getDefiningOp());
       return f32 ? type.getDimSize(1) : 0;
     };
-    std::string weights;
+    std::string weights = weightNames(op);
     bool fusedNorm = false;
     for (Value v : op.getOperands()) {
       if (auto w = v.getDefiningOp<WeightOp>()) {
-        weights += (weights.empty() ? "" : "+") + w.getName().str();
         layer = getSegmentAttr(w).getLayer();
         fusedNorm |= w.getType().getRank() == 1;
       } else if (auto cache = v.getDefiningOp<KvCacheOp>()) {
@@ -290,10 +289,7 @@ private:
   /// "decode blk.3.ffn_up.weight matmul_q8_0_n768_k256": the function, the weight
   /// the op reads (if any) and the kernel.
   std::string siteLabel(func::FuncOp fn, Operation &op, StringRef kernel) {
-    std::string weight;
-    for (Value v : op.getOperands())
-      if (auto w = v.getDefiningOp<WeightOp>())
-        weight += (weight.empty() ? "" : "+") + w.getName().str();
+    std::string weight = weightNames(op);
     if (!weight.empty())
       weight += " ";
     if (auto kv = dyn_cast<KvWriteOp>(op))
