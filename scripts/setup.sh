@@ -7,13 +7,15 @@ packages=(
   llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools clang-19 lld-19
   libclang-rt-19-dev cmake ninja-build g++ python3 zlib1g-dev libzstd-dev
   libflatbuffers-dev flatbuffers-compiler ccache
+  libonnx-dev libprotobuf-dev
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-riscv64-linux-gnu libc6-dev-riscv64-cross
   qemu-user
   gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
 )
-# Headless Chromium opens the compile report's page.
+# Headless Chromium opens the compile report's page; ONNX's Python package
+# writes the test graphs.
 if [ "${1:-}" = "--test" ]; then
-  packages+=(chromium fonts-liberation)
+  packages+=(chromium fonts-liberation python3-onnx)
 fi
 
 missing=()
