@@ -3,6 +3,7 @@
 #include "codegen_targets/BoardPlacement.h"
 #include "codegen_targets/TranslateToC.h"
 #include "compiler/HostRun.h"
+#include "compiler/import/OnnxImporter.h"
 #include "compiler/pack/PackWriter.h"
 #include "compiler/pack/VocabSegment.h"
 #include "compiler/quant/BudgetPolicy.h"
@@ -967,8 +968,50 @@ static std::string vocabularyDifference(const Vocabulary &target, const Vocabula
   return "";
 }
 
+/// An ONNX graph: read with static shapes, imported into graph-level IR and
+/// printed. Encoders stop there: the graph ops have no kernels yet.
+static LogicalResult compileOnnx(const CompileOptions &options, llvm::raw_ostream &out,
+                                 llvm::raw_ostream &errs) {
+  onnx::InputShapes shapes;
+  std::string error;
+  for (const std::string &s : options.inputShapes)
+    if (!onnx::parseInputShape(s, shapes, error))
+      return report(errs, options.input, error);
+  onnx::Graph graph;
+  if (!onnx::readGraph(options.input, shapes, graph, error)) {
+    errs << "kiln-compile: error: " << error << "\n";
+    return failure();
+  }
+  MLIRContext context;
+  std::string name = options.import.name.empty()
+                         ? toIdentifier(llvm::sys::path::stem(options.input))
+                         : options.import.name;
+  auto module = importOnnx(context, graph, name);
+  if (!module) {
+    errs << "kiln-compile: error: " << llvm::toString(module.takeError()) << "\n";
+    return failure();
+  }
+  if (options.emit != EmitPhase::Mlir)
+    return report(errs, options.input,
+                  "an ONNX graph compiles to graph-level IR only (--emit=mlir): its graph ops "
+                  "have no kernels yet");
+  if (options.outputDir.empty()) {
+    (*module)->print(out);
+    return success();
+  }
+  if (std::error_code ec = llvm::sys::fs::create_directories(options.outputDir))
+    return report(errs, options.outputDir, ec.message());
+  llvm::SmallString<256> path(options.outputDir);
+  llvm::sys::path::append(path, name + ".mlir");
+  return writeFile(path, errs, [&](llvm::raw_ostream &os) { (*module)->print(os); });
+}
+
 LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &out,
                             llvm::raw_ostream &errs) {
+  if (llvm::StringRef(options.input).ends_with_insensitive(".onnx"))
+    return compileOnnx(options, out, errs);
+  if (!options.inputShapes.empty())
+    return report(errs, options.input, "--input-shape names inputs of an ONNX graph (a .onnx file)");
   if (options.draft.empty())
     return compileOne(options, out, errs, nullptr);
   if (options.emit != EmitPhase::C || options.outputDir.empty())

@@ -17,6 +17,7 @@ enum class EmitPhase {
 
 struct CompileOptions {
   std::string input;
+  std::vector<std::string> inputShapes; // ONNX: NAME=DIMS of inputs with symbolic dimensions
   std::string outputDir; // empty: print the result of a textual phase
   EmitPhase emit = EmitPhase::C;
   std::string target = "c99";

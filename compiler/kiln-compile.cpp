@@ -11,7 +11,7 @@ using namespace llvm;
 
 static cl::OptionCategory category("kiln-compile options");
 
-static cl::opt<std::string> input(cl::Positional, cl::desc("<model.gguf>"), cl::Required,
+static cl::opt<std::string> input(cl::Positional, cl::desc("<model.gguf | model.onnx>"), cl::Required,
                                   cl::cat(category));
 static cl::opt<std::string> outputDir("o", cl::desc("Output directory"),
                                       cl::value_desc("dir"), cl::cat(category));
@@ -85,6 +85,11 @@ static cl::opt<std::string> compareText(
 static cl::opt<double> compareThreshold(
     "compare-threshold", cl::desc("A layer output's relative error that counts as diverged"),
     cl::init(0.1), cl::cat(category));
+static cl::list<std::string> inputShape(
+    "input-shape",
+    cl::desc("NAME=DIMS, e.g. input_ids=1x128: the static shape of an ONNX graph input "
+             "whose dimensions are symbolic (repeatable)"),
+    cl::cat(category));
 static cl::list<std::string> quantOverride(
     "quant-override",
     cl::desc("<glob>=<format> for tensors whose name matches, e.g. "
@@ -241,6 +246,7 @@ int main(int argc, char **argv) {
   options.embedWeights = weights == Weights::Embed;
   options.quant = quant;
   options.quantOverrides = llvm::join(quantOverride, ",");
+  options.inputShapes.assign(inputShape.begin(), inputShape.end());
   options.pureQuant = pureQuant;
   options.imatrix = imatrix;
   options.calibration = {calibrationTokens.empty() ? calibration : calibrationTokens,

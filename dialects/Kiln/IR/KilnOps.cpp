@@ -267,5 +267,151 @@ LogicalResult AttentionOp::verify() {
   return expectShape(*this, getResult(), {rows, nHead * headDim}, "result");
 }
 
+//===----------------------------------------------------------------------===//
+// Graph ops of imported ONNX graphs
+//===----------------------------------------------------------------------===//
+
+/// Whether `from` broadcasts to `to` (numpy: aligned at the innermost
+/// dimension, each of `from`'s 1 or equal).
+static bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
+  if (from.size() > to.size())
+    return false;
+  for (size_t i = 0; i < from.size(); ++i) {
+    int64_t f = from[from.size() - 1 - i], t = to[to.size() - 1 - i];
+    if (f != 1 && f != t)
+      return false;
+  }
+  return true;
+}
+
+/// The shapes of `lhs` and `rhs` are equal.
+static LogicalResult expectSameShape(Operation *op, Value lhs, Value rhs, StringRef what) {
+  if (tensorOf(lhs).getShape() != tensorOf(rhs).getShape())
+    return op->emitOpError() << "expects " << what << " of one shape, got " << lhs.getType() << " and "
+                             << rhs.getType();
+  return success();
+}
+
+LogicalResult EqualOp::verify() {
+  return expectShape(*this, getResult(), tensorOf(getLhs()).getShape(), "result");
+}
+
+LogicalResult WhereOp::verify() {
+  return expectSameShape(*this, getCondition(), getLhs(), "condition and values");
+}
+
+LogicalResult CastOp::verify() {
+  return expectShape(*this, getResult(), tensorOf(getInput()).getShape(), "result");
+}
+
+LogicalResult BroadcastOp::verify() {
+  RankedTensorType in = tensorOf(getInput()), out = tensorOf(getResult());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("expects one element type");
+  if (!broadcastsTo(in.getShape(), out.getShape()))
+    return emitOpError() << "cannot broadcast " << in << " to " << out;
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType in = tensorOf(getInput()), out = tensorOf(getResult());
+  if (in.getElementType() != out.getElementType() || in.getNumElements() != out.getNumElements())
+    return emitOpError() << "expects as many elements of one type, got " << in << " and " << out;
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  RankedTensorType in = tensorOf(getInput());
+  ArrayRef<int64_t> perm = getPerm();
+  if (static_cast<int64_t>(perm.size()) != in.getRank())
+    return emitOpError("expects a permutation of every dimension");
+  SmallVector<int64_t> shape;
+  SmallVector<bool> seen(perm.size(), false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= in.getRank() || seen[p])
+      return emitOpError("expects a permutation of every dimension");
+    seen[p] = true;
+    shape.push_back(in.getDimSize(p));
+  }
+  if (in.getElementType() != tensorOf(getResult()).getElementType())
+    return emitOpError("expects one element type");
+  return expectShape(*this, getResult(), shape, "result");
+}
+
+LogicalResult ReduceMeanOp::verify() {
+  RankedTensorType in = tensorOf(getInput());
+  SmallVector<int64_t> shape(in.getShape());
+  for (int64_t a : getAxes()) {
+    if (a < 0 || a >= in.getRank())
+      return emitOpError() << "axis " << a << " is out of range";
+    shape[a] = 1;
+  }
+  return expectShape(*this, getResult(), shape, "result");
+}
+
+LogicalResult GatherOp::verify() {
+  RankedTensorType in = tensorOf(getInput()), indices = tensorOf(getIndices());
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= in.getRank())
+    return emitOpError() << "axis " << axis << " is out of range";
+  SmallVector<int64_t> shape(in.getShape().take_front(axis));
+  llvm::append_range(shape, indices.getShape());
+  llvm::append_range(shape, in.getShape().drop_front(axis + 1));
+  if (in.getElementType() != tensorOf(getResult()).getElementType())
+    return emitOpError("expects one element type");
+  return expectShape(*this, getResult(), shape, "result");
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("expects an input");
+  RankedTensorType first = tensorOf(getInputs().front());
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= first.getRank())
+    return emitOpError() << "axis " << axis << " is out of range";
+  SmallVector<int64_t> shape(first.getShape());
+  shape[axis] = 0;
+  for (Value v : getInputs()) {
+    RankedTensorType t = tensorOf(v);
+    if (t.getElementType() != first.getElementType() || t.getRank() != first.getRank())
+      return emitOpError("expects inputs of one element type and rank");
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      if (d != axis && t.getDimSize(d) != first.getDimSize(d))
+        return emitOpError() << "inputs differ in dimension " << d;
+    shape[axis] += t.getDimSize(axis);
+  }
+  return expectShape(*this, getResult(), shape, "result");
+}
+
+LogicalResult SliceOp::verify() {
+  RankedTensorType in = tensorOf(getInput()), out = tensorOf(getResult());
+  ArrayRef<int64_t> starts = getStarts(), steps = getSteps();
+  if (static_cast<int64_t>(starts.size()) != in.getRank() || static_cast<int64_t>(steps.size()) != in.getRank() ||
+      out.getRank() != in.getRank() || in.getElementType() != out.getElementType())
+    return emitOpError("expects a start and a step per dimension and a result of the input's rank and type");
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    int64_t n = out.getDimSize(d), last = starts[d] + (n - 1) * steps[d];
+    if (steps[d] == 0 || (n > 0 && (starts[d] < 0 || starts[d] >= in.getDimSize(d) || last < 0 ||
+                                    last >= in.getDimSize(d))))
+      return emitOpError() << "dimension " << d << " reads past the input";
+  }
+  return success();
+}
+
+LogicalResult BatchMatmulOp::verify() {
+  RankedTensorType lhs = tensorOf(getLhs()), rhs = tensorOf(getRhs());
+  int64_t rank = lhs.getRank();
+  if (rank < 2 || rhs.getRank() != rank)
+    return emitOpError("expects operands of one rank, at least 2");
+  if (lhs.getShape().drop_back(2) != rhs.getShape().drop_back(2))
+    return emitOpError("expects operands with the same batch dimensions");
+  if (lhs.getDimSize(rank - 1) != rhs.getDimSize(rank - 2))
+    return emitOpError() << "lhs width " << lhs.getDimSize(rank - 1) << " does not match rhs height "
+                         << rhs.getDimSize(rank - 2);
+  SmallVector<int64_t> shape(lhs.getShape().drop_back());
+  shape.push_back(rhs.getDimSize(rank - 1));
+  return expectShape(*this, getResult(), shape, "result");
+}
+
 #define GET_OP_CLASSES
 #include "dialects/Kiln/IR/KilnOps.cpp.inc"

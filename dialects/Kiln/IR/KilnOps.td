@@ -249,4 +249,145 @@ def Kiln_QkvMatmulOp : Kiln_Op<"qkv_matmul", [Pure, DeclareOpInterfaceMethods<Ki
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Graph ops of imported ONNX graphs
+//
+// The general ops an ONNX encoder's graph is made of, one per ONNX op where
+// the importer does not match a subgraph into the kernels above. Shapes are
+// static and broadcasting explicit (kiln.broadcast), so every op's result
+// type follows from its operands and attributes.
+//===----------------------------------------------------------------------===//
+
+def Kiln_ConstantOp : Kiln_Op<"constant", [Pure]> {
+  let summary = "a constant tensor of the source graph, by name: indices, masks, scalars";
+  let description = [{
+    As kiln.weight, the bytes stay in the source file until the pack is
+    written; this op holds the tensors that are not matmul or norm weights.
+    ```mlir
+    %c = kiln.constant "/Constant_5_output_0" : tensor<i64>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+class Kiln_GraphUnaryOp<string mnemonic, string what>
+    : Kiln_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = what;
+  let arguments = (ins Kiln_F32Tensor:$input);
+  let results = (outs Kiln_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Kiln_SqrtOp : Kiln_GraphUnaryOp<"sqrt", "elementwise square root">;
+def Kiln_ErfOp : Kiln_GraphUnaryOp<"erf", "elementwise error function">;
+def Kiln_TanhOp : Kiln_GraphUnaryOp<"tanh", "elementwise hyperbolic tangent">;
+def Kiln_GeluErfOp : Kiln_GraphUnaryOp<"gelu_erf", "exact GELU: x / 2 * (1 + erf(x / sqrt(2)))">;
+
+class Kiln_GraphBinaryOp<string mnemonic, string what>
+    : Kiln_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = what;
+  let arguments = (ins Kiln_F32Tensor:$lhs, Kiln_F32Tensor:$rhs);
+  let results = (outs Kiln_F32Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
+}
+
+def Kiln_SubOp : Kiln_GraphBinaryOp<"sub", "elementwise difference">;
+def Kiln_DivOp : Kiln_GraphBinaryOp<"div", "elementwise quotient">;
+def Kiln_PowOp : Kiln_GraphBinaryOp<"pow", "elementwise power">;
+
+def Kiln_EqualOp : Kiln_Op<"equal", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
+  let summary = "elementwise equality, as booleans";
+  let arguments = (ins AnyStaticShapeTensor:$lhs, AnyStaticShapeTensor:$rhs);
+  let results = (outs TensorOf<[I1]>:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_WhereOp : Kiln_Op<"where", [Pure, AllTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "lhs where the condition holds, else rhs";
+  let arguments = (ins TensorOf<[I1]>:$condition, AnyStaticShapeTensor:$lhs, AnyStaticShapeTensor:$rhs);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs)";
+  let hasVerifier = 1;
+}
+
+def Kiln_CastOp : Kiln_Op<"cast", [Pure]> {
+  let summary = "elementwise conversion to another element type";
+  let arguments = (ins AnyStaticShapeTensor:$input);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_BroadcastOp : Kiln_Op<"broadcast", [Pure]> {
+  let summary = "repeats the dimensions of 1 (numpy broadcasting) up to the result's shape";
+  let arguments = (ins AnyStaticShapeTensor:$input);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure]> {
+  let summary = "the same elements in the same order, in another shape";
+  let arguments = (ins AnyStaticShapeTensor:$input);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure]> {
+  let summary = "permutes the dimensions: result dimension i is input dimension perm[i]";
+  let arguments = (ins AnyStaticShapeTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$input $perm attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_ReduceMeanOp : Kiln_Op<"reduce_mean", [Pure]> {
+  let summary = "the mean over the given dimensions, each kept as a dimension of 1";
+  let arguments = (ins Kiln_F32Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Kiln_F32Tensor:$result);
+  let assemblyFormat = "$input $axes attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_GatherOp : Kiln_Op<"gather", [Pure]> {
+  let summary = "entries of `input` along `axis` at the indices (negative counts from the end)";
+  let arguments = (ins AnyStaticShapeTensor:$input, TensorOf<[I32, I64]>:$indices, I64Attr:$axis);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$input `[` $indices `]` attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_ConcatOp : Kiln_Op<"concat", [Pure]> {
+  let summary = "the inputs one after another along `axis`";
+  let arguments = (ins Variadic<AnyStaticShapeTensor>:$inputs, I64Attr:$axis);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_SliceOp : Kiln_Op<"slice", [Pure]> {
+  let summary = "every step-th entry from start, per dimension (the result's shape gives the count)";
+  let arguments = (ins AnyStaticShapeTensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$input `from` $starts `by` $steps attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_BatchMatmulOp : Kiln_Op<"batch_matmul", [Pure]> {
+  let summary = "products of two activations, [B.., M, K] times [B.., K, N]";
+  let description = [{
+    Attention's scores and its weighted values, where neither operand is a
+    weight of the pack.
+  }];
+  let arguments = (ins Kiln_F32Tensor:$lhs, Kiln_F32Tensor:$rhs);
+  let results = (outs Kiln_F32Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 #endif // KILN_OPS_TD

@@ -1,0 +1,597 @@
+#include "compiler/import/OnnxImporter.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+using onnx::ElementType;
+using onnx::Node;
+
+/// The axis `axis` of a rank-`rank` tensor, counted from the front.
+int64_t normalAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+class GraphImporter {
+public:
+  GraphImporter(OpBuilder &b, const onnx::Graph &graph) : b(b), g(graph), loc(b.getUnknownLoc()) {
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      for (const std::string &in : g.nodes[i].inputs)
+        if (!in.empty())
+          readers[in].push_back(static_cast<int>(i));
+      for (const std::string &out : g.nodes[i].outputs)
+        producer[out] = static_cast<int>(i);
+    }
+    for (const onnx::ValueInfo &out : g.outputs)
+      graphOutputs.insert(out.name);
+  }
+
+  llvm::Error build(ModuleOp module);
+
+private:
+  OpBuilder &b;
+  const onnx::Graph &g;
+  Location loc;
+  std::map<std::string, Value> values;
+  std::map<std::string, std::vector<int>> readers;
+  std::map<std::string, int> producer;
+  std::set<std::string> graphOutputs;
+  /// Nodes inside a matched subgraph, and the subgraph's last node with the
+  /// op that replaces it.
+  std::set<int> consumed;
+  std::map<int, std::function<Value()>> anchors;
+
+  llvm::Error fail(const Node &n, const std::string &why) const {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), g.file + ": node " + n.label() + ": " + why);
+  }
+
+  Type elementType(ElementType t) {
+    switch (t) {
+    case ElementType::F32: return b.getF32Type();
+    case ElementType::F16: return b.getF16Type();
+    case ElementType::BF16: return b.getBF16Type();
+    case ElementType::F64: return b.getF64Type();
+    case ElementType::I64: return b.getI64Type();
+    case ElementType::I32: return b.getI32Type();
+    case ElementType::I16: return b.getIntegerType(16);
+    case ElementType::I8: return b.getIntegerType(8);
+    case ElementType::U8: return b.getIntegerType(8, false);
+    case ElementType::Bool: return b.getI1Type();
+    default: return Type();
+    }
+  }
+
+  RankedTensorType typeOf(const onnx::ValueInfo &v) {
+    Type e = elementType(v.type);
+    return e ? RankedTensorType::get(v.shape, e) : RankedTensorType();
+  }
+
+  RankedTensorType typeOf(const std::string &name) { return typeOf(*g.value(name)); }
+
+  static RankedTensorType tensorOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+  /// The value named `name`: made by an earlier node, a graph input, or an
+  /// initializer (a kiln.weight when it is a float tensor, else a kiln.constant).
+  Value get(const std::string &name) {
+    auto it = values.find(name);
+    if (it != values.end())
+      return it->second;
+    const onnx::Tensor *t = g.initializer(name);
+    if (!t)
+      return Value();
+    RankedTensorType type = typeOf(t->info);
+    if (!type)
+      return Value();
+    Value v;
+    if (isa<FloatType>(type.getElementType()) && type.getRank() > 0 && type.getNumElements() > 0)
+      v = b.create<WeightOp>(loc, type, name);
+    else
+      v = b.create<ConstantOp>(loc, type, name);
+    values[name] = v;
+    return v;
+  }
+
+  /// The float value of a one-element initializer.
+  std::optional<double> scalar(const std::string &name) const {
+    const onnx::Tensor *t = g.initializer(name);
+    if (!t || t->info.numElements() != 1)
+      return std::nullopt;
+    if (t->info.type == ElementType::F32)
+      return t->floats()[0];
+    if (onnx::elementBytes(t->info.type) && t->info.type != ElementType::F16 &&
+        t->info.type != ElementType::BF16 && t->info.type != ElementType::F64)
+      return static_cast<double>(t->integers()[0]);
+    return std::nullopt;
+  }
+
+  Value reshape(Value v, ArrayRef<int64_t> shape) {
+    RankedTensorType t = tensorOf(v);
+    if (t.getShape() == shape)
+      return v;
+    return b.create<ReshapeOp>(loc, RankedTensorType::get(shape, t.getElementType()), v);
+  }
+
+  /// `v` broadcast to `shape` (numpy rules): ones prepended up to its rank,
+  /// then the dimensions of 1 repeated.
+  Value broadcastTo(Value v, ArrayRef<int64_t> shape) {
+    RankedTensorType t = tensorOf(v);
+    if (t.getShape() == shape)
+      return v;
+    SmallVector<int64_t> ranked(shape.size() - std::min<size_t>(shape.size(), t.getRank()), 1);
+    llvm::append_range(ranked, t.getShape());
+    v = reshape(v, ranked);
+    if (ArrayRef<int64_t>(ranked) == shape)
+      return v;
+    return b.create<BroadcastOp>(loc, RankedTensorType::get(shape, t.getElementType()), v);
+  }
+
+  /// The node reading `value`, when it is the only reader and `value` is not
+  /// a graph output.
+  const Node *soleReader(const std::string &value, int *index = nullptr) const {
+    auto it = readers.find(value);
+    if (it == readers.end() || it->second.size() != 1 || graphOutputs.count(value))
+      return nullptr;
+    if (index)
+      *index = it->second[0];
+    return &g.nodes[it->second[0]];
+  }
+
+  /// The input of binary node `n` other than `known`, or "" when neither
+  /// input is `known`.
+  static std::string otherInput(const Node &n, const std::string &known) {
+    if (n.inputs.size() != 2)
+      return "";
+    return n.inputs[0] == known ? n.inputs[1] : n.inputs[1] == known ? n.inputs[0] : "";
+  }
+
+  bool isLastAxisMean(const Node &n, int64_t rank) const {
+    const onnx::Attribute *axes = n.attribute("axes");
+    const onnx::Attribute *keep = n.attribute("keepdims");
+    return n.op == "ReduceMean" && n.inputs.size() == 1 && axes && axes->ints.size() == 1 &&
+           normalAxis(axes->ints[0], rank) == rank - 1 && (!keep || keep->i == 1);
+  }
+
+  /// A 1-D float initializer of `width` elements.
+  bool isVector(const std::string &name, int64_t width) const {
+    const onnx::Tensor *t = g.initializer(name);
+    return t && t->info.type == ElementType::F32 && t->info.shape == std::vector<int64_t>{width};
+  }
+
+  void matchLayerNorm(int at);
+  void matchGelu(int at);
+  Value layerNorm(Value x, const std::string &weight, const std::string &bias, float epsilon);
+  llvm::Error emit(const Node &n);
+  llvm::Expected<Value> matmul(const Node &n, Value a, const std::string &weight, bool transposed);
+};
+
+/// (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * w + b, over the last
+/// axis, as exporters write LayerNorm below opset 17: ReduceMean, Sub, Pow 2,
+/// ReduceMean, Add eps, Sqrt, Div, Mul w, Add b.
+void GraphImporter::matchLayerNorm(int at) {
+  const Node &mean = g.nodes[at];
+  if (mean.op != "ReduceMean" || mean.inputs.size() != 1)
+    return;
+  const std::string x = mean.inputs[0];
+  const onnx::ValueInfo *xv = g.value(x);
+  if (!xv || xv->type != ElementType::F32 || xv->shape.empty() || !isLastAxisMean(mean, xv->shape.size()))
+    return;
+  const int64_t width = xv->shape.back();
+  int iSub, iPow, iVar, iAdd, iSqrt, iMul, iBias;
+  const Node *sub = soleReader(mean.outputs[0], &iSub);
+  if (!sub || sub->op != "Sub" || sub->inputs != std::vector<std::string>{x, mean.outputs[0]})
+    return;
+  auto centred = readers.find(sub->outputs[0]);
+  if (centred == readers.end() || centred->second.size() != 2 || graphOutputs.count(sub->outputs[0]))
+    return;
+  const Node *pow = nullptr, *div = nullptr;
+  int iDiv = -1;
+  for (int r : centred->second) {
+    if (g.nodes[r].op == "Pow") {
+      pow = &g.nodes[r];
+      iPow = r;
+    } else if (g.nodes[r].op == "Div") {
+      div = &g.nodes[r];
+      iDiv = r;
+    }
+  }
+  if (!pow || !div || pow->inputs[0] != sub->outputs[0] || scalar(pow->inputs[1]) != 2.0)
+    return;
+  const Node *var = soleReader(pow->outputs[0], &iVar);
+  if (!var || !isLastAxisMean(*var, xv->shape.size()))
+    return;
+  const Node *add = soleReader(var->outputs[0], &iAdd);
+  if (!add || add->op != "Add")
+    return;
+  std::optional<double> eps = scalar(otherInput(*add, var->outputs[0]));
+  const Node *sqrt = eps ? soleReader(add->outputs[0], &iSqrt) : nullptr;
+  if (!sqrt || sqrt->op != "Sqrt" || soleReader(sqrt->outputs[0]) != div ||
+      div->inputs != std::vector<std::string>{sub->outputs[0], sqrt->outputs[0]})
+    return;
+  const Node *mul = soleReader(div->outputs[0], &iMul);
+  if (!mul || mul->op != "Mul")
+    return;
+  const std::string weight = otherInput(*mul, div->outputs[0]);
+  const Node *bias = soleReader(mul->outputs[0], &iBias);
+  if (!isVector(weight, width) || !bias || bias->op != "Add")
+    return;
+  const std::string shift = otherInput(*bias, mul->outputs[0]);
+  if (!isVector(shift, width))
+    return;
+  consumed.insert({at, iSub, iPow, iVar, iAdd, iSqrt, iDiv, iMul});
+  const float epsilon = static_cast<float>(*eps);
+  anchors[iBias] = [this, x, weight, shift, epsilon] { return layerNorm(get(x), weight, shift, epsilon); };
+}
+
+/// x * (1 + erf(x / sqrt 2)) * 0.5, as exporters write exact GELU: Div (or
+/// Mul by 1/sqrt 2), Erf, Add 1, Mul x, Mul 0.5.
+void GraphImporter::matchGelu(int at) {
+  const Node &erf = g.nodes[at];
+  auto made = producer.find(erf.inputs.empty() ? "" : erf.inputs[0]);
+  if (erf.op != "Erf" || made == producer.end())
+    return;
+  const int iScale = made->second;
+  const Node &scale = g.nodes[iScale];
+  if (soleReader(scale.outputs[0]) != &erf || scale.inputs.size() != 2)
+    return;
+  const std::string x = scale.inputs[0];
+  std::optional<double> c = scalar(scale.inputs[1]);
+  const bool divides = scale.op == "Div" && c && std::fabs(*c - std::sqrt(2.0)) < 1e-4;
+  const bool multiplies = scale.op == "Mul" && c && std::fabs(*c - 1 / std::sqrt(2.0)) < 1e-4;
+  const onnx::ValueInfo *xv = g.value(x);
+  if ((!divides && !multiplies) || !xv || xv->type != ElementType::F32)
+    return;
+  int iOne, iTimes, iHalf;
+  const Node *one = soleReader(erf.outputs[0], &iOne);
+  if (!one || one->op != "Add" || scalar(otherInput(*one, erf.outputs[0])) != 1.0)
+    return;
+  const Node *times = soleReader(one->outputs[0], &iTimes);
+  if (!times || times->op != "Mul" || otherInput(*times, one->outputs[0]) != x)
+    return;
+  const Node *half = soleReader(times->outputs[0], &iHalf);
+  if (!half || half->op != "Mul" || scalar(otherInput(*half, times->outputs[0])) != 0.5)
+    return;
+  consumed.insert({iScale, at, iOne, iTimes});
+  anchors[iHalf] = [this, x] {
+    Value v = get(x);
+    return Value(b.create<GeluErfOp>(loc, v.getType(), v));
+  };
+}
+
+/// layer_norm over the rows of `x` seen as [rows, width].
+Value GraphImporter::layerNorm(Value x, const std::string &weight, const std::string &bias, float epsilon) {
+  ArrayRef<int64_t> shape = tensorOf(x).getShape();
+  const int64_t width = shape.back(), rows = tensorOf(x).getNumElements() / width;
+  Value rowsIn = reshape(x, {rows, width});
+  Value normed = b.create<LayerNormOp>(loc, rowsIn.getType(), rowsIn, get(weight), get(bias),
+                                       b.getF32FloatAttr(epsilon));
+  return reshape(normed, shape);
+}
+
+/// `a` ([.., K]) times an initializer: [K, N] for MatMul, [N, K] for Gemm
+/// with transB (`transposed`). kiln.matmul takes [rows, K] and a [N, K]
+/// weight, so the rows are flattened and the weight transposed when needed.
+llvm::Expected<Value> GraphImporter::matmul(const Node &n, Value a, const std::string &weight, bool transposed) {
+  Value w = get(weight);
+  RankedTensorType wt = tensorOf(w);
+  if (wt.getRank() != 2 || !wt.getElementType().isF32())
+    return fail(n, "expects a float32 matrix as its weight");
+  if (!transposed)
+    w = b.create<TransposeOp>(loc, RankedTensorType::get({wt.getDimSize(1), wt.getDimSize(0)}, wt.getElementType()),
+                              w, b.getDenseI64ArrayAttr({1, 0}));
+  RankedTensorType at = tensorOf(a);
+  const int64_t k = at.getShape().back(), rows = at.getNumElements() / k;
+  const int64_t out = tensorOf(w).getDimSize(0);
+  if (tensorOf(w).getDimSize(1) != k)
+    return fail(n, "its weight's width does not match its input's");
+  Value product = b.create<MatmulOp>(loc, RankedTensorType::get({rows, out}, b.getF32Type()), reshape(a, {rows, k}), w);
+  SmallVector<int64_t> shape(at.getShape().drop_back());
+  shape.push_back(out);
+  return reshape(product, shape);
+}
+
+llvm::Error GraphImporter::emit(const Node &n) {
+  const std::string &op = n.op;
+  auto input = [&](size_t i) -> llvm::Expected<Value> {
+    Value v = i < n.inputs.size() && !n.inputs[i].empty() ? get(n.inputs[i]) : Value();
+    if (!v)
+      return fail(n, "input " + std::to_string(i) + " is missing or of a type Kiln does not read");
+    return v;
+  };
+  RankedTensorType outType = n.outputs.empty() || n.outputs[0].empty() ? RankedTensorType() : typeOf(n.outputs[0]);
+  if (!outType)
+    return fail(n, "its result is of a type Kiln does not read");
+  auto requireF32 = [&](Value v) -> llvm::Error {
+    if (!tensorOf(v).getElementType().isF32())
+      return fail(n, std::string("takes float32 only, not ") + onnx::elementName(g.value(n.inputs[0])->type));
+    return llvm::Error::success();
+  };
+  ArrayRef<int64_t> outShape = outType.getShape();
+  Value result;
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow") {
+    auto lhs = input(0), rhs = input(1);
+    if (!lhs) return lhs.takeError();
+    if (!rhs) return rhs.takeError();
+    if (auto e = requireF32(*lhs)) return e;
+    if (auto e = requireF32(*rhs)) return e;
+    Value l = broadcastTo(*lhs, outShape), r = broadcastTo(*rhs, outShape);
+    if (op == "Add") result = b.create<AddOp>(loc, l, r);
+    else if (op == "Sub") result = b.create<SubOp>(loc, l, r);
+    else if (op == "Mul") result = b.create<MulOp>(loc, l, r);
+    else if (op == "Div") result = b.create<DivOp>(loc, l, r);
+    else result = b.create<PowOp>(loc, l, r);
+  } else if (op == "Sqrt" || op == "Erf" || op == "Tanh" || op == "Softmax") {
+    auto x = input(0);
+    if (!x) return x.takeError();
+    if (auto e = requireF32(*x)) return e;
+    if (op == "Softmax") {
+      const onnx::Attribute *axis = n.attribute("axis");
+      const int64_t rank = outType.getRank(), a = normalAxis(axis ? axis->i : (g.opset >= 13 ? -1 : 1), rank);
+      if (a != rank - 1)
+        return fail(n, "softmax over axis " + std::to_string(a) + ": Kiln takes the last axis only");
+      result = b.create<SoftmaxOp>(loc, *x);
+    } else if (op == "Sqrt") {
+      result = b.create<SqrtOp>(loc, *x);
+    } else if (op == "Erf") {
+      result = b.create<ErfOp>(loc, *x);
+    } else {
+      result = b.create<TanhOp>(loc, *x);
+    }
+  } else if (op == "ReduceMean") {
+    auto x = input(0);
+    if (!x) return x.takeError();
+    if (auto e = requireF32(*x)) return e;
+    const int64_t rank = tensorOf(*x).getRank();
+    const onnx::Attribute *axesAttr = n.attribute("axes");
+    SmallVector<int64_t> axes, kept(tensorOf(*x).getShape());
+    if (axesAttr)
+      for (int64_t a : axesAttr->ints)
+        axes.push_back(normalAxis(a, rank));
+    else
+      for (int64_t a = 0; a < rank; ++a)
+        axes.push_back(a);
+    llvm::sort(axes);
+    for (int64_t a : axes)
+      kept[a] = 1;
+    Value mean = b.create<ReduceMeanOp>(loc, RankedTensorType::get(kept, b.getF32Type()), *x,
+                                        b.getDenseI64ArrayAttr(axes));
+    result = reshape(mean, outShape);
+  } else if (op == "LayerNormalization") {
+    auto x = input(0);
+    if (!x) return x.takeError();
+    const onnx::Attribute *axis = n.attribute("axis"), *eps = n.attribute("epsilon");
+    const int64_t rank = tensorOf(*x).getRank(), width = tensorOf(*x).getShape().back();
+    if (normalAxis(axis ? axis->i : -1, rank) != rank - 1)
+      return fail(n, "normalises from an axis other than the last: Kiln takes the last axis only");
+    if (n.inputs.size() < 3 || !isVector(n.inputs[1], width) || !isVector(n.inputs[2], width))
+      return fail(n, "expects float32 scale and bias initializers of the last axis' width");
+    for (size_t i = 1; i < n.outputs.size(); ++i)
+      if (!n.outputs[i].empty() && (readers.count(n.outputs[i]) || graphOutputs.count(n.outputs[i])))
+        return fail(n, "its mean and inverse deviation outputs are read: Kiln gives the normalised output only");
+    result = layerNorm(*x, n.inputs[1], n.inputs[2], eps ? eps->f : 1e-5f);
+  } else if (op == "MatMul") {
+    auto a = input(0), w = input(1);
+    if (!a) return a.takeError();
+    if (!w) return w.takeError();
+    if (auto e = requireF32(*a)) return e;
+    if (g.initializer(n.inputs[1]) && tensorOf(*w).getRank() == 2) {
+      auto product = matmul(n, *a, n.inputs[1], false);
+      if (!product) return product.takeError();
+      result = *product;
+    } else {
+      RankedTensorType lt = tensorOf(*a), rt = tensorOf(*w);
+      if (lt.getRank() < 2 || rt.getRank() < 2)
+        return fail(n, "multiplies a vector: Kiln takes matrices (rank 2 or more)");
+      if (auto e = requireF32(*w)) return e;
+      SmallVector<int64_t> ls(outShape.drop_back(2)), rs(outShape.drop_back(2));
+      ls.append({lt.getDimSize(lt.getRank() - 2), lt.getDimSize(lt.getRank() - 1)});
+      rs.append({rt.getDimSize(rt.getRank() - 2), rt.getDimSize(rt.getRank() - 1)});
+      result = b.create<BatchMatmulOp>(loc, outType, broadcastTo(*a, ls), broadcastTo(*w, rs));
+    }
+  } else if (op == "Gemm") {
+    auto a = input(0);
+    if (!a) return a.takeError();
+    const onnx::Attribute *ta = n.attribute("transA"), *tb = n.attribute("transB");
+    const onnx::Attribute *alpha = n.attribute("alpha"), *beta = n.attribute("beta");
+    if ((ta && ta->i) || (alpha && alpha->f != 1.0f) || (beta && beta->f != 1.0f) || n.inputs.size() < 2 ||
+        !g.initializer(n.inputs[1]))
+      return fail(n, "Kiln takes Gemm as a matmul against an initializer (transA = 0, alpha = beta = 1)");
+    auto product = matmul(n, *a, n.inputs[1], tb && tb->i);
+    if (!product) return product.takeError();
+    result = *product;
+    if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+      if (isVector(n.inputs[2], outShape.back()) && outType.getRank() == 2) {
+        result = b.create<BiasAddOp>(loc, result, get(n.inputs[2]));
+      } else {
+        auto c = input(2);
+        if (!c) return c.takeError();
+        result = b.create<AddOp>(loc, result, broadcastTo(*c, outShape));
+      }
+    }
+  } else if (op == "Gather") {
+    auto data = input(0), indices = input(1);
+    if (!data) return data.takeError();
+    if (!indices) return indices.takeError();
+    const onnx::Attribute *axisAttr = n.attribute("axis");
+    const int64_t axis = normalAxis(axisAttr ? axisAttr->i : 0, tensorOf(*data).getRank());
+    RankedTensorType it = tensorOf(*indices);
+    if (!isa<IntegerType>(it.getElementType()) || it.getElementTypeBitWidth() < 32)
+      return fail(n, "expects int32 or int64 indices");
+    if (g.initializer(n.inputs[0]) && axis == 0 && tensorOf(*data).getRank() == 2 &&
+        tensorOf(*data).getElementType().isF32()) { // a table lookup: the embedding kernel
+      const int64_t count = it.getNumElements();
+      Value ids = *indices;
+      if (!it.getElementType().isInteger(32))
+        ids = b.create<CastOp>(loc, RankedTensorType::get(it.getShape(), b.getI32Type()), ids);
+      ids = reshape(ids, {count});
+      Value rows = b.create<EmbedOp>(loc, RankedTensorType::get({count, tensorOf(*data).getDimSize(1)}, b.getF32Type()),
+                                     *data, ids, FloatAttr());
+      result = reshape(rows, outShape);
+    } else {
+      result = b.create<GatherOp>(loc, outType, *data, *indices, b.getI64IntegerAttr(axis));
+    }
+  } else if (op == "Reshape" || op == "Unsqueeze" || op == "Squeeze" || op == "Flatten") {
+    auto x = input(0);
+    if (!x) return x.takeError();
+    result = b.create<ReshapeOp>(loc, outType, *x);
+  } else if (op == "Transpose") {
+    auto x = input(0);
+    if (!x) return x.takeError();
+    const onnx::Attribute *permAttr = n.attribute("perm");
+    SmallVector<int64_t> perm;
+    if (permAttr)
+      perm.assign(permAttr->ints.begin(), permAttr->ints.end());
+    else
+      for (int64_t d = tensorOf(*x).getRank() - 1; d >= 0; --d)
+        perm.push_back(d);
+    result = b.create<TransposeOp>(loc, outType, *x, b.getDenseI64ArrayAttr(perm));
+  } else if (op == "Concat") {
+    SmallVector<Value> parts;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      auto v = input(i);
+      if (!v) return v.takeError();
+      parts.push_back(*v);
+    }
+    const onnx::Attribute *axis = n.attribute("axis");
+    result = b.create<ConcatOp>(loc, outType, parts, b.getI64IntegerAttr(normalAxis(axis ? axis->i : 0, outType.getRank())));
+  } else if (op == "Slice") {
+    auto x = input(0);
+    if (!x) return x.takeError();
+    const int64_t rank = tensorOf(*x).getRank();
+    auto ints = [&](size_t i) -> std::optional<std::vector<int64_t>> {
+      if (i >= n.inputs.size() || n.inputs[i].empty())
+        return std::vector<int64_t>();
+      const onnx::Tensor *t = g.initializer(n.inputs[i]);
+      return t ? std::optional<std::vector<int64_t>>(t->integers()) : std::nullopt;
+    };
+    auto starts = ints(1), axes = ints(3), steps = ints(4);
+    if (g.opset < 10 || !starts || !axes || !steps)
+      return fail(n, "its starts, axes and steps must be constants");
+    SmallVector<int64_t> first(rank, 0), step(rank, 1);
+    for (size_t i = 0; i < starts->size(); ++i) {
+      const int64_t axis = normalAxis(axes->empty() ? static_cast<int64_t>(i) : (*axes)[i], rank);
+      const int64_t dim = tensorOf(*x).getDimSize(axis), s = steps->empty() ? 1 : (*steps)[i];
+      int64_t start = (*starts)[i] < 0 ? (*starts)[i] + dim : (*starts)[i];
+      first[axis] = s > 0 ? std::clamp<int64_t>(start, 0, dim) : std::clamp<int64_t>(start, -1, dim - 1);
+      step[axis] = s;
+    }
+    result = b.create<SliceOp>(loc, outType, *x, b.getDenseI64ArrayAttr(first), b.getDenseI64ArrayAttr(step));
+  } else if (op == "Where") {
+    auto c = input(0), l = input(1), r = input(2);
+    if (!c) return c.takeError();
+    if (!l) return l.takeError();
+    if (!r) return r.takeError();
+    result = b.create<WhereOp>(loc, broadcastTo(*c, outShape), broadcastTo(*l, outShape), broadcastTo(*r, outShape));
+  } else if (op == "Equal") {
+    auto l = input(0), r = input(1);
+    if (!l) return l.takeError();
+    if (!r) return r.takeError();
+    if (tensorOf(*l).getElementType() != tensorOf(*r).getElementType())
+      return fail(n, "compares values of two types");
+    SmallVector<int64_t> shape(outShape);
+    result = b.create<EqualOp>(loc, outType, broadcastTo(*l, shape), broadcastTo(*r, shape));
+  } else if (op == "Cast") {
+    auto x = input(0);
+    if (!x) return x.takeError();
+    result = b.create<CastOp>(loc, outType, *x);
+  } else if (op == "Expand") {
+    auto x = input(0);
+    if (!x) return x.takeError();
+    result = broadcastTo(*x, outShape);
+  } else if (op == "Identity") {
+    auto x = input(0);
+    if (!x) return x.takeError();
+    result = *x;
+  } else {
+    return fail(n, "unsupported op '" + op + "'");
+  }
+  for (size_t i = 1; i < n.outputs.size(); ++i)
+    if (!n.outputs[i].empty() && (readers.count(n.outputs[i]) || graphOutputs.count(n.outputs[i])))
+      return fail(n, "output " + std::to_string(i) + " is read: Kiln gives the first output only");
+  values[n.outputs[0]] = result;
+  return llvm::Error::success();
+}
+
+llvm::Error GraphImporter::build(ModuleOp module) {
+  SmallVector<Type> inputs, outputs;
+  for (const onnx::ValueInfo &v : g.inputs) {
+    RankedTensorType t = typeOf(v);
+    if (!t)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), g.file + ": input '" + v.name + "' is of " +
+                                                                         onnx::elementName(v.type) +
+                                                                         ", which Kiln does not read");
+    inputs.push_back(t);
+  }
+  for (const onnx::ValueInfo &v : g.outputs) {
+    RankedTensorType t = typeOf(v);
+    if (!t)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), g.file + ": output '" + v.name + "' is of " +
+                                                                         onnx::elementName(v.type) +
+                                                                         ", which Kiln does not read");
+    outputs.push_back(t);
+  }
+  b.setInsertionPointToEnd(module.getBody());
+  auto run = b.create<func::FuncOp>(loc, "run", b.getFunctionType(inputs, outputs));
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    run.setArgAttr(i, "kiln.name", b.getStringAttr(g.inputs[i].name));
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    run.setResultAttr(i, "kiln.name", b.getStringAttr(g.outputs[i].name));
+  Block *body = run.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    values[g.inputs[i].name] = body->getArgument(i);
+
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    matchLayerNorm(static_cast<int>(i));
+    matchGelu(static_cast<int>(i));
+  }
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (consumed.count(static_cast<int>(i)))
+      continue;
+    auto anchor = anchors.find(static_cast<int>(i));
+    if (anchor != anchors.end()) {
+      values[g.nodes[i].outputs[0]] = anchor->second();
+      continue;
+    }
+    if (auto e = emit(g.nodes[i]))
+      return e;
+  }
+  SmallVector<Value> results;
+  for (const onnx::ValueInfo &v : g.outputs) {
+    Value r = get(v.name);
+    if (!r)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     g.file + ": output '" + v.name + "' is made by no node Kiln imported");
+    results.push_back(r);
+  }
+  b.create<func::ReturnOp>(loc, results);
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Expected<OwningOpRef<ModuleOp>> importOnnx(MLIRContext &context, const onnx::Graph &graph,
+                                                 llvm::StringRef name) {
+  context.loadDialect<KilnDialect, func::FuncDialect>();
+  OpBuilder b(&context);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
+  module->setSymName(name);
+  GraphImporter importer(b, graph);
+  if (auto e = importer.build(*module))
+    return std::move(e);
+  if (failed(verify(*module)))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   graph.file + ": internal error: the imported module does not verify");
+  return std::move(module);
+}
+
+} // namespace kiln
