@@ -294,9 +294,16 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 }
 
 /// Gives the inputs without a static shape theirs from `shapes`; every name in
-/// `shapes` must be such an input of the same rank, or of that same shape.
+/// `shapes` must be an input, of the same rank and agreeing with its static
+/// dimensions.
 void fixInputShapes(GraphProto &g, const std::set<std::string> &initializers, const InputShapes &shapes) {
-  std::set<std::string> used;
+  for (const auto &[name, shape] : shapes) {
+    bool input = false;
+    for (const ValueInfoProto &v : g.input())
+      input = input || (v.name() == name && !initializers.count(name));
+    if (!input)
+      throw Failure{"--input-shape names '" + name + "', which is not an input of the graph"};
+  }
   for (ValueInfoProto &input : *g.mutable_input()) {
     if (initializers.count(input.name()))
       continue;
@@ -310,7 +317,6 @@ void fixInputShapes(GraphProto &g, const std::set<std::string> &initializers, co
                       "; give its shape with --input-shape " + input.name() + "=DIMS (as 1x128)"};
       continue;
     }
-    used.insert(input.name());
     if (!input.type().has_tensor_type())
       throw Failure{"input '" + input.name() + "' is not a tensor"};
     auto *tensorShape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
@@ -327,9 +333,6 @@ void fixInputShapes(GraphProto &g, const std::set<std::string> &initializers, co
     for (int64_t d : given->second)
       tensorShape->add_dim()->set_dim_value(d);
   }
-  for (const auto &[name, shape] : shapes)
-    if (!used.count(name))
-      throw Failure{"--input-shape names '" + name + "', which is not an input of the graph without a static shape"};
 }
 
 /// The nodes in an order where every input is made first (Kahn's algorithm,
