@@ -197,3 +197,83 @@ func.func @bias_not_row_width(%x: tensor<2x32xf32>, %b: tensor<16xf32>) {
   %y = kiln.bias_add %x, %b : tensor<2x32xf32>, tensor<16xf32>
   return
 }
+
+// -----
+
+func.func @broadcast_not_numpy(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{cannot broadcast 'tensor<2x3xf32>' to 'tensor<2x4xf32>'}}
+  %y = kiln.broadcast %x : tensor<2x3xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_changes_count(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{expects as many elements of one type}}
+  %y = kiln.reshape %x : tensor<2x3xf32> -> tensor<7xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_not_permutation(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{expects a permutation of every dimension}}
+  %y = kiln.transpose %x [0, 0] : tensor<2x3xf32> -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_wrong_shape(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{expects result of shape 3x2}}
+  %y = kiln.transpose %x [1, 0] : tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_mean_drops_axis(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{expects result of shape 2x1}}
+  %y = kiln.reduce_mean %x [1] : tensor<2x3xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @gather_wrong_shape(%x: tensor<5x3xf32>, %i: tensor<4xi64>) {
+  // expected-error @+1 {{expects result of shape 4x3}}
+  %y = kiln.gather %x[%i] {axis = 0 : i64} : (tensor<5x3xf32>, tensor<4xi64>) -> tensor<5x3xf32>
+  return
+}
+
+// -----
+
+func.func @concat_mismatch(%a: tensor<2x3xf32>, %b: tensor<3x3xf32>) {
+  // expected-error @+1 {{inputs differ in dimension 0}}
+  %y = kiln.concat %a, %b {axis = 1 : i64} : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+func.func @slice_past_end(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{dimension 1 reads past the input}}
+  %y = kiln.slice %x from [0, 6] by [1, 1] : tensor<4x8xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @batch_matmul_inner(%a: tensor<2x4x3xf32>, %b: tensor<2x4x5xf32>) {
+  // expected-error @+1 {{lhs width 3 does not match rhs height 4}}
+  %y = kiln.batch_matmul %a, %b : (tensor<2x4x3xf32>, tensor<2x4x5xf32>) -> tensor<2x4x5xf32>
+  return
+}
+
+// -----
+
+func.func @where_shapes(%c: tensor<4xi1>, %x: tensor<3xf32>) {
+  // expected-error @+1 {{expects condition and values of one shape}}
+  %y = kiln.where %c, %x, %x : tensor<4xi1>, tensor<3xf32>
+  return
+}
