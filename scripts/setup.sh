@@ -13,9 +13,9 @@ packages=(
   gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
 )
 # Headless Chromium opens the compile report's page; ONNX's Python package
-# writes the test graphs.
+# writes the test graphs, PyTorch exports the test encoders.
 if [ "${1:-}" = "--test" ]; then
-  packages+=(chromium fonts-liberation python3-onnx)
+  packages+=(chromium fonts-liberation python3-onnx python3-torch)
 fi
 
 missing=()

@@ -16,6 +16,7 @@ llvm_config.use_default_substitutions()
 
 tools_dir = os.path.join(config.test_source_root, "tools")
 config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%onnx_python", config.onnx_python))
 config.substitutions.append(("%onnx_tool", f"{config.onnx_python} {tools_dir}/onnx_tool.py"))
 config.substitutions.append(("%gguf_tool", f"{config.python_executable} {tools_dir}/gguf_tool.py"))
 config.substitutions.append(("%model_a", os.path.join(config.test_source_root, "data",

@@ -169,9 +169,13 @@ private:
 
   void matchLayerNorm(int at);
   void matchGelu(int at);
+  void matchGeluTanh(int at);
+  bool isScalarOp(const Node *n, const char *op, const std::string &value, double c) const;
   Value layerNorm(Value x, const std::string &weight, const std::string &bias, float epsilon);
   llvm::Error emit(const Node &n);
   llvm::Expected<Value> matmul(const Node &n, Value a, const std::string &weight, bool transposed);
+  llvm::Expected<Value> matmulRows(const Node &n, Value a, Value w);
+  llvm::Expected<Value> patchConv(const Node &n, Value x, RankedTensorType outType);
 };
 
 /// (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * w + b, over the last
@@ -267,6 +271,81 @@ void GraphImporter::matchGelu(int at) {
   };
 }
 
+/// Whether `n` is `op` of `value` and a scalar within 1e-4 of `c`, in either order.
+bool GraphImporter::isScalarOp(const Node *n, const char *op, const std::string &value, double c) const {
+  if (!n || n->op != op)
+    return false;
+  std::optional<double> k = scalar(otherInput(*n, value));
+  return k && std::fabs(*k - c) < 1e-4;
+}
+
+/// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), as exporters write
+/// tanh-approximated GELU: Mul x x, Mul x, Mul c, Add x, Mul sqrt(2 / pi),
+/// Tanh, Add 1, Mul x, Mul 0.5 (products in either order).
+void GraphImporter::matchGeluTanh(int at) {
+  const Node &tanh = g.nodes[at];
+  auto made = [&](const std::string &v) {
+    auto it = producer.find(v);
+    return it == producer.end() ? -1 : it->second;
+  };
+  if (tanh.op != "Tanh" || tanh.inputs.size() != 1)
+    return;
+  const int iScale = made(tanh.inputs[0]);
+  if (iScale < 0)
+    return;
+  const Node &scale = g.nodes[iScale];
+  std::string inner;
+  for (const std::string &in : scale.inputs)
+    if (!scalar(in))
+      inner = in;
+  const int iInner = made(inner);
+  if (!isScalarOp(&scale, "Mul", inner, std::sqrt(2.0 / M_PI)) || iInner < 0 || soleReader(scale.outputs[0]) != &tanh)
+    return;
+  const Node &sum = g.nodes[iInner];
+  if (sum.op != "Add" || sum.inputs.size() != 2 || soleReader(inner) != &scale)
+    return;
+  for (int side = 0; side < 2; ++side) { // Add(x, cubic) in either order
+    const std::string x = sum.inputs[side], cubicOut = sum.inputs[1 - side];
+    const int iCubic = made(cubicOut);
+    if (iCubic < 0)
+      continue;
+    const Node &cubicScale = g.nodes[iCubic];
+    std::string cube;
+    for (const std::string &in : cubicScale.inputs)
+      if (!scalar(in))
+        cube = in;
+    const int iCube = made(cube);
+    if (!isScalarOp(&cubicScale, "Mul", cube, 0.044715) || iCube < 0 || soleReader(cubicOut) != &sum)
+      continue;
+    const Node &cubeNode = g.nodes[iCube];
+    const std::string square = otherInput(cubeNode, x);
+    const int iSquare = made(square);
+    if (cubeNode.op != "Mul" || iSquare < 0 || soleReader(cube) != &cubicScale)
+      continue;
+    const Node &squareNode = g.nodes[iSquare];
+    if (squareNode.op != "Mul" || squareNode.inputs != std::vector<std::string>{x, x} ||
+        soleReader(square) != &cubeNode)
+      continue;
+    int iOne, iTimes, iHalf;
+    const Node *one = soleReader(tanh.outputs[0], &iOne);
+    if (!isScalarOp(one, "Add", tanh.outputs[0], 1.0))
+      return;
+    const Node *times = soleReader(one->outputs[0], &iTimes);
+    if (!times || times->op != "Mul" || otherInput(*times, one->outputs[0]) != x)
+      return;
+    const Node *half = soleReader(times->outputs[0], &iHalf);
+    const onnx::ValueInfo *xv = g.value(x);
+    if (!isScalarOp(half, "Mul", times->outputs[0], 0.5) || !xv || xv->type != ElementType::F32)
+      return;
+    consumed.insert({iSquare, iCube, iCubic, iInner, iScale, at, iOne, iTimes});
+    anchors[iHalf] = [this, x] {
+      Value v = get(x);
+      return Value(b.create<GeluOp>(loc, v.getType(), v));
+    };
+    return;
+  }
+}
+
 /// layer_norm over the rows of `x` seen as [rows, width].
 Value GraphImporter::layerNorm(Value x, const std::string &weight, const std::string &bias, float epsilon) {
   ArrayRef<int64_t> shape = tensorOf(x).getShape();
@@ -288,6 +367,11 @@ llvm::Expected<Value> GraphImporter::matmul(const Node &n, Value a, const std::s
   if (!transposed)
     w = b.create<TransposeOp>(loc, RankedTensorType::get({wt.getDimSize(1), wt.getDimSize(0)}, wt.getElementType()),
                               w, b.getDenseI64ArrayAttr({1, 0}));
+  return matmulRows(n, a, w);
+}
+
+/// `a` ([.., K]) times `w` ([N, K]) as kiln.matmul over a's rows.
+llvm::Expected<Value> GraphImporter::matmulRows(const Node &n, Value a, Value w) {
   RankedTensorType at = tensorOf(a);
   const int64_t k = at.getShape().back(), rows = at.getNumElements() / k;
   const int64_t out = tensorOf(w).getDimSize(0);
@@ -297,6 +381,47 @@ llvm::Expected<Value> GraphImporter::matmul(const Node &n, Value a, const std::s
   SmallVector<int64_t> shape(at.getShape().drop_back());
   shape.push_back(out);
   return reshape(product, shape);
+}
+
+/// A 2-D convolution whose kernel equals its stride (a vision transformer's
+/// patch embedding): the patches do not overlap, so it is the matmul of the
+/// [patches, C * kh * kw] rows against the [M, C * kh * kw] kernel, plus the bias.
+llvm::Expected<Value> GraphImporter::patchConv(const Node &n, Value x, RankedTensorType outType) {
+  const onnx::Tensor *kernel = g.initializer(n.inputs[1]);
+  RankedTensorType xt = tensorOf(x);
+  auto ints = [&](const char *key) {
+    const onnx::Attribute *a = n.attribute(key);
+    return a ? a->ints : std::vector<int64_t>();
+  };
+  const onnx::Attribute *group = n.attribute("group"), *autoPad = n.attribute("auto_pad");
+  std::vector<int64_t> strides = ints("strides"), pads = ints("pads"), dilations = ints("dilations");
+  if (!kernel || kernel->info.type != ElementType::F32 || kernel->info.shape.size() != 4 || xt.getRank() != 4 ||
+      !xt.getElementType().isF32())
+    return fail(n, "Kiln takes Conv as a 2-D float32 convolution against an initializer kernel");
+  const int64_t m = kernel->info.shape[0], c = kernel->info.shape[1], kh = kernel->info.shape[2],
+                kw = kernel->info.shape[3];
+  const int64_t batch = xt.getDimSize(0), h = xt.getDimSize(2), w = xt.getDimSize(3);
+  const bool plain = (!group || group->i == 1) &&
+                     (!autoPad || autoPad->s == "NOTSET" || autoPad->s == "VALID") &&
+                     llvm::all_of(pads, [](int64_t p) { return p == 0; }) &&
+                     llvm::all_of(dilations, [](int64_t d) { return d == 1; });
+  if (!plain || strides != std::vector<int64_t>{kh, kw} || h % kh || w % kw || xt.getDimSize(1) != c)
+    return fail(n, "Kiln takes Conv whose kernel equals its stride (patches), without padding, dilation or groups");
+  const int64_t ho = h / kh, wo = w / kw, k = c * kh * kw;
+  Value rows = reshape(x, {batch, c, ho, kh, wo, kw});
+  rows = b.create<TransposeOp>(loc, RankedTensorType::get({batch, ho, wo, c, kh, kw}, b.getF32Type()), rows,
+                               b.getDenseI64ArrayAttr({0, 2, 4, 1, 3, 5}));
+  auto product = matmulRows(n, reshape(rows, {batch * ho * wo, k}), reshape(get(n.inputs[1]), {m, k}));
+  if (!product)
+    return product.takeError();
+  Value y = *product;
+  if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+    if (!isVector(n.inputs[2], m))
+      return fail(n, "expects a float32 bias initializer of one value per output channel");
+    y = b.create<BiasAddOp>(loc, y, get(n.inputs[2]));
+  }
+  y = reshape(y, {batch, ho, wo, m});
+  return Value(b.create<TransposeOp>(loc, outType, y, b.getDenseI64ArrayAttr({0, 3, 1, 2})));
 }
 
 llvm::Error GraphImporter::emit(const Node &n) {
@@ -417,6 +542,12 @@ llvm::Error GraphImporter::emit(const Node &n) {
         result = b.create<AddOp>(loc, result, broadcastTo(*c, outShape));
       }
     }
+  } else if (op == "Conv") {
+    auto x = input(0);
+    if (!x) return x.takeError();
+    auto y = patchConv(n, *x, outType);
+    if (!y) return y.takeError();
+    result = *y;
   } else if (op == "Gather") {
     auto data = input(0), indices = input(1);
     if (!data) return data.takeError();
@@ -553,6 +684,7 @@ llvm::Error GraphImporter::build(ModuleOp module) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     matchLayerNorm(static_cast<int>(i));
     matchGelu(static_cast<int>(i));
+    matchGeluTanh(static_cast<int>(i));
   }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (consumed.count(static_cast<int>(i)))

@@ -456,10 +456,14 @@ void readModel(const std::string &path, const InputShapes &shapes, Graph &graph)
   try {
     // Shapes computed at run time become constants once the inputs' shapes
     // are static: infer, fold, and again until nothing folds.
-    do
+    // Each round infers afresh: a symbolic dimension an earlier round gave
+    // would otherwise stay where a folded shape now gives a number.
+    do {
+      model.mutable_graph()->clear_value_info();
       ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(),
                                            ::onnx::ShapeInferenceOptions(true, 0, true));
-    while (foldConstants(model) > 0);
+    } while (foldConstants(model) > 0);
+    model.mutable_graph()->clear_value_info();
     ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(),
                                          ::onnx::ShapeInferenceOptions(true, 1, true));
   } catch (const std::exception &e) {
