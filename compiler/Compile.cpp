@@ -995,6 +995,10 @@ static LogicalResult compileOnnx(const CompileOptions &options, llvm::raw_ostrea
     return report(errs, options.input,
                   "an ONNX graph compiles to graph-level IR only (--emit=mlir): its graph ops "
                   "have no kernels yet");
+  PassManager pm(&context);
+  buildOnnxGraphPipeline(pm);
+  if (failed(pm.run(**module)))
+    return report(errs, options.input, "the graph passes failed");
   if (options.outputDir.empty()) {
     (*module)->print(out);
     return success();

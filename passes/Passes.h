@@ -21,6 +21,10 @@ namespace kiln {
 void buildGraphPipeline(mlir::OpPassManager &pm, const QuantizeOptions &quantize = {},
                         llvm::StringRef fuse = "residual,swiglu,qkv,norm");
 
+/// Graph-level passes of an imported ONNX graph: the importer's reshape,
+/// transpose and broadcast chains folded, equal values merged.
+void buildOnnxGraphPipeline(mlir::OpPassManager &pm);
+
 /// From graph level to kernel level: weights placed in the pack (in panels
 /// where the target's matmuls read them), panel matmuls tiled for the target's
 /// caches (`tile` pins the tile), large kernels split into `threads` shares,

@@ -15,6 +15,11 @@ void kiln::buildGraphPipeline(OpPassManager &pm, const QuantizeOptions &quantize
   }
 }
 
+void kiln::buildOnnxGraphPipeline(OpPassManager &pm) {
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
 void kiln::buildKernelPipeline(OpPassManager &pm, const KernelTarget &target,
                                llvm::StringRef tile, int64_t threads) {
   PackLayoutOptions layout;

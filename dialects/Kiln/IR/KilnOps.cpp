@@ -413,5 +413,41 @@ LogicalResult BatchMatmulOp::verify() {
   return expectShape(*this, getResult(), shape, "result");
 }
 
+// Folds: the importer writes one reshape, transpose or broadcast per ONNX
+// node, and exporters chain them; a chain folds into one, an identity away.
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  return getInput().getType() == getType() ? getInput() : OpFoldResult();
+}
+
+OpFoldResult BroadcastOp::fold(FoldAdaptor) {
+  return getInput().getType() == getType() ? getInput() : OpFoldResult();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto inner = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  return {};
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  ArrayRef<int64_t> perm = getPerm();
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+    return getInput();
+  if (auto inner = getInput().getDefiningOp<TransposeOp>()) {
+    SmallVector<int64_t> composed;
+    for (int64_t p : perm)
+      composed.push_back(inner.getPerm()[p]);
+    getInputMutable().assign(inner.getInput());
+    setPerm(composed);
+    return getResult();
+  }
+  return {};
+}
+
 #define GET_OP_CLASSES
 #include "dialects/Kiln/IR/KilnOps.cpp.inc"

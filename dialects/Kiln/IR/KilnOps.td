@@ -319,6 +319,7 @@ def Kiln_CastOp : Kiln_Op<"cast", [Pure]> {
   let results = (outs AnyStaticShapeTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Kiln_BroadcastOp : Kiln_Op<"broadcast", [Pure]> {
@@ -327,6 +328,7 @@ def Kiln_BroadcastOp : Kiln_Op<"broadcast", [Pure]> {
   let results = (outs AnyStaticShapeTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure]> {
@@ -335,6 +337,7 @@ def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure]> {
   let results = (outs AnyStaticShapeTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure]> {
@@ -343,6 +346,7 @@ def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure]> {
   let results = (outs AnyStaticShapeTensor:$result);
   let assemblyFormat = "$input $perm attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Kiln_ReduceMeanOp : Kiln_Op<"reduce_mean", [Pure]> {

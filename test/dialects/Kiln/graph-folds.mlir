@@ -1,0 +1,51 @@
+// RUN: kiln-opt %s --canonicalize | FileCheck %s
+// Chains of the importer's reshapes and transposes fold into one; identities
+// (a reshape, cast or broadcast to the same type, a transpose by the identity
+// permutation) fold away.
+
+// CHECK-LABEL: func.func @reshape_chain
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+// CHECK-NEXT: %[[R:.*]] = kiln.reshape %[[X]] : tensor<2x3x4xf32> -> tensor<24xf32>
+// CHECK-NEXT: return %[[R]]
+func.func @reshape_chain(%x: tensor<2x3x4xf32>) -> tensor<24xf32> {
+  %a = kiln.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  %b = kiln.reshape %a : tensor<6x4xf32> -> tensor<24xf32>
+  return %b : tensor<24xf32>
+}
+
+// CHECK-LABEL: func.func @reshape_round_trip
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>)
+// CHECK-NEXT: return %[[X]]
+func.func @reshape_round_trip(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %a = kiln.reshape %x : tensor<2x3xf32> -> tensor<6xf32>
+  %b = kiln.reshape %a : tensor<6xf32> -> tensor<2x3xf32>
+  return %b : tensor<2x3xf32>
+}
+
+// CHECK-LABEL: func.func @transpose_chain
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+// CHECK-NEXT: %[[T:.*]] = kiln.transpose %[[X]] [2, 0, 1] : tensor<2x3x4xf32> -> tensor<4x2x3xf32>
+// CHECK-NEXT: return %[[T]]
+func.func @transpose_chain(%x: tensor<2x3x4xf32>) -> tensor<4x2x3xf32> {
+  %a = kiln.transpose %x [1, 0, 2] : tensor<2x3x4xf32> -> tensor<3x2x4xf32>
+  %b = kiln.transpose %a [2, 1, 0] : tensor<3x2x4xf32> -> tensor<4x2x3xf32>
+  return %b : tensor<4x2x3xf32>
+}
+
+// CHECK-LABEL: func.func @transpose_inverse
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+// CHECK-NEXT: return %[[X]]
+func.func @transpose_inverse(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %a = kiln.transpose %x [0, 2, 1] : tensor<2x3x4xf32> -> tensor<2x4x3xf32>
+  %b = kiln.transpose %a [0, 2, 1] : tensor<2x4x3xf32> -> tensor<2x3x4xf32>
+  return %b : tensor<2x3x4xf32>
+}
+
+// CHECK-LABEL: func.func @identities
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xi1>)
+// CHECK-NEXT: return %[[X]]
+func.func @identities(%x: tensor<2x3xi1>) -> tensor<2x3xi1> {
+  %a = kiln.cast %x : tensor<2x3xi1> -> tensor<2x3xi1>
+  %b = kiln.broadcast %a : tensor<2x3xi1> -> tensor<2x3xi1>
+  return %b : tensor<2x3xi1>
+}
