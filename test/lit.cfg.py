@@ -29,6 +29,6 @@ config.substitutions.append(("%kiln_include", f"-I{kiln_src} -I{kiln_src}/runtim
 # The flags of the host's ISA variant (--kiln-target=host).
 config.substitutions.append(("%host_flags", "-march=native"))
 
-llvm_config.add_tool_substitutions(["kiln-opt", "kiln-compile", "kiln-translate"],
+llvm_config.add_tool_substitutions(["kiln-opt", "kiln-compile", "kiln-translate", "kiln-eval"],
                                    [config.kiln_tools_dir])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

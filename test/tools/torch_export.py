@@ -2,14 +2,18 @@
 """Builds a small BERT-style encoder or ViT in PyTorch (random weights, fixed
 seed) and exports it to ONNX as users do (Debian's python3-torch, opset 14).
 
-  torch_export.py bert OUT.onnx    ids, attention mask, token types -> hidden, pooled
-  torch_export.py vit OUT.onnx     a 3x32x32 image -> class logits
+  torch_export.py bert OUT.onnx [--reference DIR]   ids, attention mask, token types -> hidden, pooled
+  torch_export.py vit OUT.onnx [--reference DIR]    a 3x32x32 image -> class logits
 
-BERT's sequence length is symbolic ('seq'); the ViT's input is static.
+BERT's sequence length is symbolic ('seq'); the ViT's input is static. With
+--reference, the example inputs (BERT's mask pads its last 4 tokens) and
+PyTorch's outputs for them go to DIR/<name>.npy.
 """
 import argparse
+import os
 import warnings
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -24,7 +28,9 @@ class Bert(nn.Module):
         self.types = nn.Embedding(2, D)
         self.norm = nn.LayerNorm(D, eps=1e-12)
         layer = nn.TransformerEncoderLayer(D, HEADS, FF, dropout=0.0, activation="gelu", batch_first=True)
-        self.encoder = nn.TransformerEncoder(layer, LAYERS)
+        # Without nested tensors PyTorch keeps the padded positions, as the
+        # exported graph does.
+        self.encoder = nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
         self.pooler = nn.Linear(D, D)
 
     def forward(self, ids, mask, types):
@@ -58,13 +64,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", choices=["bert", "vit"])
     parser.add_argument("out")
+    parser.add_argument("--reference", help="write the example inputs and PyTorch's outputs here")
     args = parser.parse_args()
     torch.manual_seed(0)
     warnings.simplefilter("ignore")
     if args.model == "bert":
         model = Bert().eval()
         ids = torch.randint(0, 100, (1, 16))
-        inputs = (ids, torch.ones_like(ids), torch.zeros_like(ids))
+        mask, types = torch.ones_like(ids), torch.zeros_like(ids)
+        mask[0, 12:] = 0
+        types[0, 8:] = 1
+        inputs = (ids, mask, types)
         names, outputs = ["input_ids", "attention_mask", "token_type_ids"], ["hidden", "pooled"]
         dynamic = {name: {1: "seq"} for name in names}
     else:
@@ -73,6 +83,14 @@ def main():
         names, outputs, dynamic = ["pixels"], ["logits"], None
     torch.onnx.export(model, inputs, args.out, input_names=names, output_names=outputs, dynamic_axes=dynamic,
                       opset_version=14)
+    if args.reference:
+        os.makedirs(args.reference, exist_ok=True)
+        # With gradients on, PyTorch runs the layers as written: its fused
+        # inference path would take the tanh GELU for the exact one.
+        results = model(*inputs)
+        results = results if isinstance(results, tuple) else (results,)
+        for name, value in list(zip(names, inputs)) + list(zip(outputs, results)):
+            np.save(os.path.join(args.reference, name + ".npy"), value.detach().numpy())
 
 
 if __name__ == "__main__":
