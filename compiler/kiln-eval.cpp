@@ -43,6 +43,8 @@ static kiln::eval::NpyType npyTypeOf(Type t) {
     return kiln::eval::NpyType::I64;
   if (t.isInteger(32))
     return kiln::eval::NpyType::I32;
+  if (t.isF16())
+    return kiln::eval::NpyType::F16;
   return kiln::eval::NpyType::F32;
 }
 

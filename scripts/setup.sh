@@ -13,9 +13,10 @@ packages=(
   gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
 )
 # Headless Chromium opens the compile report's page; ONNX's Python package
-# writes the test graphs, PyTorch exports the test encoders.
+# writes the test graphs, PyTorch exports the test encoders, and ONNX's
+# operator tests check the importer.
 if [ "${1:-}" = "--test" ]; then
-  packages+=(chromium fonts-liberation python3-onnx python3-torch)
+  packages+=(chromium fonts-liberation python3-onnx python3-torch libonnx-testdata)
 fi
 
 missing=()

@@ -1,6 +1,7 @@
 #include "compiler/eval/GraphEvaluator.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "kiln/kiln_half.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -36,8 +37,11 @@ Buffer make(Value result) {
   return b;
 }
 
-/// `x` as an element of `type` holds it: integers truncate, booleans are 0 or 1.
+/// `x` as an element of `type` holds it: integers truncate, booleans are 0 or
+/// 1, halves round to the nearest.
 double asElement(Type type, double x) {
+  if (type.isF16())
+    return kiln_f16_to_f32(kiln_f32_to_f16(static_cast<float>(x)));
   if (type.isInteger(1))
     return x != 0 ? 1.0 : 0.0;
   if (isa<IntegerType>(type))
@@ -356,7 +360,7 @@ llvm::Expected<std::vector<Buffer>> evaluate(ModuleOp module, llvm::StringRef fu
     if (llvm::Error err = e.run(op))
       return std::move(err);
     Type element = typeOf(op.getResult(0)).getElementType();
-    if (isa<IntegerType>(element))
+    if (isa<IntegerType>(element) || element.isF16())
       for (double &x : e.values[op.getResult(0)].values)
         x = asElement(element, x);
   }

@@ -1,5 +1,7 @@
 #include "compiler/eval/Npy.h"
 
+#include "kiln/kiln_half.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
@@ -15,7 +17,7 @@ struct TypeName {
   size_t bytes;
 };
 constexpr TypeName kTypes[] = {
-    {NpyType::F32, "<f4", 4}, {NpyType::F64, "<f8", 8}, {NpyType::I8, "|i1", 1}, {NpyType::I32, "<i4", 4},
+    {NpyType::F16, "<f2", 2}, {NpyType::F32, "<f4", 4}, {NpyType::F64, "<f8", 8}, {NpyType::I8, "|i1", 1}, {NpyType::I32, "<i4", 4},
     {NpyType::I64, "<i8", 8}, {NpyType::U8, "|u1", 1},  {NpyType::Bool, "|b1", 1},
 };
 
@@ -68,7 +70,7 @@ llvm::Expected<Buffer> readNpy(llvm::StringRef path, NpyType *typeOut) {
     if (descr == t.descr)
       type = &t;
   if (!type)
-    return bad(path, "element type '" + descr + "' is not one kiln-eval reads (f4, f8, i1, i4, i8, u1, b1)");
+    return bad(path, "element type '" + descr + "' is not one kiln-eval reads (f2, f4, f8, i1, i4, i8, u1, b1)");
   if (order != "False")
     return bad(path, "Fortran order is not read; save a C-ordered array");
   Buffer b;
@@ -91,6 +93,7 @@ llvm::Expected<Buffer> readNpy(llvm::StringRef path, NpyType *typeOut) {
   for (int64_t i = 0; i < n; ++i) {
     const char *p = data + i * type->bytes;
     switch (type->type) {
+    case NpyType::F16: { uint16_t v; std::memcpy(&v, p, 2); b.values[i] = kiln_f16_to_f32(v); break; }
     case NpyType::F32: { float v; std::memcpy(&v, p, 4); b.values[i] = v; break; }
     case NpyType::F64: { double v; std::memcpy(&v, p, 8); b.values[i] = v; break; }
     case NpyType::I32: { int32_t v; std::memcpy(&v, p, 4); b.values[i] = v; break; }
@@ -129,6 +132,7 @@ llvm::Error writeNpy(llvm::StringRef path, const Buffer &b, NpyType type) {
   for (double x : b.values) {
     char bytes[8];
     switch (type) {
+    case NpyType::F16: { uint16_t v = kiln_f32_to_f16(static_cast<float>(x)); std::memcpy(bytes, &v, 2); break; }
     case NpyType::F32: { float v = static_cast<float>(x); std::memcpy(bytes, &v, 4); break; }
     case NpyType::F64: std::memcpy(bytes, &x, 8); break;
     case NpyType::I32: { int32_t v = static_cast<int32_t>(x); std::memcpy(bytes, &v, 4); break; }

@@ -8,8 +8,8 @@
 
 namespace kiln::eval {
 
-/// The element types .npy files carry here: float32/64, int8/32/64, uint8, bool.
-enum class NpyType { F32, F64, I8, I32, I64, U8, Bool };
+/// The element types .npy files carry here: float16/32/64, int8/32/64, uint8, bool.
+enum class NpyType { F16, F32, F64, I8, I32, I64, U8, Bool };
 
 /// Reads `path` into a buffer; its element type in `type`.
 llvm::Expected<Buffer> readNpy(llvm::StringRef path, NpyType *type = nullptr);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <set>
 
 using namespace mlir;
@@ -436,9 +437,12 @@ llvm::Error GraphImporter::emit(const Node &n) {
   if (!outType)
     return fail(n, "its result is of a type Kiln does not read");
   auto requireF32 = [&](Value v) -> llvm::Error {
-    if (!tensorOf(v).getElementType().isF32())
-      return fail(n, std::string("takes float32 only, not ") + onnx::elementName(g.value(n.inputs[0])->type));
-    return llvm::Error::success();
+    if (tensorOf(v).getElementType().isF32())
+      return llvm::Error::success();
+    std::string type;
+    llvm::raw_string_ostream os(type);
+    os << tensorOf(v).getElementType();
+    return fail(n, "takes float32 only, not " + type);
   };
   ArrayRef<int64_t> outShape = outType.getShape();
   Value result;
@@ -446,6 +450,8 @@ llvm::Error GraphImporter::emit(const Node &n) {
     auto lhs = input(0), rhs = input(1);
     if (!lhs) return lhs.takeError();
     if (!rhs) return rhs.takeError();
+    if (op == "Pow" && isa<IntegerType>(tensorOf(*rhs).getElementType())) // an integer exponent
+      *rhs = b.create<CastOp>(loc, RankedTensorType::get(tensorOf(*rhs).getShape(), b.getF32Type()), *rhs);
     if (auto e = requireF32(*lhs)) return e;
     if (auto e = requireF32(*rhs)) return e;
     Value l = broadcastTo(*lhs, outShape), r = broadcastTo(*rhs, outShape);
@@ -461,9 +467,28 @@ llvm::Error GraphImporter::emit(const Node &n) {
     if (op == "Softmax") {
       const onnx::Attribute *axis = n.attribute("axis");
       const int64_t rank = outType.getRank(), a = normalAxis(axis ? axis->i : (g.opset >= 13 ? -1 : 1), rank);
-      if (a != rank - 1)
-        return fail(n, "softmax over axis " + std::to_string(a) + ": Kiln takes the last axis only");
-      result = b.create<SoftmaxOp>(loc, *x);
+      if (g.opset < 13) { // over the dimensions from `axis` on, flattened
+        const int64_t inner = std::accumulate(outShape.begin() + a, outShape.end(), int64_t(1),
+                                              std::multiplies<int64_t>());
+        Value rows = reshape(*x, {outType.getNumElements() / inner, inner});
+        result = reshape(b.create<SoftmaxOp>(loc, rows), outShape);
+      } else if (a != rank - 1) { // the axis moved last and back
+        SmallVector<int64_t> perm, shape;
+        for (int64_t d = 0; d < rank; ++d)
+          if (d != a)
+            perm.push_back(d);
+        perm.push_back(a);
+        for (int64_t d : perm)
+          shape.push_back(outShape[d]);
+        Value moved = b.create<TransposeOp>(loc, RankedTensorType::get(shape, b.getF32Type()), *x,
+                                            b.getDenseI64ArrayAttr(perm));
+        SmallVector<int64_t> back(rank);
+        for (int64_t d = 0; d < rank; ++d)
+          back[perm[d]] = d;
+        result = b.create<TransposeOp>(loc, outType, b.create<SoftmaxOp>(loc, moved), b.getDenseI64ArrayAttr(back));
+      } else {
+        result = b.create<SoftmaxOp>(loc, *x);
+      }
     } else if (op == "Sqrt") {
       result = b.create<SqrtOp>(loc, *x);
     } else if (op == "Erf") {
@@ -527,10 +552,15 @@ llvm::Error GraphImporter::emit(const Node &n) {
     if (!a) return a.takeError();
     const onnx::Attribute *ta = n.attribute("transA"), *tb = n.attribute("transB");
     const onnx::Attribute *alpha = n.attribute("alpha"), *beta = n.attribute("beta");
-    if ((ta && ta->i) || (alpha && alpha->f != 1.0f) || (beta && beta->f != 1.0f) || n.inputs.size() < 2 ||
-        !g.initializer(n.inputs[1]))
-      return fail(n, "Kiln takes Gemm as a matmul against an initializer (transA = 0, alpha = beta = 1)");
-    auto product = matmul(n, *a, n.inputs[1], tb && tb->i);
+    if ((alpha && alpha->f != 1.0f) || (beta && beta->f != 1.0f) || n.inputs.size() < 2 ||
+        !g.initializer(n.inputs[1]) || tensorOf(*a).getRank() != 2)
+      return fail(n, "Kiln takes Gemm as a matmul against an initializer (alpha = beta = 1)");
+    Value rows = *a;
+    if (ta && ta->i)
+      rows = b.create<TransposeOp>(loc, RankedTensorType::get({tensorOf(rows).getDimSize(1), tensorOf(rows).getDimSize(0)},
+                                                              tensorOf(rows).getElementType()),
+                                   rows, b.getDenseI64ArrayAttr({1, 0}));
+    auto product = matmul(n, rows, n.inputs[1], tb && tb->i);
     if (!product) return product.takeError();
     result = *product;
     if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
