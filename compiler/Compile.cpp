@@ -59,6 +59,20 @@ static LogicalResult writeFile(llvm::StringRef path, llvm::raw_ostream &errs,
   return success();
 }
 
+/// A textual phase's IR: printed to `out`, or into `dir`/<module name>.mlir.
+static LogicalResult writeIr(ModuleOp module, llvm::StringRef dir, llvm::raw_ostream &out,
+                             llvm::raw_ostream &errs) {
+  if (dir.empty()) {
+    module->print(out);
+    return success();
+  }
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return report(errs, dir, ec.message());
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, module.getSymName()->str() + ".mlir");
+  return writeFile(path, errs, [&](llvm::raw_ostream &os) { module->print(os); });
+}
+
 /// Pack + arena of `module` compiled with `overrides`, as planned: the arena
 /// and the data section exactly, the table and vocabulary by `overhead`.
 static llvm::Expected<int64_t> plannedTotal(ModuleOp module, StringRef overrides,
@@ -338,7 +352,7 @@ public:
     s->text.chunks = 2;
     s->imatrix = imatrix;
     if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("kiln-sensitivity", s->dir))
-      return report(errs, "kiln-sensitivity", ec.message()), failure();
+      return (void)report(errs, "kiln-sensitivity", ec.message()), failure();
     CompileOptions f;
     f.input = options.input;
     f.outputDir = s->dir.str().str();
@@ -356,7 +370,7 @@ public:
     s->base = base.str().str();
     if (llvm::Error e =
             runWithTaps(s->generate, build->pack, s->text, {"--dump-logits", s->base}, s->dir))
-      return report(errs, options.input, llvm::toString(std::move(e))), failure();
+      return (void)report(errs, options.input, llvm::toString(std::move(e))), failure();
     // One copy of the pack and one run at a time per core.
     unsigned workers = std::max(1u, llvm::hardware_concurrency().compute_thread_count());
     for (unsigned w = 0; w < workers; ++w) {
@@ -365,9 +379,9 @@ public:
       copy = workDir;
       llvm::sys::path::append(copy, "variant.kpack");
       if (std::error_code ec = llvm::sys::fs::create_directories(workDir))
-        return report(errs, workDir, ec.message()), failure();
+        return (void)report(errs, workDir, ec.message()), failure();
       if (std::error_code ec = llvm::sys::fs::copy_file(build->pack, copy))
-        return report(errs, copy, ec.message()), failure();
+        return (void)report(errs, copy, ec.message()), failure();
       s->workers.push_back({workDir.str().str(), copy.str().str()});
     }
     return s;
@@ -813,17 +827,8 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
   std::string name = (*module)->getSymName()->str();
   if (nameOut)
     *nameOut = name;
-  if (options.emit != EmitPhase::C) {
-    if (options.outputDir.empty()) {
-      (*module)->print(out);
-      return success();
-    }
-    if (std::error_code ec = llvm::sys::fs::create_directories(options.outputDir))
-      return report(errs, options.outputDir, ec.message());
-    llvm::SmallString<256> path(options.outputDir);
-    llvm::sys::path::append(path, name + ".mlir");
-    return writeFile(path, errs, [&](llvm::raw_ostream &os) { (*module)->print(os); });
-  }
+  if (options.emit != EmitPhase::C)
+    return writeIr(**module, options.outputDir, out, errs);
 
   if (options.outputDir.empty())
     return report(errs, options.input, "--emit=c needs an output directory (-o DIR)");
@@ -983,10 +988,9 @@ static LogicalResult compileOnnx(const CompileOptions &options, llvm::raw_ostrea
     return failure();
   }
   MLIRContext context;
-  std::string name = options.import.name.empty()
-                         ? toIdentifier(llvm::sys::path::stem(options.input))
-                         : options.import.name;
-  auto module = importOnnx(context, graph, name);
+  auto module = importOnnx(context, graph,
+                           options.import.name.empty() ? toIdentifier(llvm::sys::path::stem(options.input))
+                                                       : options.import.name);
   if (!module) {
     errs << "kiln-compile: error: " << llvm::toString(module.takeError()) << "\n";
     return failure();
@@ -999,15 +1003,7 @@ static LogicalResult compileOnnx(const CompileOptions &options, llvm::raw_ostrea
   buildOnnxGraphPipeline(pm);
   if (failed(pm.run(**module)))
     return report(errs, options.input, "the graph passes failed");
-  if (options.outputDir.empty()) {
-    (*module)->print(out);
-    return success();
-  }
-  if (std::error_code ec = llvm::sys::fs::create_directories(options.outputDir))
-    return report(errs, options.outputDir, ec.message());
-  llvm::SmallString<256> path(options.outputDir);
-  llvm::sys::path::append(path, name + ".mlir");
-  return writeFile(path, errs, [&](llvm::raw_ostream &os) { (*module)->print(os); });
+  return writeIr(**module, options.outputDir, out, errs);
 }
 
 LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &out,

@@ -1,4 +1,5 @@
 #include "compiler/import/OnnxFold.h"
+#include "compiler/import/OnnxProto.h"
 
 #include <cmath>
 #include <cstring>
@@ -52,54 +53,31 @@ bool foldableType(int32_t type) {
   }
 }
 
-template <typename T> T load(const std::string &raw, int64_t i) {
-  T v;
-  std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
-  return v;
-}
-
 /// A tensor proto (initializer or attribute) as a Value; false when its type
 /// is not folded or its data is external or malformed (the reader reports it).
 bool fromProto(const TensorProto &t, Value &v) {
   if (!foldableType(t.data_type()) || t.data_location() == TensorProto::EXTERNAL)
     return false;
-  v.type = t.data_type();
-  v.shape.assign(t.dims().begin(), t.dims().end());
-  const int64_t n = count(v.shape);
-  if (n > kMaxFoldedElements)
+  Tensor tensor;
+  try {
+    tensor = readTensor("", t);
+  } catch (const Failure &) {
     return false;
-  const std::string &raw = t.raw_data();
-  const bool hasRaw = t.has_raw_data();
-  auto sized = [&](size_t bytes, int fieldSize) { return hasRaw ? raw.size() == bytes * n : fieldSize == n; };
-  switch (v.type) {
-  case TensorProto::FLOAT:
-    if (!sized(4, t.float_data_size())) return false;
-    for (int64_t i = 0; i < n; ++i) v.reals.push_back(hasRaw ? load<float>(raw, i) : t.float_data(i));
-    return true;
-  case TensorProto::DOUBLE:
-    if (!sized(8, t.double_data_size())) return false;
-    for (int64_t i = 0; i < n; ++i) v.reals.push_back(hasRaw ? load<double>(raw, i) : t.double_data(i));
-    return true;
-  case TensorProto::INT64:
-    if (!sized(8, t.int64_data_size())) return false;
-    for (int64_t i = 0; i < n; ++i) v.ints.push_back(hasRaw ? load<int64_t>(raw, i) : t.int64_data(i));
-    return true;
-  case TensorProto::INT32:
-    if (!sized(4, t.int32_data_size())) return false;
-    for (int64_t i = 0; i < n; ++i) v.ints.push_back(hasRaw ? load<int32_t>(raw, i) : t.int32_data(i));
-    return true;
-  case TensorProto::INT16:
-    if (!sized(2, t.int32_data_size())) return false;
-    for (int64_t i = 0; i < n; ++i) v.ints.push_back(hasRaw ? load<int16_t>(raw, i) : (int16_t)t.int32_data(i));
-    return true;
-  default: // int8, uint8, bool
-    if (!sized(1, t.int32_data_size())) return false;
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t x = hasRaw ? (int64_t)(uint8_t)raw[i] : t.int32_data(i);
-      v.ints.push_back(v.type == TensorProto::INT8 ? (int64_t)(int8_t)x : x);
-    }
-    return true;
   }
+  v.type = t.data_type();
+  v.shape = tensor.info.shape;
+  if (count(v.shape) > kMaxFoldedElements)
+    return false;
+  if (v.type == TensorProto::DOUBLE) {
+    v.reals.resize(count(v.shape));
+    std::memcpy(v.reals.data(), tensor.bytes.data(), tensor.bytes.size());
+  } else if (v.type == TensorProto::FLOAT) {
+    const std::vector<float> f = tensor.floats();
+    v.reals.assign(f.begin(), f.end());
+  } else {
+    v.ints = tensor.integers();
+  }
+  return true;
 }
 
 template <typename T> void store(std::string &raw, int64_t i, T x) {

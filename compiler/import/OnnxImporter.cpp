@@ -147,6 +147,15 @@ private:
     return &g.nodes[it->second[0]];
   }
 
+  /// The last input of `n` that is not a one-element initializer ("" when none).
+  std::string nonScalarInput(const Node &n) const {
+    std::string found;
+    for (const std::string &in : n.inputs)
+      if (!scalar(in))
+        found = in;
+    return found;
+  }
+
   /// The input of binary node `n` other than `known`, or "" when neither
   /// input is `known`.
   static std::string otherInput(const Node &n, const std::string &known) {
@@ -295,10 +304,7 @@ void GraphImporter::matchGeluTanh(int at) {
   if (iScale < 0)
     return;
   const Node &scale = g.nodes[iScale];
-  std::string inner;
-  for (const std::string &in : scale.inputs)
-    if (!scalar(in))
-      inner = in;
+  const std::string inner = nonScalarInput(scale);
   const int iInner = made(inner);
   if (!isScalarOp(&scale, "Mul", inner, std::sqrt(2.0 / M_PI)) || iInner < 0 || soleReader(scale.outputs[0]) != &tanh)
     return;
@@ -311,10 +317,7 @@ void GraphImporter::matchGeluTanh(int at) {
     if (iCubic < 0)
       continue;
     const Node &cubicScale = g.nodes[iCubic];
-    std::string cube;
-    for (const std::string &in : cubicScale.inputs)
-      if (!scalar(in))
-        cube = in;
+    const std::string cube = nonScalarInput(cubicScale);
     const int iCube = made(cube);
     if (!isScalarOp(&cubicScale, "Mul", cube, 0.044715) || iCube < 0 || soleReader(cubicOut) != &sum)
       continue;
@@ -684,22 +687,22 @@ llvm::Error GraphImporter::emit(const Node &n) {
 
 llvm::Error GraphImporter::build(ModuleOp module) {
   SmallVector<Type> inputs, outputs;
-  for (const onnx::ValueInfo &v : g.inputs) {
-    RankedTensorType t = typeOf(v);
-    if (!t)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(), g.file + ": input '" + v.name + "' is of " +
-                                                                         onnx::elementName(v.type) +
-                                                                         ", which Kiln does not read");
-    inputs.push_back(t);
-  }
-  for (const onnx::ValueInfo &v : g.outputs) {
-    RankedTensorType t = typeOf(v);
-    if (!t)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(), g.file + ": output '" + v.name + "' is of " +
-                                                                         onnx::elementName(v.type) +
-                                                                         ", which Kiln does not read");
-    outputs.push_back(t);
-  }
+  auto types = [&](const std::vector<onnx::ValueInfo> &values, const char *what,
+                   SmallVector<Type> &into) -> llvm::Error {
+    for (const onnx::ValueInfo &v : values) {
+      RankedTensorType t = typeOf(v);
+      if (!t)
+        return llvm::createStringError(llvm::inconvertibleErrorCode(), g.file + ": " + what + " '" + v.name +
+                                                                           "' is of " + onnx::elementName(v.type) +
+                                                                           ", which Kiln does not read");
+      into.push_back(t);
+    }
+    return llvm::Error::success();
+  };
+  if (auto e = types(g.inputs, "input", inputs))
+    return e;
+  if (auto e = types(g.outputs, "output", outputs))
+    return e;
   b.setInsertionPointToEnd(module.getBody());
   auto run = b.create<func::FuncOp>(loc, "run", b.getFunctionType(inputs, outputs));
   for (size_t i = 0; i < g.inputs.size(); ++i)
