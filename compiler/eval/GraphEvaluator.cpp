@@ -125,6 +125,12 @@ llvm::Error Evaluator::run(Operation &op) {
     return named(w.getName());
   if (auto c = dyn_cast<ConstantOp>(op))
     return named(c.getName());
+  if (auto splat = dyn_cast<SplatOp>(op)) {
+    Buffer out = make(op.getResult(0));
+    std::fill(out.values.begin(), out.values.end(), splat.getValue().convertToFloat());
+    values[op.getResult(0)] = std::move(out);
+    return llvm::Error::success();
+  }
   if (isa<AddOp>(op)) return zip(op, [](double a, double b) { return a + b; }), llvm::Error::success();
   if (isa<SubOp>(op)) return zip(op, [](double a, double b) { return a - b; }), llvm::Error::success();
   if (isa<MulOp>(op)) return zip(op, [](double a, double b) { return a * b; }), llvm::Error::success();

@@ -115,6 +115,10 @@ private:
     return std::nullopt;
   }
 
+  Value splat(float value, ArrayRef<int64_t> shape) {
+    return b.create<SplatOp>(loc, RankedTensorType::get(shape, b.getF32Type()), b.getF32FloatAttr(value));
+  }
+
   Value reshape(Value v, ArrayRef<int64_t> shape) {
     RankedTensorType t = tensorOf(v);
     if (t.getShape() == shape)
@@ -518,19 +522,44 @@ llvm::Error GraphImporter::emit(const Node &n) {
     Value mean = b.create<ReduceMeanOp>(loc, RankedTensorType::get(kept, b.getF32Type()), *x,
                                         b.getDenseI64ArrayAttr(axes));
     result = reshape(mean, outShape);
-  } else if (op == "LayerNormalization") {
+  } else if (op == "LayerNormalization") { // over the dimensions from `axis` on
     auto x = input(0);
     if (!x) return x.takeError();
-    const onnx::Attribute *axis = n.attribute("axis"), *eps = n.attribute("epsilon");
-    const int64_t rank = tensorOf(*x).getRank(), width = tensorOf(*x).getShape().back();
-    if (normalAxis(axis ? axis->i : -1, rank) != rank - 1)
-      return fail(n, "normalises from an axis other than the last: Kiln takes the last axis only");
-    if (n.inputs.size() < 3 || !isVector(n.inputs[1], width) || !isVector(n.inputs[2], width))
-      return fail(n, "expects float32 scale and bias initializers of the last axis' width");
-    for (size_t i = 1; i < n.outputs.size(); ++i)
-      if (!n.outputs[i].empty() && (readers.count(n.outputs[i]) || graphOutputs.count(n.outputs[i])))
-        return fail(n, "its mean and inverse deviation outputs are read: Kiln gives the normalised output only");
-    result = layerNorm(*x, n.inputs[1], n.inputs[2], eps ? eps->f : 1e-5f);
+    if (auto e = requireF32(*x)) return e;
+    const onnx::Attribute *axisAttr = n.attribute("axis"), *epsAttr = n.attribute("epsilon");
+    const int64_t rank = tensorOf(*x).getRank(), axis = normalAxis(axisAttr ? axisAttr->i : -1, rank);
+    const int64_t width = std::accumulate(outShape.begin() + axis, outShape.end(), int64_t(1),
+                                          std::multiplies<int64_t>());
+    const int64_t rows = outType.getNumElements() / width;
+    const float eps = epsAttr ? epsAttr->f : 1e-5f;
+    auto param = [&](size_t i) -> Value { // scale or bias as a [width] vector
+      const onnx::Tensor *t = i < n.inputs.size() && !n.inputs[i].empty() ? g.initializer(n.inputs[i]) : nullptr;
+      if (!t || t->info.type != ElementType::F32 || t->info.numElements() != width)
+        return Value();
+      return reshape(get(n.inputs[i]), {width});
+    };
+    Value scale = param(1), shift = n.inputs.size() > 2 && !n.inputs[2].empty() ? param(2) : splat(0.0f, {width});
+    if (!scale || !shift)
+      return fail(n, "expects float32 scale and bias initializers of the normalised dimensions' size");
+    Value flat = reshape(*x, {rows, width});
+    result = reshape(b.create<LayerNormOp>(loc, flat.getType(), flat, scale, shift, b.getF32FloatAttr(eps)),
+                     outShape);
+    // The optional mean and inverse standard deviation, from the same rows.
+    if (n.outputs.size() > 1 && (readers.count(n.outputs[1]) || graphOutputs.count(n.outputs[1]) ||
+                                 (n.outputs.size() > 2 && (readers.count(n.outputs[2]) || graphOutputs.count(n.outputs[2]))))) {
+      RankedTensorType column = RankedTensorType::get({rows, 1}, b.getF32Type());
+      auto mean = [&](Value v) -> Value {
+        return b.create<ReduceMeanOp>(loc, column, v, b.getDenseI64ArrayAttr({1}));
+      };
+      Value mu = mean(flat);
+      Value centred = b.create<SubOp>(loc, flat, broadcastTo(mu, {rows, width}));
+      Value variance = mean(b.create<MulOp>(loc, centred, centred));
+      Value deviation = b.create<SqrtOp>(loc, b.create<AddOp>(loc, variance, splat(eps, {rows, 1})));
+      Value inverse = b.create<DivOp>(loc, splat(1.0f, {rows, 1}), deviation);
+      for (auto [i, v] : {std::pair<size_t, Value>{1, mu}, {2, inverse}})
+        if (i < n.outputs.size() && !n.outputs[i].empty())
+          values[n.outputs[i]] = reshape(v, typeOf(n.outputs[i]).getShape());
+    }
   } else if (op == "MatMul") {
     auto a = input(0), w = input(1);
     if (!a) return a.takeError();
@@ -554,10 +583,10 @@ llvm::Error GraphImporter::emit(const Node &n) {
     auto a = input(0);
     if (!a) return a.takeError();
     const onnx::Attribute *ta = n.attribute("transA"), *tb = n.attribute("transB");
-    const onnx::Attribute *alpha = n.attribute("alpha"), *beta = n.attribute("beta");
-    if ((alpha && alpha->f != 1.0f) || (beta && beta->f != 1.0f) || n.inputs.size() < 2 ||
-        !g.initializer(n.inputs[1]) || tensorOf(*a).getRank() != 2)
-      return fail(n, "Kiln takes Gemm as a matmul against an initializer (alpha = beta = 1)");
+    const onnx::Attribute *alphaAttr = n.attribute("alpha"), *betaAttr = n.attribute("beta");
+    const float alpha = alphaAttr ? alphaAttr->f : 1.0f, beta = betaAttr ? betaAttr->f : 1.0f;
+    if (n.inputs.size() < 2 || !g.initializer(n.inputs[1]) || tensorOf(*a).getRank() != 2)
+      return fail(n, "Kiln takes Gemm as a matmul of a matrix against an initializer");
     Value rows = *a;
     if (ta && ta->i)
       rows = b.create<TransposeOp>(loc, RankedTensorType::get({tensorOf(rows).getDimSize(1), tensorOf(rows).getDimSize(0)},
@@ -566,13 +595,19 @@ llvm::Error GraphImporter::emit(const Node &n) {
     auto product = matmul(n, rows, n.inputs[1], tb && tb->i);
     if (!product) return product.takeError();
     result = *product;
+    if (alpha != 1.0f)
+      result = b.create<MulOp>(loc, result, splat(alpha, outShape));
     if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
-      if (isVector(n.inputs[2], outShape.back()) && outType.getRank() == 2) {
+      if (beta == 1.0f && isVector(n.inputs[2], outShape.back()) && outType.getRank() == 2) {
         result = b.create<BiasAddOp>(loc, result, get(n.inputs[2]));
       } else {
         auto c = input(2);
         if (!c) return c.takeError();
-        result = b.create<AddOp>(loc, result, broadcastTo(*c, outShape));
+        if (auto e = requireF32(*c)) return e;
+        Value bias = broadcastTo(*c, outShape);
+        if (beta != 1.0f)
+          bias = b.create<MulOp>(loc, bias, splat(beta, outShape));
+        result = b.create<AddOp>(loc, result, bias);
       }
     }
   } else if (op == "Conv") {
@@ -679,7 +714,8 @@ llvm::Error GraphImporter::emit(const Node &n) {
     return fail(n, "unsupported op '" + op + "'");
   }
   for (size_t i = 1; i < n.outputs.size(); ++i)
-    if (!n.outputs[i].empty() && (readers.count(n.outputs[i]) || graphOutputs.count(n.outputs[i])))
+    if (!n.outputs[i].empty() && !values.count(n.outputs[i]) &&
+        (readers.count(n.outputs[i]) || graphOutputs.count(n.outputs[i])))
       return fail(n, "output " + std::to_string(i) + " is read: Kiln gives the first output only");
   values[n.outputs[0]] = result;
   return llvm::Error::success();

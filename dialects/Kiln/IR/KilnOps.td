@@ -272,6 +272,13 @@ def Kiln_ConstantOp : Kiln_Op<"constant", [Pure]> {
   let assemblyFormat = "$name attr-dict `:` type($result)";
 }
 
+def Kiln_SplatOp : Kiln_Op<"splat", [Pure]> {
+  let summary = "a tensor of one value: an op's scalar parameter (epsilon, alpha)";
+  let arguments = (ins F32Attr:$value);
+  let results = (outs Kiln_F32Tensor:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+}
+
 class Kiln_GraphUnaryOp<string mnemonic, string what>
     : Kiln_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
   let summary = what;

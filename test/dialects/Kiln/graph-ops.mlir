@@ -9,7 +9,9 @@ func.func @encoder_ops(%x: tensor<1x8x16xf32>, %ids: tensor<1x8xi64>, %m: tensor
   %c3 = kiln.reshape %c : tensor<f32> -> tensor<1x1x1xf32>
   // CHECK: kiln.broadcast %{{.*}} : tensor<1x1x1xf32> -> tensor<1x8x16xf32>
   %cb = kiln.broadcast %c3 : tensor<1x1x1xf32> -> tensor<1x8x16xf32>
-  %s = kiln.sub %x, %cb : tensor<1x8x16xf32>
+  // CHECK: kiln.splat 1.000000e+00 : tensor<1x8x16xf32>
+  %one = kiln.splat 1.0 : tensor<1x8x16xf32>
+  %s = kiln.sub %x, %one : tensor<1x8x16xf32>
   %d = kiln.div %s, %cb : tensor<1x8x16xf32>
   %p = kiln.pow %d, %cb : tensor<1x8x16xf32>
   %r = kiln.sqrt %p : tensor<1x8x16xf32>
