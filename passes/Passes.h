@@ -22,7 +22,7 @@ void buildGraphPipeline(mlir::OpPassManager &pm, const QuantizeOptions &quantize
                         llvm::StringRef fuse = "residual,swiglu,qkv,norm");
 
 /// Graph-level passes of an imported ONNX graph: the importer's reshape,
-/// transpose and broadcast chains folded, equal values merged.
+/// transpose and broadcast chains folded, equal values merged, attention fused.
 void buildOnnxGraphPipeline(mlir::OpPassManager &pm);
 
 /// From graph level to kernel level: weights placed in the pack (in panels

@@ -74,6 +74,31 @@ def Fuse : Pass<"kiln-fuse", "mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def FuseAttention : Pass<"kiln-fuse-attention", "mlir::ModuleOp"> {
+  let summary = "Merges an encoder's attention (scores, scale, mask, softmax, values) into kiln.attend";
+  let description = [{
+    Finds batch_matmul(softmax(scale * batch_matmul(q, kT) + bias), v) as
+    imported graphs write it, the scale a splat that divides or multiplies the
+    queries or multiplies the scores (or none), the bias optional, and every
+    intermediate without another use, and replaces it by one kiln.attend with
+    the scales multiplied into its `scale`.
+
+    Before:
+    ```mlir
+    %qs = kiln.div %q, %c : tensor<4x16x8xf32>            // %c = kiln.splat 2.828...
+    %s = kiln.batch_matmul %qs, %kt : (...) -> tensor<4x16x16xf32>
+    %b = kiln.add %s, %mask : tensor<4x16x16xf32>
+    %p = kiln.softmax %b : tensor<4x16x16xf32>
+    %o = kiln.batch_matmul %p, %v : (...) -> tensor<4x16x8xf32>
+    ```
+    After:
+    ```mlir
+    %o = kiln.attend %q, %kt, %v bias %mask {scale = 0.353553385 : f32} : (...) -> tensor<4x16x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def PackLayout : Pass<"kiln-pack-layout", "mlir::ModuleOp"> {
   let summary = "Places every weight in the data section of the pack";
   let description = [{

@@ -18,6 +18,8 @@ void kiln::buildGraphPipeline(OpPassManager &pm, const QuantizeOptions &quantize
 void kiln::buildOnnxGraphPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addPass(createFuseAttention());
+  pm.addPass(createCanonicalizerPass());
 }
 
 void kiln::buildKernelPipeline(OpPassManager &pm, const KernelTarget &target,

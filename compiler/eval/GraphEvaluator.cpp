@@ -214,6 +214,35 @@ llvm::Error Evaluator::run(Operation &op) {
     values[op.getResult(0)] = std::move(out);
     return llvm::Error::success();
   }
+  if (auto attend = dyn_cast<AttendOp>(op)) {
+    Buffer out = make(op.getResult(0));
+    const Buffer &q = in(op, 0), &kt = in(op, 1), &v = in(op, 2);
+    const Buffer *bias = attend.getBias() ? &values[attend.getBias()] : nullptr;
+    const int64_t batches = q.shape[0], s = q.shape[1], d = q.shape[2], t = kt.shape[2], e = v.shape[2];
+    const double scale = attend.getScale().convertToFloat();
+    std::vector<double> p(t);
+    for (int64_t b = 0; b < batches; ++b)
+      for (int64_t i = 0; i < s; ++i) {
+        double peak = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < t; ++j) {
+          double dot = 0;
+          for (int64_t k = 0; k < d; ++k)
+            dot += q.values[(b * s + i) * d + k] * kt.values[(b * d + k) * t + j];
+          p[j] = scale * dot + (bias ? bias->values[(b * s + i) * t + j] : 0.0);
+          peak = std::max(peak, p[j]);
+        }
+        for (int64_t j = 0; j < t; ++j)
+          sum += p[j] = std::exp(p[j] - peak);
+        for (int64_t c = 0; c < e; ++c) {
+          double acc = 0;
+          for (int64_t j = 0; j < t; ++j)
+            acc += p[j] / sum * v.values[(b * t + j) * e + c];
+          out.values[(b * s + i) * e + c] = acc;
+        }
+      }
+    values[op.getResult(0)] = std::move(out);
+    return llvm::Error::success();
+  }
   if (auto embed = dyn_cast<EmbedOp>(op)) {
     Buffer out = make(op.getResult(0));
     const Buffer &table = in(op, 0), &ids = in(op, 1);

@@ -94,7 +94,9 @@ private:
     if (!type)
       return Value();
     Value v;
-    if (isa<FloatType>(type.getElementType()) && type.getRank() > 0 && type.getNumElements() > 0)
+    if (type.getElementType().isF32() && type.getNumElements() == 1) // a scalar parameter
+      v = splat(t->floats()[0], type.getShape());
+    else if (isa<FloatType>(type.getElementType()) && type.getRank() > 0 && type.getNumElements() > 0)
       v = b.create<WeightOp>(loc, type, name);
     else
       v = b.create<ConstantOp>(loc, type, name);
@@ -123,6 +125,8 @@ private:
     RankedTensorType t = tensorOf(v);
     if (t.getShape() == shape)
       return v;
+    if (auto s = v.getDefiningOp<SplatOp>())
+      return splat(s.getValue().convertToFloat(), shape);
     return b.create<ReshapeOp>(loc, RankedTensorType::get(shape, t.getElementType()), v);
   }
 
@@ -137,6 +141,8 @@ private:
     v = reshape(v, ranked);
     if (ArrayRef<int64_t>(ranked) == shape)
       return v;
+    if (auto s = v.getDefiningOp<SplatOp>())
+      return splat(s.getValue().convertToFloat(), shape);
     return b.create<BroadcastOp>(loc, RankedTensorType::get(shape, t.getElementType()), v);
   }
 

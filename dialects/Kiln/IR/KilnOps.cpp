@@ -449,5 +449,17 @@ OpFoldResult TransposeOp::fold(FoldAdaptor) {
   return {};
 }
 
+LogicalResult AttendOp::verify() {
+  RankedTensorType q = tensorOf(getQuery()), kt = tensorOf(getKeysT()), v = tensorOf(getValues());
+  if (q.getRank() != 3 || kt.getRank() != 3 || v.getRank() != 3)
+    return emitOpError("expects [B, S, D] queries, [B, D, T] keys and [B, T, E] values");
+  const int64_t batch = q.getDimSize(0), s = q.getDimSize(1), d = q.getDimSize(2), t = kt.getDimSize(2);
+  if (kt.getDimSize(0) != batch || kt.getDimSize(1) != d || v.getDimSize(0) != batch || v.getDimSize(1) != t)
+    return emitOpError("expects [B, S, D] queries, [B, D, T] keys and [B, T, E] values");
+  if (getBias() && tensorOf(getBias()).getShape() != ArrayRef<int64_t>{batch, s, t})
+    return emitOpError() << "expects a bias of shape " << batch << "x" << s << "x" << t;
+  return expectShape(*this, getResult(), {batch, s, v.getDimSize(2)}, "result");
+}
+
 #define GET_OP_CLASSES
 #include "dialects/Kiln/IR/KilnOps.cpp.inc"

@@ -401,4 +401,25 @@ def Kiln_BatchMatmulOp : Kiln_Op<"batch_matmul", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Kiln_AttendOp : Kiln_Op<"attend", [Pure]> {
+  let summary = "bidirectional attention: softmax(scale * q kT + bias) v, per batch";
+  let description = [{
+    An encoder's attention over all positions, with keys given transposed
+    ([B, D, T]) as exporters compute them and an optional additive bias (the
+    mask: 0 or -inf) broadcast to [B, S, T]. One kernel can compute it a row
+    of scores at a time, so the [B, S, T] score matrix never reaches memory.
+    ```mlir
+    %o = kiln.attend %q, %kt, %v bias %m {scale = 0.353553385 : f32}
+        : (tensor<4x16x8xf32>, tensor<4x8x16xf32>, tensor<4x16x8xf32>, tensor<4x16x16xf32>) -> tensor<4x16x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_F32Tensor:$query, Kiln_F32Tensor:$keys_t, Kiln_F32Tensor:$values,
+                       Optional<Kiln_F32Tensor>:$bias, F32Attr:$scale);
+  let results = (outs Kiln_F32Tensor:$result);
+  let assemblyFormat = [{
+    $query `,` $keys_t `,` $values (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // KILN_OPS_TD

@@ -277,3 +277,11 @@ func.func @where_shapes(%c: tensor<4xi1>, %x: tensor<3xf32>) {
   %y = kiln.where %c, %x, %x : tensor<4xi1>, tensor<3xf32>
   return
 }
+
+// -----
+
+func.func @attend_bias_shape(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %v: tensor<2x6x8xf32>, %m: tensor<2x4x4xf32>) {
+  // expected-error @+1 {{expects a bias of shape 2x4x6}}
+  %o = kiln.attend %q, %kt, %v bias %m {scale = 1.0 : f32} : (tensor<2x4x8xf32>, tensor<2x8x6xf32>, tensor<2x6x8xf32>, tensor<2x4x4xf32>) -> tensor<2x4x8xf32>
+  return
+}
