@@ -977,6 +977,10 @@ static std::string vocabularyDifference(const Vocabulary &target, const Vocabula
 /// printed. Encoders stop there: the graph ops have no kernels yet.
 static LogicalResult compileOnnx(const CompileOptions &options, llvm::raw_ostream &out,
                                  llvm::raw_ostream &errs) {
+  if (options.emit != EmitPhase::Mlir)
+    return report(errs, options.input,
+                  "an ONNX graph compiles to graph-level IR only (--emit=mlir): its graph ops "
+                  "have no kernels yet");
   onnx::InputShapes shapes;
   std::string error;
   for (const std::string &s : options.inputShapes)
@@ -995,10 +999,6 @@ static LogicalResult compileOnnx(const CompileOptions &options, llvm::raw_ostrea
     errs << "kiln-compile: error: " << llvm::toString(module.takeError()) << "\n";
     return failure();
   }
-  if (options.emit != EmitPhase::Mlir)
-    return report(errs, options.input,
-                  "an ONNX graph compiles to graph-level IR only (--emit=mlir): its graph ops "
-                  "have no kernels yet");
   PassManager pm(&context);
   buildOnnxGraphPipeline(pm);
   if (failed(pm.run(**module)))

@@ -191,7 +191,7 @@ private:
   void matchGelu(int at);
   void matchGeluTanh(int at);
   bool isScalarOp(const Node *n, const char *op, const std::string &value, double c) const;
-  Value layerNorm(Value x, const std::string &weight, const std::string &bias, float epsilon);
+  Value layerNorm(Value x, int64_t width, Value scale, Value shift, float epsilon);
   llvm::Error emit(const Node &n);
   llvm::Expected<Value> matmul(const Node &n, Value a, const std::string &weight, bool transposed);
   llvm::Expected<Value> matmulRows(const Node &n, Value a, Value w);
@@ -253,7 +253,9 @@ void GraphImporter::matchLayerNorm(int at) {
     return;
   consumed.insert({at, iSub, iPow, iVar, iAdd, iSqrt, iDiv, iMul});
   const float epsilon = static_cast<float>(*eps);
-  anchors[iBias] = [this, x, weight, shift, epsilon] { return layerNorm(get(x), weight, shift, epsilon); };
+  anchors[iBias] = [this, x, width, weight, shift, epsilon] {
+    return layerNorm(get(x), width, get(weight), get(shift), epsilon);
+  };
 }
 
 /// x * (1 + erf(x / sqrt 2)) * 0.5, as exporters write exact GELU: Div (or
@@ -360,13 +362,12 @@ void GraphImporter::matchGeluTanh(int at) {
   }
 }
 
-/// layer_norm over the rows of `x` seen as [rows, width].
-Value GraphImporter::layerNorm(Value x, const std::string &weight, const std::string &bias, float epsilon) {
+/// layer_norm of `x` over its last dimensions, `width` elements (x seen as
+/// [rows, width]), with [width] scale and shift.
+Value GraphImporter::layerNorm(Value x, int64_t width, Value scale, Value shift, float epsilon) {
   ArrayRef<int64_t> shape = tensorOf(x).getShape();
-  const int64_t width = shape.back(), rows = tensorOf(x).getNumElements() / width;
-  Value rowsIn = reshape(x, {rows, width});
-  Value normed = b.create<LayerNormOp>(loc, rowsIn.getType(), rowsIn, get(weight), get(bias),
-                                       b.getF32FloatAttr(epsilon));
+  Value rows = reshape(x, {tensorOf(x).getNumElements() / width, width});
+  Value normed = b.create<LayerNormOp>(loc, rows.getType(), rows, scale, shift, b.getF32FloatAttr(epsilon));
   return reshape(normed, shape);
 }
 
@@ -438,6 +439,19 @@ llvm::Expected<Value> GraphImporter::patchConv(const Node &n, Value x, RankedTen
   return Value(b.create<TransposeOp>(loc, outType, y, b.getDenseI64ArrayAttr({0, 3, 1, 2})));
 }
 
+/// How many of an op's first inputs it reads as values (the rest are shapes,
+/// axes, starts or optional inputs, read as constants where needed).
+static size_t valueInputs(llvm::StringRef op, size_t given) {
+  if (op == "Concat")
+    return given;
+  if (op == "Where")
+    return 3;
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "MatMul" ||
+      op == "Gather" || op == "Equal")
+    return 2;
+  return 1;
+}
+
 llvm::Error GraphImporter::emit(const Node &n) {
   const std::string &op = n.op;
   auto input = [&](size_t i) -> llvm::Expected<Value> {
@@ -446,6 +460,15 @@ llvm::Error GraphImporter::emit(const Node &n) {
       return fail(n, "input " + std::to_string(i) + " is missing or of a type Kiln does not read");
     return v;
   };
+  // The inputs the op reads as values, resolved once; shapes, axes and
+  // optional inputs are read where the op needs them.
+  SmallVector<Value> in;
+  for (size_t i = 0; i < valueInputs(op, n.inputs.size()); ++i) {
+    auto v = input(i);
+    if (!v)
+      return v.takeError();
+    in.push_back(*v);
+  }
   RankedTensorType outType = n.outputs.empty() || n.outputs[0].empty() ? RankedTensorType() : typeOf(n.outputs[0]);
   if (!outType)
     return fail(n, "its result is of a type Kiln does not read");
@@ -460,30 +483,28 @@ llvm::Error GraphImporter::emit(const Node &n) {
   ArrayRef<int64_t> outShape = outType.getShape();
   Value result;
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow") {
-    auto lhs = input(0), rhs = input(1);
-    if (!lhs) return lhs.takeError();
-    if (!rhs) return rhs.takeError();
-    if (op == "Pow" && isa<IntegerType>(tensorOf(*rhs).getElementType())) // an integer exponent
-      *rhs = b.create<CastOp>(loc, RankedTensorType::get(tensorOf(*rhs).getShape(), b.getF32Type()), *rhs);
-    if (auto e = requireF32(*lhs)) return e;
-    if (auto e = requireF32(*rhs)) return e;
-    Value l = broadcastTo(*lhs, outShape), r = broadcastTo(*rhs, outShape);
+    Value lhs = in[0];
+    Value rhs = in[1];
+    if (op == "Pow" && isa<IntegerType>(tensorOf(rhs).getElementType())) // an integer exponent
+      rhs = b.create<CastOp>(loc, RankedTensorType::get(tensorOf(rhs).getShape(), b.getF32Type()), rhs);
+    if (auto e = requireF32(lhs)) return e;
+    if (auto e = requireF32(rhs)) return e;
+    Value l = broadcastTo(lhs, outShape), r = broadcastTo(rhs, outShape);
     if (op == "Add") result = b.create<AddOp>(loc, l, r);
     else if (op == "Sub") result = b.create<SubOp>(loc, l, r);
     else if (op == "Mul") result = b.create<MulOp>(loc, l, r);
     else if (op == "Div") result = b.create<DivOp>(loc, l, r);
     else result = b.create<PowOp>(loc, l, r);
   } else if (op == "Sqrt" || op == "Erf" || op == "Tanh" || op == "Softmax") {
-    auto x = input(0);
-    if (!x) return x.takeError();
-    if (auto e = requireF32(*x)) return e;
+    Value x = in[0];
+    if (auto e = requireF32(x)) return e;
     if (op == "Softmax") {
       const onnx::Attribute *axis = n.attribute("axis");
       const int64_t rank = outType.getRank(), a = normalAxis(axis ? axis->i : (g.opset >= 13 ? -1 : 1), rank);
       if (g.opset < 13) { // over the dimensions from `axis` on, flattened
         const int64_t inner = std::accumulate(outShape.begin() + a, outShape.end(), int64_t(1),
                                               std::multiplies<int64_t>());
-        Value rows = reshape(*x, {outType.getNumElements() / inner, inner});
+        Value rows = reshape(x, {outType.getNumElements() / inner, inner});
         result = reshape(b.create<SoftmaxOp>(loc, rows), outShape);
       } else if (a != rank - 1) { // the axis moved last and back
         SmallVector<int64_t> perm, shape;
@@ -493,29 +514,28 @@ llvm::Error GraphImporter::emit(const Node &n) {
         perm.push_back(a);
         for (int64_t d : perm)
           shape.push_back(outShape[d]);
-        Value moved = b.create<TransposeOp>(loc, RankedTensorType::get(shape, b.getF32Type()), *x,
+        Value moved = b.create<TransposeOp>(loc, RankedTensorType::get(shape, b.getF32Type()), x,
                                             b.getDenseI64ArrayAttr(perm));
         SmallVector<int64_t> back(rank);
         for (int64_t d = 0; d < rank; ++d)
           back[perm[d]] = d;
         result = b.create<TransposeOp>(loc, outType, b.create<SoftmaxOp>(loc, moved), b.getDenseI64ArrayAttr(back));
       } else {
-        result = b.create<SoftmaxOp>(loc, *x);
+        result = b.create<SoftmaxOp>(loc, x);
       }
     } else if (op == "Sqrt") {
-      result = b.create<SqrtOp>(loc, *x);
+      result = b.create<SqrtOp>(loc, x);
     } else if (op == "Erf") {
-      result = b.create<ErfOp>(loc, *x);
+      result = b.create<ErfOp>(loc, x);
     } else {
-      result = b.create<TanhOp>(loc, *x);
+      result = b.create<TanhOp>(loc, x);
     }
   } else if (op == "ReduceMean") {
-    auto x = input(0);
-    if (!x) return x.takeError();
-    if (auto e = requireF32(*x)) return e;
-    const int64_t rank = tensorOf(*x).getRank();
+    Value x = in[0];
+    if (auto e = requireF32(x)) return e;
+    const int64_t rank = tensorOf(x).getRank();
     const onnx::Attribute *axesAttr = n.attribute("axes");
-    SmallVector<int64_t> axes, kept(tensorOf(*x).getShape());
+    SmallVector<int64_t> axes, kept(tensorOf(x).getShape());
     if (axesAttr)
       for (int64_t a : axesAttr->ints)
         axes.push_back(normalAxis(a, rank));
@@ -525,15 +545,14 @@ llvm::Error GraphImporter::emit(const Node &n) {
     llvm::sort(axes);
     for (int64_t a : axes)
       kept[a] = 1;
-    Value mean = b.create<ReduceMeanOp>(loc, RankedTensorType::get(kept, b.getF32Type()), *x,
+    Value mean = b.create<ReduceMeanOp>(loc, RankedTensorType::get(kept, b.getF32Type()), x,
                                         b.getDenseI64ArrayAttr(axes));
     result = reshape(mean, outShape);
   } else if (op == "LayerNormalization") { // over the dimensions from `axis` on
-    auto x = input(0);
-    if (!x) return x.takeError();
-    if (auto e = requireF32(*x)) return e;
+    Value x = in[0];
+    if (auto e = requireF32(x)) return e;
     const onnx::Attribute *axisAttr = n.attribute("axis"), *epsAttr = n.attribute("epsilon");
-    const int64_t rank = tensorOf(*x).getRank(), axis = normalAxis(axisAttr ? axisAttr->i : -1, rank);
+    const int64_t rank = tensorOf(x).getRank(), axis = normalAxis(axisAttr ? axisAttr->i : -1, rank);
     const int64_t width = std::accumulate(outShape.begin() + axis, outShape.end(), int64_t(1),
                                           std::multiplies<int64_t>());
     const int64_t rows = outType.getNumElements() / width;
@@ -547,9 +566,7 @@ llvm::Error GraphImporter::emit(const Node &n) {
     Value scale = param(1), shift = n.inputs.size() > 2 && !n.inputs[2].empty() ? param(2) : splat(0.0f, {width});
     if (!scale || !shift)
       return fail(n, "expects float32 scale and bias initializers of the normalised dimensions' size");
-    Value flat = reshape(*x, {rows, width});
-    result = reshape(b.create<LayerNormOp>(loc, flat.getType(), flat, scale, shift, b.getF32FloatAttr(eps)),
-                     outShape);
+    result = layerNorm(x, width, scale, shift, eps);
     // The optional mean and inverse standard deviation, from the same rows.
     if (n.outputs.size() > 1 && (readers.count(n.outputs[1]) || graphOutputs.count(n.outputs[1]) ||
                                  (n.outputs.size() > 2 && (readers.count(n.outputs[2]) || graphOutputs.count(n.outputs[2]))))) {
@@ -557,6 +574,7 @@ llvm::Error GraphImporter::emit(const Node &n) {
       auto mean = [&](Value v) -> Value {
         return b.create<ReduceMeanOp>(loc, column, v, b.getDenseI64ArrayAttr({1}));
       };
+      Value flat = reshape(x, {rows, width});
       Value mu = mean(flat);
       Value centred = b.create<SubOp>(loc, flat, broadcastTo(mu, {rows, width}));
       Value variance = mean(b.create<MulOp>(loc, centred, centred));
@@ -567,33 +585,31 @@ llvm::Error GraphImporter::emit(const Node &n) {
           values[n.outputs[i]] = reshape(v, typeOf(n.outputs[i]).getShape());
     }
   } else if (op == "MatMul") {
-    auto a = input(0), w = input(1);
-    if (!a) return a.takeError();
-    if (!w) return w.takeError();
-    if (auto e = requireF32(*a)) return e;
-    if (g.initializer(n.inputs[1]) && tensorOf(*w).getRank() == 2) {
-      auto product = matmul(n, *a, n.inputs[1], false);
+    Value a = in[0];
+    Value w = in[1];
+    if (auto e = requireF32(a)) return e;
+    if (g.initializer(n.inputs[1]) && tensorOf(w).getRank() == 2) {
+      auto product = matmul(n, a, n.inputs[1], false);
       if (!product) return product.takeError();
       result = *product;
     } else {
-      RankedTensorType lt = tensorOf(*a), rt = tensorOf(*w);
+      RankedTensorType lt = tensorOf(a), rt = tensorOf(w);
       if (lt.getRank() < 2 || rt.getRank() < 2)
         return fail(n, "multiplies a vector: Kiln takes matrices (rank 2 or more)");
-      if (auto e = requireF32(*w)) return e;
+      if (auto e = requireF32(w)) return e;
       SmallVector<int64_t> ls(outShape.drop_back(2)), rs(outShape.drop_back(2));
       ls.append({lt.getDimSize(lt.getRank() - 2), lt.getDimSize(lt.getRank() - 1)});
       rs.append({rt.getDimSize(rt.getRank() - 2), rt.getDimSize(rt.getRank() - 1)});
-      result = b.create<BatchMatmulOp>(loc, outType, broadcastTo(*a, ls), broadcastTo(*w, rs));
+      result = b.create<BatchMatmulOp>(loc, outType, broadcastTo(a, ls), broadcastTo(w, rs));
     }
   } else if (op == "Gemm") {
-    auto a = input(0);
-    if (!a) return a.takeError();
+    Value a = in[0];
     const onnx::Attribute *ta = n.attribute("transA"), *tb = n.attribute("transB");
     const onnx::Attribute *alphaAttr = n.attribute("alpha"), *betaAttr = n.attribute("beta");
     const float alpha = alphaAttr ? alphaAttr->f : 1.0f, beta = betaAttr ? betaAttr->f : 1.0f;
-    if (n.inputs.size() < 2 || !g.initializer(n.inputs[1]) || tensorOf(*a).getRank() != 2)
+    if (n.inputs.size() < 2 || !g.initializer(n.inputs[1]) || tensorOf(a).getRank() != 2)
       return fail(n, "Kiln takes Gemm as a matmul of a matrix against an initializer");
-    Value rows = *a;
+    Value rows = a;
     if (ta && ta->i)
       rows = b.create<TransposeOp>(loc, RankedTensorType::get({tensorOf(rows).getDimSize(1), tensorOf(rows).getDimSize(0)},
                                                               tensorOf(rows).getElementType()),
@@ -617,61 +633,51 @@ llvm::Error GraphImporter::emit(const Node &n) {
       }
     }
   } else if (op == "Conv") {
-    auto x = input(0);
-    if (!x) return x.takeError();
-    auto y = patchConv(n, *x, outType);
+    Value x = in[0];
+    auto y = patchConv(n, x, outType);
     if (!y) return y.takeError();
     result = *y;
   } else if (op == "Gather") {
-    auto data = input(0), indices = input(1);
-    if (!data) return data.takeError();
-    if (!indices) return indices.takeError();
+    Value data = in[0];
+    Value indices = in[1];
     const onnx::Attribute *axisAttr = n.attribute("axis");
-    const int64_t axis = normalAxis(axisAttr ? axisAttr->i : 0, tensorOf(*data).getRank());
-    RankedTensorType it = tensorOf(*indices);
+    const int64_t axis = normalAxis(axisAttr ? axisAttr->i : 0, tensorOf(data).getRank());
+    RankedTensorType it = tensorOf(indices);
     if (!isa<IntegerType>(it.getElementType()) || it.getElementTypeBitWidth() < 32)
       return fail(n, "expects int32 or int64 indices");
-    if (g.initializer(n.inputs[0]) && axis == 0 && tensorOf(*data).getRank() == 2 &&
-        tensorOf(*data).getElementType().isF32()) { // a table lookup: the embedding kernel
+    if (g.initializer(n.inputs[0]) && axis == 0 && tensorOf(data).getRank() == 2 &&
+        tensorOf(data).getElementType().isF32()) { // a table lookup: the embedding kernel
       const int64_t count = it.getNumElements();
-      Value ids = *indices;
+      Value ids = indices;
       if (!it.getElementType().isInteger(32))
         ids = b.create<CastOp>(loc, RankedTensorType::get(it.getShape(), b.getI32Type()), ids);
       ids = reshape(ids, {count});
-      Value rows = b.create<EmbedOp>(loc, RankedTensorType::get({count, tensorOf(*data).getDimSize(1)}, b.getF32Type()),
-                                     *data, ids, FloatAttr());
+      Value rows = b.create<EmbedOp>(loc, RankedTensorType::get({count, tensorOf(data).getDimSize(1)}, b.getF32Type()),
+                                     data, ids, FloatAttr());
       result = reshape(rows, outShape);
     } else {
-      result = b.create<GatherOp>(loc, outType, *data, *indices, b.getI64IntegerAttr(axis));
+      result = b.create<GatherOp>(loc, outType, data, indices, b.getI64IntegerAttr(axis));
     }
   } else if (op == "Reshape" || op == "Unsqueeze" || op == "Squeeze" || op == "Flatten") {
-    auto x = input(0);
-    if (!x) return x.takeError();
-    result = b.create<ReshapeOp>(loc, outType, *x);
+    Value x = in[0];
+    result = b.create<ReshapeOp>(loc, outType, x);
   } else if (op == "Transpose") {
-    auto x = input(0);
-    if (!x) return x.takeError();
+    Value x = in[0];
     const onnx::Attribute *permAttr = n.attribute("perm");
     SmallVector<int64_t> perm;
     if (permAttr)
       perm.assign(permAttr->ints.begin(), permAttr->ints.end());
     else
-      for (int64_t d = tensorOf(*x).getRank() - 1; d >= 0; --d)
+      for (int64_t d = tensorOf(x).getRank() - 1; d >= 0; --d)
         perm.push_back(d);
-    result = b.create<TransposeOp>(loc, outType, *x, b.getDenseI64ArrayAttr(perm));
+    result = b.create<TransposeOp>(loc, outType, x, b.getDenseI64ArrayAttr(perm));
   } else if (op == "Concat") {
-    SmallVector<Value> parts;
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      auto v = input(i);
-      if (!v) return v.takeError();
-      parts.push_back(*v);
-    }
+    SmallVector<Value> parts(in);
     const onnx::Attribute *axis = n.attribute("axis");
     result = b.create<ConcatOp>(loc, outType, parts, b.getI64IntegerAttr(normalAxis(axis ? axis->i : 0, outType.getRank())));
   } else if (op == "Slice") {
-    auto x = input(0);
-    if (!x) return x.takeError();
-    const int64_t rank = tensorOf(*x).getRank();
+    Value x = in[0];
+    const int64_t rank = tensorOf(x).getRank();
     auto ints = [&](size_t i) -> std::optional<std::vector<int64_t>> {
       if (i >= n.inputs.size() || n.inputs[i].empty())
         return std::vector<int64_t>();
@@ -684,38 +690,33 @@ llvm::Error GraphImporter::emit(const Node &n) {
     SmallVector<int64_t> first(rank, 0), step(rank, 1);
     for (size_t i = 0; i < starts->size(); ++i) {
       const int64_t axis = normalAxis(axes->empty() ? static_cast<int64_t>(i) : (*axes)[i], rank);
-      const int64_t dim = tensorOf(*x).getDimSize(axis), s = steps->empty() ? 1 : (*steps)[i];
+      const int64_t dim = tensorOf(x).getDimSize(axis), s = steps->empty() ? 1 : (*steps)[i];
       int64_t start = (*starts)[i] < 0 ? (*starts)[i] + dim : (*starts)[i];
       first[axis] = s > 0 ? std::clamp<int64_t>(start, 0, dim) : std::clamp<int64_t>(start, -1, dim - 1);
       step[axis] = s;
     }
-    result = b.create<SliceOp>(loc, outType, *x, b.getDenseI64ArrayAttr(first), b.getDenseI64ArrayAttr(step));
+    result = b.create<SliceOp>(loc, outType, x, b.getDenseI64ArrayAttr(first), b.getDenseI64ArrayAttr(step));
   } else if (op == "Where") {
-    auto c = input(0), l = input(1), r = input(2);
-    if (!c) return c.takeError();
-    if (!l) return l.takeError();
-    if (!r) return r.takeError();
-    result = b.create<WhereOp>(loc, broadcastTo(*c, outShape), broadcastTo(*l, outShape), broadcastTo(*r, outShape));
+    Value c = in[0];
+    Value l = in[1];
+    Value r = in[2];
+    result = b.create<WhereOp>(loc, broadcastTo(c, outShape), broadcastTo(l, outShape), broadcastTo(r, outShape));
   } else if (op == "Equal") {
-    auto l = input(0), r = input(1);
-    if (!l) return l.takeError();
-    if (!r) return r.takeError();
-    if (tensorOf(*l).getElementType() != tensorOf(*r).getElementType())
+    Value l = in[0];
+    Value r = in[1];
+    if (tensorOf(l).getElementType() != tensorOf(r).getElementType())
       return fail(n, "compares values of two types");
     SmallVector<int64_t> shape(outShape);
-    result = b.create<EqualOp>(loc, outType, broadcastTo(*l, shape), broadcastTo(*r, shape));
+    result = b.create<EqualOp>(loc, outType, broadcastTo(l, shape), broadcastTo(r, shape));
   } else if (op == "Cast") {
-    auto x = input(0);
-    if (!x) return x.takeError();
-    result = b.create<CastOp>(loc, outType, *x);
+    Value x = in[0];
+    result = b.create<CastOp>(loc, outType, x);
   } else if (op == "Expand") {
-    auto x = input(0);
-    if (!x) return x.takeError();
-    result = broadcastTo(*x, outShape);
+    Value x = in[0];
+    result = broadcastTo(x, outShape);
   } else if (op == "Identity") {
-    auto x = input(0);
-    if (!x) return x.takeError();
-    result = *x;
+    Value x = in[0];
+    result = x;
   } else {
     return fail(n, "unsupported op '" + op + "'");
   }

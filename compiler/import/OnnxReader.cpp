@@ -327,8 +327,13 @@ void readModel(const std::string &path, const InputShapes &shapes, Graph &graph)
     taken.insert(g.node(n).name());
   for (int n = 0; n < g.node_size(); ++n) {
     names[n] = g.node(n).name();
-    for (int k = n; names[n].empty() || (g.node(n).name().empty() && taken.count(names[n])); ++k)
-      names[n] = g.node(n).op_type() + "_" + std::to_string(k);
+    if (!names[n].empty())
+      continue;
+    // An unnamed node gets "Op_k", a name no other node has, for diagnostics.
+    int k = n;
+    do
+      names[n] = g.node(n).op_type() + "_" + std::to_string(k++);
+    while (taken.count(names[n]));
     taken.insert(names[n]);
   }
   const std::vector<int> order = topologicalOrder(g, given, names);
