@@ -61,6 +61,13 @@ std::string family(int f) { return "KILN_UK_" + llvm::StringRef(kiln_uk_family_n
 
 int64_t dim(Value v, unsigned i) { return cast<RankedTensorType>(v.getType()).getDimSize(i); }
 
+/// The innermost dimension, the width of a row op's rows (1 for a scalar):
+/// a graph's tensors of any rank are rows of it.
+int64_t width(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return type.getRank() == 0 ? 1 : type.getShape().back();
+}
+
 /// A float constant that reads back as the same float.
 std::string floatLiteral(double v) { return formatv("{0:e9}f", v).str(); }
 
@@ -187,6 +194,8 @@ public:
 
   FailureOr<KernelCall> kernelFor(Operation *op, llvm::StringRef prefix,
                                   const OperandNames &names) const override {
+    if (std::optional<FailureOr<KernelCall>> graph = graphKernelFor(op, prefix, names))
+      return *graph;
     KernelCall k;
     SplitAttr split = getSplitAttr(op);
     auto arg = [&](Value v) { k.args.push_back(names.operand(v)); };
@@ -276,7 +285,7 @@ public:
             .Case([&](AttentionOp a) { return attention(a, prefix, names, k); })
             .Case<AddOp, MulOp>([&](Operation *b) {
               bool add = isa<AddOp>(b);
-              int64_t width = dim(b->getResult(0), 1);
+              int64_t width = ::width(b->getResult(0));
               k.name = formatv("{0}_{1}_w{2}", prefix, add ? "add" : "mul", width);
               k.params = "const float *a, const float *b, float *y, int32_t rows";
               k.body = rowRange(split) +
@@ -299,7 +308,7 @@ public:
             })
             .Case<SiluOp, GeluOp>([&](Operation *s) {
               StringRef fn = isa<SiluOp>(s) ? "silu" : "gelu";
-              int64_t width = dim(s->getResult(0), 1);
+              int64_t width = ::width(s->getResult(0));
               k.name = formatv("{0}_{1}_w{2}", prefix, fn, width);
               k.params = "const float *x, float *y, int32_t rows";
               k.body = rowRange(split) + call(fn, {formatv("x + (size_t)r0 * {0}", width).str(),
@@ -309,7 +318,7 @@ public:
               return success();
             })
             .Case([&](SoftmaxOp s) {
-              int64_t width = dim(s.getResult(), 1);
+              int64_t width = ::width(s.getResult());
               k.name = formatv("{0}_softmax_w{1}", prefix, width);
               k.params = "const float *x, float *y, int32_t rows";
               k.body = rowRange(split) + call("softmax_rows", {"x", "y", "r0", "r1", str(width)});

@@ -6,6 +6,7 @@
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LogicalResult.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,18 @@ public:
   pagedCacheKernelsFor(mlir::Operation *keyWriter, llvm::StringRef prefix,
                        int64_t page) const = 0;
 };
+
+/// The kernel of an imported graph's op beyond a decoder's (GraphKernels.cpp),
+/// the same C for every target: a call with its operands and result, and no
+/// row count. std::nullopt for an op that is not one.
+std::optional<mlir::FailureOr<KernelCall>> graphKernelFor(mlir::Operation *op,
+                                                          llvm::StringRef prefix,
+                                                          const OperandNames &names);
+/// kiln_uk_graph.h's KILN_UK_ELEM_* code of a graph tensor's element type
+/// (f32, i64, i32, i8, ui8, i1); -1 for another.
+int graphElementCode(mlir::Type element);
+/// Bytes of one element as a graph's kernels store it (a boolean in a byte).
+int64_t graphElementBytes(mlir::Type element);
 
 /// The target named `name`, or null when there is none. "host" is the best
 /// target for the machine kiln-compile runs on.

@@ -484,44 +484,6 @@ void checksumValues(ModuleOp module, const PackChecksums *sums, TemplateValues &
     values["CHECK_FIRST_USE"] = "  if (m->cold && (s = verify_layers(m)) != KILN_OK)\n    return s;\n";
 }
 
-/// `<name>_kernels.h` and `<name>_kernels.c`: every kernel the schedule calls,
-/// over the target's kernel library (its ISA header first, so that the
-/// portable one leaves out the helpers it replaces).
-void addKernelFiles(const ModelInfo &info, const TargetDescription &target,
-                    const std::map<std::string, KernelCall> &kernels,
-                    std::vector<GeneratedFile> &files) {
-  std::string decls, bodies;
-  for (auto &[name, k] : kernels) {
-    decls += formatv("void {0}({1});\n", name, k.params);
-    bodies += formatv("void {0}({1}) {{\n{2}}\n\n", name, k.params, k.body);
-  }
-  if (!bodies.empty())
-    bodies.pop_back();
-  const char *isaHeader = target.isaVariant().header;
-  files.push_back({info.name + "_kernels.h",
-                   fillTemplate("kernels.h.in", {{"name", info.name},
-                                                 {"NAME", info.upper},
-                                                 {"DECLARATIONS", decls}})});
-  files.push_back(
-      {info.name + "_kernels.c",
-       fillTemplate("kernels.c.in",
-                    {{"name", info.name},
-                     {"TARGET", target.name().str()},
-                     {"ISA_INCLUDE",
-                      *isaHeader ? formatv("#include \"{0}\"\n", isaHeader).str() : ""},
-                     {"DEFINITIONS", bodies}})});
-}
-
-/// A C expression that refuses kernels the CPU cannot run (GCC and Clang on x86).
-std::string cpuCheckText(const IsaVariant &isa) {
-  std::string check = isa.cpuCheck();
-  if (check.empty())
-    return "";
-  return formatv("#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))\n"
-                 "  if (!({0}))\n    return KILN_ERR_CPU;\n#endif\n",
-                 check);
-}
-
 } // namespace
 
 std::vector<std::pair<uint64_t, uint64_t>> kiln::layerByteRanges(ModuleOp module) {
@@ -542,7 +504,45 @@ std::vector<std::pair<uint64_t, uint64_t>> kiln::layerByteRanges(ModuleOp module
 }
 
 /// The generated CMakeLists.txt's line giving `library`'s kernels the ISA's flags.
-static std::string kernelFlags(const TargetDescription &target, llvm::StringRef library) {
+/// `<name>_kernels.h` and `<name>_kernels.c`: every kernel the schedule calls,
+/// over the target's kernel library (its ISA header first, so that the
+/// portable one leaves out the helpers it replaces).
+void kiln::addKernelFiles(llvm::StringRef name, const TargetDescription &target,
+                          const std::map<std::string, KernelCall> &kernels,
+                          std::vector<GeneratedFile> &files) {
+  std::string decls, bodies;
+  for (auto &[name, k] : kernels) {
+    decls += formatv("void {0}({1});\n", name, k.params);
+    bodies += formatv("void {0}({1}) {{\n{2}}\n\n", name, k.params, k.body);
+  }
+  if (!bodies.empty())
+    bodies.pop_back();
+  const char *isaHeader = target.isaVariant().header;
+  files.push_back({name.str() + "_kernels.h",
+                   fillTemplate("kernels.h.in", {{"name", name.str()},
+                                                 {"NAME", name.upper()},
+                                                 {"DECLARATIONS", decls}})});
+  files.push_back(
+      {name.str() + "_kernels.c",
+       fillTemplate("kernels.c.in",
+                    {{"name", name.str()},
+                     {"TARGET", target.name().str()},
+                     {"ISA_INCLUDE",
+                      *isaHeader ? formatv("#include \"{0}\"\n", isaHeader).str() : ""},
+                     {"DEFINITIONS", bodies}})});
+}
+
+/// A C expression that refuses kernels the CPU cannot run (GCC and Clang on x86).
+std::string kiln::cpuCheckText(const IsaVariant &isa) {
+  std::string check = isa.cpuCheck();
+  if (check.empty())
+    return "";
+  return formatv("#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))\n"
+                 "  if (!({0}))\n    return KILN_ERR_CPU;\n#endif\n",
+                 check);
+}
+
+std::string kiln::kernelFlags(const TargetDescription &target, llvm::StringRef library) {
   const IsaVariant &isa = target.isaVariant();
   if (!*isa.compileOptions)
     return "";
@@ -670,7 +670,7 @@ kiln::translateToC(ModuleOp module, const TargetDescription &target, bool embedW
                                                                         c.getSessions())}})
                                   : ""}})});
   files.push_back({info.name + ".c", fillTemplate("model.c.in", values)});
-  addKernelFiles(info, target, kernels, files);
+  addKernelFiles(info.name, target, kernels, files);
 
   files.push_back(
       {"CMakeLists.txt",
@@ -725,7 +725,7 @@ FailureOr<std::vector<GeneratedFile>> kiln::translateKernelsToC(ModuleOp module,
                                                                     {"DECLARATIONS", decls}})});
   files.push_back({info.name + ".c", fillTemplate("functions.c.in", {{"name", info.name},
                                                                     {"DEFINITIONS", defs}})});
-  addKernelFiles(info, target, kernels, files);
+  addKernelFiles(info.name, target, kernels, files);
   return files;
 }
 

@@ -5,6 +5,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,24 @@ std::vector<std::pair<uint64_t, uint64_t>> layerByteRanges(mlir::ModuleOp module
 /// and each weight at its segment offset in `w`.
 mlir::FailureOr<std::vector<GeneratedFile>>
 translateKernelsToC(mlir::ModuleOp module, const TargetDescription &target);
+
+/// The sources of a planned, laid-out graph module (an encoder imported from
+/// ONNX: one @run function whose arguments and results carry `kiln.name`):
+/// `<name>.h` (the API, `<name>_run(m, inputs, outputs)`, and every input's
+/// and output's shape as constants), `<name>.c` (the schedule),
+/// `<name>_kernels.h/.c` and a CMakeLists.txt that builds kiln-run.
+mlir::FailureOr<std::vector<GeneratedFile>>
+translateGraphToC(mlir::ModuleOp module, const TargetDescription &target, bool embedWeights);
+
+/// What the model and graph translations share: `<name>_kernels.h/.c` with
+/// every kernel of `kernels` over the target's kernel library, the C check
+/// that the CPU runs the target's instructions (empty when none is needed),
+/// and the CMake lines that compile `library` for the target's ISA.
+void addKernelFiles(llvm::StringRef name, const TargetDescription &target,
+                    const std::map<std::string, KernelCall> &kernels,
+                    std::vector<GeneratedFile> &files);
+std::string cpuCheckText(const IsaVariant &isa);
+std::string kernelFlags(const TargetDescription &target, llvm::StringRef library);
 
 /// The lines a folder's CMakeLists.txt gains for a draft model compiled into it
 /// beside model `name` (kiln-compile --draft): the draft's library, and

@@ -973,14 +973,23 @@ static std::string vocabularyDifference(const Vocabulary &target, const Vocabula
   return "";
 }
 
-/// An ONNX graph: read with static shapes, imported into graph-level IR and
-/// printed. Encoders stop there: the graph ops have no kernels yet.
+/// An ONNX graph: read with static shapes, imported into graph-level IR, then
+/// as a decoder: kernel IR (packed weights, planned arena), a pack of its
+/// initializers and C with `<name>_run`, built with kiln-run.
 static LogicalResult compileOnnx(const CompileOptions &options, llvm::raw_ostream &out,
                                  llvm::raw_ostream &errs) {
-  if (options.emit != EmitPhase::Mlir)
+  if (options.threads != 1)
+    return report(errs, options.input, "an ONNX graph runs on one thread (--threads=1)");
+  if (!options.board.empty() || !options.quant.empty() || !options.quantOverrides.empty())
     return report(errs, options.input,
-                  "an ONNX graph compiles to graph-level IR only (--emit=mlir): its graph ops "
-                  "have no kernels yet");
+                  "an ONNX graph compiles with its float32 weights for a host or c99 target: "
+                  "--board, --quant and --quant-override are for GGUF models");
+  const TargetDescription *target = lookupTarget(options.target);
+  if (!target)
+    return report(errs, options.target,
+                  "unknown target (available: " + llvm::join(targetNames(), ", ") + ")");
+  if (options.emit == EmitPhase::C && options.outputDir.empty())
+    return report(errs, options.input, "--emit=c needs an output directory (-o DIR)");
   onnx::InputShapes shapes;
   std::string error;
   for (const std::string &s : options.inputShapes)
@@ -1001,9 +1010,54 @@ static LogicalResult compileOnnx(const CompileOptions &options, llvm::raw_ostrea
   }
   PassManager pm(&context);
   buildOnnxGraphPipeline(pm);
-  if (failed(pm.run(**module)))
-    return report(errs, options.input, "the graph passes failed");
-  return writeIr(**module, options.outputDir, out, errs);
+  if (options.emit != EmitPhase::Mlir)
+    buildKernelPipeline(pm, target->isaVariant().kernel, options.tile, 1);
+  std::vector<std::string> passErrors;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+    if (d.getSeverity() != DiagnosticSeverity::Error)
+      return failure();
+    passErrors.push_back(d.str());
+    return success();
+  });
+  if (failed(pm.run(**module))) {
+    if (passErrors.empty())
+      passErrors.push_back("the graph passes failed");
+    for (const std::string &e : passErrors)
+      (void)report(errs, options.input, e);
+    return failure();
+  }
+  if (options.emit != EmitPhase::C)
+    return writeIr(**module, options.outputDir, out, errs);
+
+  if (std::error_code ec = llvm::sys::fs::create_directories(options.outputDir))
+    return report(errs, options.outputDir, ec.message());
+  std::string name = (*module)->getSymName()->str();
+  std::vector<uint8_t> storage;
+  llvm::Expected<gguf::File> tensors = graphTensors(**module, graph, storage);
+  if (!tensors)
+    return report(errs, options.input, llvm::toString(tensors.takeError()));
+  llvm::SmallString<256> packPath(options.outputDir);
+  llvm::sys::path::append(packPath, name + ".kpack");
+  llvm::Expected<PackInfo> pack = writePack(**module, *tensors, Vocabulary(), packPath, options.jobs);
+  if (!pack)
+    return report(errs, options.input, llvm::toString(pack.takeError()));
+  setPackAttr(**module, PackAttr::get(&context, pack->modelHash, pack->dataOffset, pack->dataSize,
+                                      pack->fileSize, 0, 0));
+  FailureOr<std::vector<GeneratedFile>> sources =
+      translateGraphToC(**module, *target, options.embedWeights);
+  Operation *where = **module;
+  if (failed(sources) || failed(writeGeneratedFiles(where, options.outputDir, *sources)) ||
+      failed(writeGeneratedFiles(where, options.outputDir, librarySources())) ||
+      (options.embedWeights && failed(writeEmbeddedWeights(where, options.outputDir, name)))) {
+    for (const std::string &e : passErrors)
+      (void)report(errs, options.input, e);
+    return report(errs, options.input, "code generation failed");
+  }
+  if (options.report)
+    out << llvm::formatv("graph {0}: arena {1} bytes, pack {2} bytes ({3} tensors)\n", name,
+                         getArenaBytesAttr(**module).getInt(), pack->fileSize,
+                         pack->tensors.size());
+  return success();
 }
 
 LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &out,

@@ -44,12 +44,12 @@ llvm::StringSet<> matmulOnlyWeights(ModuleOp module, StringRef blockPanels) {
     bool onlyMatmul = op.getType().getRank() == 2 && hasPanels(element);
     for (OpOperand &use : op->getUses())
       onlyMatmul &= isMatmulWeight(use);
-    (onlyMatmul ? candidates : excluded).insert(op.getName());
+    (onlyMatmul ? candidates : excluded).insert(op.getSegmentName());
   });
   module.walk([&](Operation *op) {
     if (!isa<SwigluMatmulOp, QkvMatmulOp>(op))
       return;
-    auto name = [](Value v) { return v.getDefiningOp<WeightOp>().getName(); };
+    auto name = [](Value v) { return v.getDefiningOp<WeightOp>().getSegmentName(); };
     ValueRange weights = op->getOperands().slice(1, isa<QkvMatmulOp>(op) ? 3 : 2);
     if (llvm::any_of(weights, [&](Value w) { return excluded.contains(name(w)); }))
       for (Value w : weights)
@@ -70,26 +70,40 @@ struct PackLayoutPass : kiln::impl::PackLayoutBase<PackLayoutPass> {
       panelled = matmulOnlyWeights(module, blockPanels);
     llvm::StringMap<SegmentAttr> segments;
     int64_t end = 0, lastLayer = -1;
-    WalkResult result = module.walk([&](WeightOp op) -> WalkResult {
-      auto [it, inserted] = segments.try_emplace(op.getName());
+    // A segment per tensor name (the matmul weights in panels), in the order
+    // of first use; a graph's constants (indices, masks) keep their rows.
+    auto place = [&](Operation *op, StringRef name, RankedTensorType type,
+                     bool panels) -> LogicalResult {
+      auto [it, inserted] = segments.try_emplace(name);
       if (inserted) {
-        int64_t layer = layerOf(op.getName());
+        int64_t layer = layerOf(name);
         end = llvm::alignTo(end, layer != lastLayer ? kPageBytes : kSegmentAlign);
         lastLayer = layer;
-        int64_t bytes = getStorageBytes(op.getType());
-        if (panelled.contains(op.getName())) {
-          int64_t rows = op.getType().getDimSize(0);
+        int64_t bytes = getStorageBytes(type);
+        if (panels) {
+          int64_t rows = type.getDimSize(0);
           bytes = bytes / rows * llvm::alignTo(rows, panelRows);
         }
         it->second = SegmentAttr::get(&getContext(), end, bytes, layer);
         end += bytes;
-      } else if (!panelled.contains(op.getName()) &&
-                 it->second.getBytes() != getStorageBytes(op.getType())) {
-        return op.emitOpError("uses the tensor with a type of a different size than "
-                              "another use");
+      } else if (!panels && it->second.getBytes() != getStorageBytes(type)) {
+        return op->emitOpError("uses the tensor with a type of a different size than "
+                               "another use");
       }
       setSegmentAttr(op, it->second);
-      if (panelled.contains(op.getName()))
+      return success();
+    };
+    WalkResult result = module.walk([&](Operation *op) -> WalkResult {
+      if (auto constant = dyn_cast<ConstantOp>(op))
+        return place(op, constant.getName(), constant.getType(), false);
+      auto weight = dyn_cast<WeightOp>(op);
+      if (!weight)
+        return WalkResult::advance();
+      std::string name = weight.getSegmentName();
+      bool panels = panelled.contains(name);
+      if (failed(place(op, name, weight.getType(), panels)))
+        return WalkResult::interrupt();
+      if (panels)
         setLayoutAttr(op, PanelAttr::get(&getContext(), panelRows));
       return WalkResult::advance();
     });

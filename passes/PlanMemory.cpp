@@ -4,6 +4,7 @@
 #include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <functional>
 #include <map>
 
 namespace kiln {
@@ -25,11 +26,12 @@ bool canWriteInPlace(Operation *op) {
 }
 
 /// Whether the result of `op` lives in the activation region of the arena.
-/// qkv_matmul's other results are the caches it writes.
+/// qkv_matmul's other results are the caches it writes; a graph's constants
+/// are in the pack, and a reshape is its input's bytes under another shape.
 bool needsBuffer(Operation *op) {
   return (op->getNumResults() == 1 || isa<QkvMatmulOp>(op)) &&
          isa<RankedTensorType>(op->getResult(0).getType()) &&
-         !isa<WeightOp, KvCacheOp, KvWriteOp>(op);
+         !isa<WeightOp, KvCacheOp, KvWriteOp, ConstantOp, ReshapeOp>(op);
 }
 
 struct PlanMemoryPass : kiln::impl::PlanMemoryBase<PlanMemoryPass> {
@@ -81,10 +83,14 @@ struct PlanMemoryPass : kiln::impl::PlanMemoryBase<PlanMemoryPass> {
       step[&op] = step.size();
     int64_t end = step.size();
 
-    auto lastUse = [&](Value v) {
+    // The last step that reads v, through the reshapes that rename it.
+    std::function<int64_t(Value)> lastUse = [&](Value v) {
       int64_t last = step[v.getDefiningOp()];
-      for (Operation *user : v.getUsers())
+      for (Operation *user : v.getUsers()) {
         last = std::max(last, isa<func::ReturnOp>(user) ? end : step[user]);
+        if (isa<ReshapeOp>(user))
+          last = std::max(last, lastUse(user->getResult(0)));
+      }
       return last;
     };
 

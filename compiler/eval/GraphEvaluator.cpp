@@ -121,8 +121,20 @@ llvm::Error Evaluator::run(Operation &op) {
     values[op.getResult(0)] = std::move(*b);
     return llvm::Error::success();
   };
-  if (auto w = dyn_cast<WeightOp>(op))
-    return named(w.getName());
+  if (auto w = dyn_cast<WeightOp>(op)) {
+    if (llvm::Error e = named(w.getName()))
+      return e;
+    if (w.getTransposed()) {
+      Buffer &b = values[op.getResult(0)];
+      const int64_t rows = b.shape[0], cols = b.shape[1];
+      std::vector<double> t(b.values.size());
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          t[size_t(r * cols + c)] = b.values[size_t(c * rows + r)];
+      b.values = std::move(t);
+    }
+    return llvm::Error::success();
+  }
   if (auto c = dyn_cast<ConstantOp>(op))
     return named(c.getName());
   if (auto splat = dyn_cast<SplatOp>(op)) {

@@ -7,6 +7,7 @@
 #include "mlir/IR/Verifier.h"
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -800,6 +801,79 @@ llvm::Expected<OwningOpRef<ModuleOp>> importOnnx(MLIRContext &context, const onn
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    graph.file + ": internal error: the imported module does not verify");
   return std::move(module);
+}
+
+llvm::Expected<gguf::File> graphTensors(ModuleOp module, const onnx::Graph &graph,
+                                        std::vector<uint8_t> &storage) {
+  struct Entry {
+    std::string key;
+    const onnx::Tensor *tensor;
+    bool transposed;
+  };
+  std::vector<Entry> entries;
+  std::set<std::string> seen;
+  std::string missing;
+  auto add = [&](std::string key, const std::string &name, bool transposed) {
+    if (!seen.insert(key).second)
+      return;
+    const onnx::Tensor *t = graph.initializer(name);
+    if (!t)
+      missing = name;
+    else
+      entries.push_back({std::move(key), t, transposed});
+  };
+  module.walk([&](Operation *op) {
+    if (auto w = dyn_cast<WeightOp>(op))
+      add(w.getSegmentName(), w.getName().str(), w.getTransposed());
+    else if (auto c = dyn_cast<ConstantOp>(op))
+      add(c.getName().str(), c.getName().str(), false);
+  });
+  if (!missing.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   graph.file + ": the graph has no initializer '" + missing + "'");
+  gguf::File file;
+  uint64_t end = 0;
+  for (const Entry &e : entries) {
+    gguf::TensorInfo info;
+    info.name = e.key;
+    std::vector<int64_t> shape = e.tensor->info.shape;
+    if (e.transposed) {
+      if (shape.size() != 2 || e.tensor->info.type != ElementType::F32)
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       graph.file + ": initializer '" + e.tensor->info.name +
+                                           "' is read transposed, which Kiln does for 2-D "
+                                           "float32 tensors only");
+      std::swap(shape[0], shape[1]);
+    }
+    for (auto d = shape.rbegin(); d != shape.rend(); ++d)
+      info.ne.push_back(uint64_t(*d));
+    if (info.ne.empty())
+      info.ne.push_back(1);
+    // ggml's numbers for the float types; integer constants are copied as
+    // they are, whatever their number.
+    info.type = e.tensor->info.type == ElementType::F16 ? 1 : e.tensor->info.type == ElementType::BF16 ? 30 : 0;
+    end = (end + 63) / 64 * 64;
+    info.offset = end;
+    info.bytes = e.tensor->bytes.size();
+    end += info.bytes;
+    file.tensors.push_back(std::move(info));
+  }
+  storage.assign(end, 0);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const onnx::Tensor &t = *entries[i].tensor;
+    uint8_t *dst = storage.data() + file.tensors[i].offset;
+    if (!entries[i].transposed) {
+      std::copy(t.bytes.begin(), t.bytes.end(), dst);
+      continue;
+    }
+    // [K, N] floats as [N, K] rows.
+    const size_t rows = size_t(t.info.shape[0]), cols = size_t(t.info.shape[1]);
+    for (size_t r = 0; r < rows; ++r)
+      for (size_t c = 0; c < cols; ++c)
+        std::memcpy(dst + (c * rows + r) * 4, t.bytes.data() + (r * cols + c) * 4, 4);
+  }
+  file.data = llvm::ArrayRef<uint8_t>(storage);
+  return file;
 }
 
 } // namespace kiln

@@ -1,6 +1,7 @@
 #ifndef KILN_COMPILER_IMPORT_ONNXIMPORTER_H
 #define KILN_COMPILER_IMPORT_ONNXIMPORTER_H
 
+#include "compiler/import/GGUFReader.h"
 #include "compiler/import/OnnxReader.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -20,6 +21,13 @@ namespace kiln {
 /// naming the op, the node and the file.
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 importOnnx(mlir::MLIRContext &context, const onnx::Graph &graph, llvm::StringRef name);
+
+/// The initializers that the weights and constants of `module` (importOnnx's,
+/// after kiln-pack-layout) read, as the pack writer reads a model file: one
+/// tensor per segment name, a weight read transposed ("<name>^T") holding
+/// the transposed floats. `storage` holds the bytes the result views.
+llvm::Expected<gguf::File> graphTensors(mlir::ModuleOp module, const onnx::Graph &graph,
+                                        std::vector<uint8_t> &storage);
 
 } // namespace kiln
 

@@ -75,10 +75,30 @@ quant::FormatSpec specOf(Type element) {
                                                 " otherwise than KILN_UK_FORMATS");
 KILN_UK_FORMATS(KILN_PACK_FORMAT_CODE)
 #undef KILN_PACK_FORMAT_CODE
-static_assert(pack::Format_MAX + 1 == KILN_UK_FORMAT_END,
+static_assert(pack::Format_TQ2_0 + 1 == KILN_UK_FORMAT_END,
               "kiln_pack.fbs and KILN_UK_FORMATS list different formats");
 
+/// The pack code of a graph constant's integer or boolean element type; -1
+/// for a weight's.
+int rawFormat(Type element) {
+  if (element.isInteger(64))
+    return pack::Format_I64;
+  if (element.isInteger(32))
+    return pack::Format_I32;
+  if (element.isSignedInteger(8) || element.isSignlessInteger(8))
+    return pack::Format_I8;
+  if (element.isUnsignedInteger(8))
+    return pack::Format_U8;
+  if (element.isInteger(1))
+    return pack::Format_BOOL;
+  return -1;
+}
+
 pack::Format formatOf(Type element, uint32_t &groupSize) {
+  if (int raw = rawFormat(element); raw >= 0) {
+    groupSize = 1;
+    return static_cast<pack::Format>(raw);
+  }
   quant::FormatSpec spec = specOf(element);
   groupSize = spec.group;
   return static_cast<pack::Format>(spec.format);
@@ -155,6 +175,18 @@ Expected<llvm::ArrayRef<uint8_t>> encodeSegment(const gguf::File &model, const S
   const gguf::TensorInfo *t = model.findTensor(s.name);
   if (!t)
     return fail(llvm::formatv("the model has no tensor '{0}'", s.name));
+  if (rawFormat(s.type.getElementType()) >= 0) {
+    // A graph's constant: its elements as they are.
+    report.name = s.name;
+    report.offset = s.attr.getOffset();
+    llvm::raw_string_ostream(report.format) << s.type.getElementType();
+    report.bytes = s.attr.getBytes();
+    if (t->bytes != uint64_t(getStorageBytes(s.type)))
+      return fail(llvm::formatv("constant '{0}' has {1} bytes in the model but the IR "
+                                "expects {2}",
+                                s.name, t->bytes, getStorageBytes(s.type)));
+    return model.tensorBytes(*t);
+  }
   quant::FormatSpec from = formatOfGgmlType(t->type), to = specOf(s.type.getElementType());
   int64_t rowLayoutBytes = getStorageBytes(s.type);
   report.name = s.name;
@@ -283,11 +315,17 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
                                    unsigned jobs, const Imatrix *imatrix) {
   std::vector<Segment> segments;
   llvm::StringSet<> seen;
-  module.walk([&](WeightOp op) {
+  module.walk([&](Operation *op) {
     SegmentAttr attr = getSegmentAttr(op);
     PanelAttr panel = getLayoutAttr(op);
-    if (attr && seen.insert(op.getName()).second)
-      segments.push_back({op.getName().str(), op.getType(), attr, panel ? panel.getRows() : 0});
+    std::string name;
+    if (auto weight = dyn_cast<WeightOp>(op))
+      name = weight.getSegmentName();
+    else if (auto constant = dyn_cast<ConstantOp>(op))
+      name = constant.getName().str();
+    if (attr && !name.empty() && seen.insert(name).second)
+      segments.push_back({name, cast<RankedTensorType>(op->getResult(0).getType()), attr,
+                          panel ? panel.getRows() : 0});
   });
   std::sort(segments.begin(), segments.end(), [](const Segment &a, const Segment &b) {
     return a.attr.getOffset() < b.attr.getOffset();
@@ -312,11 +350,17 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
     spec.pre = uint32_t(std::max(0, preTokenizerCode(vocab.preTokenizer)));
   spec.endOfGeneration = vocab.endOfGeneration;
   spec.chat = chatTemplateCode(vocab.chatTemplate);
-  std::vector<uint8_t> vocabSegment = encodeVocabSegment(spec);
-  if (vocabSegment.empty())
-    return fail("the vocabulary cannot be stored for the runtime tokenizer");
-  uint64_t vocabOffset = llvm::alignTo(dataBytes.getInt(), kPageBytes);
-  uint64_t dataSize = llvm::alignTo(vocabOffset + vocabSegment.size(), kPageBytes);
+  // A graph without a tokenizer has no vocabulary segment.
+  const bool hasVocab = !vocab.tokens.empty();
+  std::vector<uint8_t> vocabSegment;
+  if (hasVocab) {
+    vocabSegment = encodeVocabSegment(spec);
+    if (vocabSegment.empty())
+      return fail("the vocabulary cannot be stored for the runtime tokenizer");
+  }
+  uint64_t vocabOffset = hasVocab ? llvm::alignTo(dataBytes.getInt(), kPageBytes) : 0;
+  uint64_t dataSize = hasVocab ? llvm::alignTo(vocabOffset + vocabSegment.size(), kPageBytes)
+                               : uint64_t(dataBytes.getInt());
 
   std::string name = module.getSymName() ? module.getSymName()->str() : "model";
   // The table holds the model hash, known once every segment is encoded: the
@@ -348,9 +392,11 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
       tokens.push_back(fbb.CreateString(t));
     for (const std::string &m : vocab.merges)
       merges.push_back(fbb.CreateString(m));
-    auto vocabTable = pack::CreateVocabularyDirect(
-        fbb, vocab.model.c_str(), &tokens, &vocab.scores, &vocab.types, &merges,
-        vocab.bos, vocab.eos, vocab.unk, vocab.addBos, vocab.addSpacePrefix);
+    flatbuffers::Offset<pack::Vocabulary> vocabTable;
+    if (hasVocab)
+      vocabTable = pack::CreateVocabularyDirect(
+          fbb, vocab.model.c_str(), &tokens, &vocab.scores, &vocab.types, &merges,
+          vocab.bos, vocab.eos, vocab.unk, vocab.addBos, vocab.addSpacePrefix);
     auto root = pack::CreatePackDirect(fbb, name.c_str(), hash, &tensors, &layerTable,
                                        vocabTable, dataSize, vocabOffset,
                                        vocabSegment.size());
@@ -409,11 +455,13 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
     if (const gguf::TensorInfo *t = model.findTensor(s.name))
       model.release(*t);
   }
-  hash.add(vocabOffset);
-  hash.add(llvm::ArrayRef(vocabSegment));
-  padTo(info.dataOffset + vocabOffset);
-  os.write(reinterpret_cast<const char *>(vocabSegment.data()), vocabSegment.size());
-  written += vocabSegment.size();
+  if (hasVocab) {
+    hash.add(vocabOffset);
+    hash.add(llvm::ArrayRef(vocabSegment));
+    padTo(info.dataOffset + vocabOffset);
+    os.write(reinterpret_cast<const char *>(vocabSegment.data()), vocabSegment.size());
+    written += vocabSegment.size();
+  }
   padTo(info.fileSize);
 
   info.modelHash = hash.value();

@@ -9,5 +9,6 @@
 #include "kernels/c99/kiln_uk_matmul_rows.h"
 #include "kernels/c99/kiln_uk_attention.h"
 #include "kernels/c99/kiln_uk_matmul_blocks.h"
+#include "kernels/c99/kiln_uk_graph.h"
 
 #endif /* KILN_UK_C99_H */

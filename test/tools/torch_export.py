@@ -81,6 +81,11 @@ def main():
         model = Vit().eval()
         inputs = (torch.randn(1, 3, 32, 32),)
         names, outputs, dynamic = ["pixels"], ["logits"], None
+    # Every tensor its own values: the encoder's layers start as copies of
+    # one, and norms as ones and zeros, which the exporter would share.
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn_like(p))
     torch.onnx.export(model, inputs, args.out, input_names=names, output_names=outputs, dynamic_axes=dynamic,
                       opset_version=14)
     if args.reference:

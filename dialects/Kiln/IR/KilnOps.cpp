@@ -1,5 +1,7 @@
 #include "dialects/Kiln/IR/KilnOps.h"
 
+#include "mlir/IR/PatternMatch.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -41,6 +43,8 @@ LogicalResult WeightOp::verify() {
   if (type.getRank() == 0 || type.getShape().back() % block != 0)
     return emitOpError() << "innermost dimension must be a multiple of the block size "
                          << block << " of " << type.getElementType();
+  if (getTransposed() && type.getRank() != 2)
+    return emitOpError("transposes only a 2-D tensor");
   return success();
 }
 
@@ -447,6 +451,27 @@ OpFoldResult TransposeOp::fold(FoldAdaptor) {
     return getResult();
   }
   return {};
+}
+
+namespace {
+/// A 2-D weight transposed becomes the weight read transposed: the pack
+/// stores its rows as the kernels read them, and no kernel copies it.
+struct TransposeWeight : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op, PatternRewriter &rewriter) const override {
+    auto weight = op.getInput().getDefiningOp<WeightOp>();
+    if (!weight || op.getPerm().size() != 2 || op.getPerm()[0] != 1)
+      return failure();
+    auto swapped = rewriter.create<WeightOp>(weight.getLoc(), op.getType(), weight.getNameAttr(),
+                                             !weight.getTransposed());
+    rewriter.replaceOp(op, swapped.getResult());
+    return success();
+  }
+};
+} // namespace
+
+void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<TransposeWeight>(context);
 }
 
 LogicalResult AttendOp::verify() {

@@ -16,12 +16,22 @@ def Kiln_WeightOp : Kiln_Op<"weight", [Pure]> {
   let summary = "a tensor of the source model, by name";
   let description = [{
     The bytes stay in the model file until the pack is written, so importing a large
-    model never copies weights into the IR.
+    model never copies weights into the IR. A `transposed` 2-D weight is the
+    file's tensor with its dimensions swapped (an ONNX MatMul's [K, N] weight
+    read as the [N, K] rows the matmul kernels take); the pack holds it so.
     ```mlir
     %w = kiln.weight "blk.0.attn_q.weight" : tensor<256x256x!kiln.q8_0>
+    %t = kiln.weight "onnx::MatMul_414" {transposed} : tensor<96x32xf32>
     ```
   }];
-  let arguments = (ins StrAttr:$name);
+  let arguments = (ins StrAttr:$name, UnitAttr:$transposed);
+  let extraClassDeclaration = [{
+    /// The pack segment's name: the tensor's, marked when transposed, so that
+    /// a tensor read both ways has two segments.
+    std::string getSegmentName() {
+      return getTransposed() ? (getName() + "^T").str() : getName().str();
+    }
+  }];
   let results = (outs Kiln_WeightTensor:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
   let hasVerifier = 1;
@@ -354,6 +364,7 @@ def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure]> {
   let assemblyFormat = "$input $perm attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Kiln_ReduceMeanOp : Kiln_Op<"reduce_mean", [Pure]> {

@@ -49,3 +49,16 @@ func.func @identities(%x: tensor<2x3xi1>) -> tensor<2x3xi1> {
   %b = kiln.broadcast %a : tensor<2x3xi1> -> tensor<2x3xi1>
   return %b : tensor<2x3xi1>
 }
+
+// A 2-D weight transposed is the weight read transposed (the pack stores it
+// so); transposed back, it is the weight as stored.
+// CHECK-LABEL: func.func @weight_transposed
+// CHECK-NEXT: %[[T:.*]] = kiln.weight "w" {transposed} : tensor<3x2xf32>
+// CHECK-NEXT: %[[W:.*]] = kiln.weight "w" : tensor<2x3xf32>
+// CHECK-NEXT: return %[[T]], %[[W]]
+func.func @weight_transposed() -> (tensor<3x2xf32>, tensor<2x3xf32>) {
+  %w = kiln.weight "w" : tensor<2x3xf32>
+  %t = kiln.transpose %w [1, 0] : tensor<2x3xf32> -> tensor<3x2xf32>
+  %b = kiln.transpose %t [1, 0] : tensor<3x2xf32> -> tensor<2x3xf32>
+  return %t, %b : tensor<3x2xf32>, tensor<2x3xf32>
+}

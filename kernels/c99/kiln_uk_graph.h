@@ -1,0 +1,299 @@
+/* The kernels of an imported graph's ops beyond a decoder's: elementwise maps
+ * and zips, copies through strides (transpose, broadcast, slice, concat),
+ * gathers, casts, comparisons, a mean over dimensions, products of two
+ * activations and bidirectional attention. Every shape is a constant of the
+ * generated kernel that calls them. Plain C99. */
+#ifndef KILN_UK_GRAPH_H
+#define KILN_UK_GRAPH_H
+
+#include "kernels/c99/kiln_uk_base.h"
+
+/* Dimensions of the tensors the strided kernels walk. */
+#define KILN_UK_MAX_RANK 8
+
+/* Element types of a graph's tensors (kiln_graph.h's kiln_element). */
+enum {
+  KILN_UK_ELEM_F32 = 0,
+  KILN_UK_ELEM_I64 = 1,
+  KILN_UK_ELEM_I32 = 2,
+  KILN_UK_ELEM_I8 = 3,
+  KILN_UK_ELEM_U8 = 4,
+  KILN_UK_ELEM_BOOL = 5
+};
+
+static inline double kiln_uk_load_real(int elem, const uint8_t *p, int64_t i) {
+  float f;
+  int64_t l;
+  int32_t n;
+  switch (elem) {
+  case KILN_UK_ELEM_F32:
+    memcpy(&f, p + 4 * i, 4);
+    return f;
+  case KILN_UK_ELEM_I64:
+    memcpy(&l, p + 8 * i, 8);
+    return (double)l;
+  case KILN_UK_ELEM_I32:
+    memcpy(&n, p + 4 * i, 4);
+    return n;
+  case KILN_UK_ELEM_I8:
+    return (int8_t)p[i];
+  default:
+    return p[i];
+  }
+}
+
+static inline int64_t kiln_uk_load_int(int elem, const uint8_t *p, int64_t i) {
+  int64_t l;
+  int32_t n;
+  if (elem == KILN_UK_ELEM_I64) {
+    memcpy(&l, p + 8 * i, 8);
+    return l;
+  }
+  if (elem == KILN_UK_ELEM_I32) {
+    memcpy(&n, p + 4 * i, 4);
+    return n;
+  }
+  return (int64_t)kiln_uk_load_real(elem, p, i);
+}
+
+/* Element i of y as `elem` from v (a float to an integer: towards zero). */
+static inline void kiln_uk_store(int elem, uint8_t *y, int64_t i, double v) {
+  float f;
+  int64_t l;
+  int32_t n;
+  switch (elem) {
+  case KILN_UK_ELEM_F32:
+    f = (float)v;
+    memcpy(y + 4 * i, &f, 4);
+    break;
+  case KILN_UK_ELEM_I64:
+    l = (int64_t)v;
+    memcpy(y + 8 * i, &l, 8);
+    break;
+  case KILN_UK_ELEM_I32:
+    n = (int32_t)v;
+    memcpy(y + 4 * i, &n, 4);
+    break;
+  case KILN_UK_ELEM_I8:
+    y[i] = (uint8_t)(int8_t)v;
+    break;
+  case KILN_UK_ELEM_BOOL:
+    y[i] = v != 0;
+    break;
+  default:
+    y[i] = (uint8_t)v;
+  }
+}
+
+static inline void kiln_uk_cast(int from, int to, const uint8_t *x, uint8_t *y, int64_t n) {
+  int64_t i;
+  for (i = 0; i < n; ++i) {
+    if (from != KILN_UK_ELEM_F32 && to != KILN_UK_ELEM_F32 && to != KILN_UK_ELEM_BOOL)
+      kiln_uk_store(to, y, i, (double)kiln_uk_load_int(from, x, i));
+    else
+      kiln_uk_store(to, y, i, kiln_uk_load_real(from, x, i));
+  }
+}
+
+enum { KILN_UK_MAP_SQRT, KILN_UK_MAP_ERF, KILN_UK_MAP_TANH, KILN_UK_MAP_GELU_ERF };
+
+static inline void kiln_uk_map(int op, const float *x, float *y, int64_t n) {
+  int64_t i;
+  for (i = 0; i < n; ++i) {
+    const float v = x[i];
+    y[i] = op == KILN_UK_MAP_SQRT   ? sqrtf(v)
+           : op == KILN_UK_MAP_ERF  ? erff(v)
+           : op == KILN_UK_MAP_TANH ? tanhf(v)
+                                    : 0.5f * v * (1.0f + erff(v * 0.7071067811865475f));
+  }
+}
+
+enum { KILN_UK_ZIP_SUB, KILN_UK_ZIP_DIV, KILN_UK_ZIP_POW };
+
+static inline void kiln_uk_zip(int op, const float *a, const float *b, float *y, int64_t n) {
+  int64_t i;
+  for (i = 0; i < n; ++i)
+    y[i] = op == KILN_UK_ZIP_SUB   ? a[i] - b[i]
+           : op == KILN_UK_ZIP_DIV ? a[i] / b[i]
+                                   : powf(a[i], b[i]);
+}
+
+static inline void kiln_uk_fill(float *y, int64_t n, float v) {
+  int64_t i;
+  for (i = 0; i < n; ++i)
+    y[i] = v;
+}
+
+/* y[i] = a[i] == b[i], as booleans; floats compare as numbers (-0 == 0). */
+static inline void kiln_uk_equal(int elem, const uint8_t *a, const uint8_t *b, uint8_t *y,
+                                 int64_t n) {
+  int64_t i;
+  for (i = 0; i < n; ++i)
+    y[i] = elem == KILN_UK_ELEM_F32 ? kiln_uk_load_real(elem, a, i) == kiln_uk_load_real(elem, b, i)
+                                    : kiln_uk_load_int(elem, a, i) == kiln_uk_load_int(elem, b, i);
+}
+
+/* y[i] = c[i] ? a[i] : b[i], elements of `size` bytes. */
+static inline void kiln_uk_where(int32_t size, const uint8_t *c, const uint8_t *a, const uint8_t *b,
+                                 uint8_t *y, int64_t n) {
+  int64_t i;
+  for (i = 0; i < n; ++i)
+    memcpy(y + i * size, (c[i] ? a : b) + i * size, (size_t)size);
+}
+
+/* Visits every index of `shape` in row-major order, keeping an offset into
+ * each of two tensors with their own strides (in elements; 0 repeats). */
+typedef struct kiln_uk_walk {
+  int64_t index[KILN_UK_MAX_RANK];
+  int64_t a, b;
+} kiln_uk_walk;
+
+static inline void kiln_uk_walk_next(kiln_uk_walk *w, const int64_t *shape, const int64_t *sa,
+                                     const int64_t *sb, int32_t rank) {
+  int32_t k;
+  for (k = rank - 1; k >= 0; --k) {
+    w->a += sa[k];
+    w->b += sb[k];
+    if (++w->index[k] < shape[k])
+      return;
+    w->a -= sa[k] * shape[k];
+    w->b -= sb[k] * shape[k];
+    w->index[k] = 0;
+  }
+}
+
+static inline int64_t kiln_uk_count(const int64_t *shape, int32_t rank) {
+  int64_t n = 1;
+  int32_t k;
+  for (k = 0; k < rank; ++k)
+    n *= shape[k];
+  return n;
+}
+
+/* The elements of `shape` (each `size` bytes) from src, at its strides, to
+ * dst at its strides: a transpose, a broadcast (stride 0), a slice (src
+ * offset, stride times step) or a part of a concat (dst offset). */
+static inline void kiln_uk_copy_strided(int32_t size, const uint8_t *src,
+                                        const int64_t *src_strides, uint8_t *dst,
+                                        const int64_t *dst_strides, const int64_t *shape,
+                                        int32_t rank) {
+  const int64_t n = kiln_uk_count(shape, rank);
+  kiln_uk_walk w;
+  int64_t i;
+  memset(&w, 0, sizeof w);
+  for (i = 0; i < n; ++i) {
+    memcpy(dst + w.b * size, src + w.a * size, (size_t)size);
+    kiln_uk_walk_next(&w, shape, src_strides, dst_strides, rank);
+  }
+}
+
+/* y (the input's shape with the reduced dimensions 1) = the mean of x over
+ * the dimensions whose y stride is 0, `count` elements each. */
+static inline void kiln_uk_reduce_mean(const float *x, float *y, const int64_t *x_strides,
+                                       const int64_t *y_strides, const int64_t *shape, int32_t rank,
+                                       int64_t y_count, int64_t count) {
+  const int64_t n = kiln_uk_count(shape, rank);
+  kiln_uk_walk w;
+  int64_t i;
+  memset(&w, 0, sizeof w);
+  for (i = 0; i < y_count; ++i)
+    y[i] = 0;
+  for (i = 0; i < n; ++i) {
+    y[w.b] += x[w.a];
+    kiln_uk_walk_next(&w, shape, x_strides, y_strides, rank);
+  }
+  for (i = 0; i < y_count; ++i)
+    y[i] /= (float)count;
+}
+
+/* Whether every index (int32 or int64) is in [lo, hi): the schedule checks
+ * the indices of a gather or an embedding before it reads the table. */
+static inline int kiln_uk_indices_ok(int elem, const void *indices, int64_t n, int64_t lo,
+                                     int64_t hi) {
+  int64_t i;
+  for (i = 0; i < n; ++i) {
+    const int64_t at = kiln_uk_load_int(elem, (const uint8_t *)indices, i);
+    if (at < lo || at >= hi)
+      return 0;
+  }
+  return 1;
+}
+
+/* y[o, i, :] = x[o, indices[i], :] for o < outer, i < count, rows of `inner`
+ * elements of `size` bytes; the indices checked by kiln_uk_indices_ok. */
+static inline void kiln_uk_gather(int32_t size, const uint8_t *x, int elem, const uint8_t *indices,
+                                  int64_t count, int64_t outer, int64_t axis, int64_t inner,
+                                  uint8_t *y) {
+  const size_t row = (size_t)(inner * size);
+  int64_t o, i;
+  for (o = 0; o < outer; ++o)
+    for (i = 0; i < count; ++i) {
+      int64_t at = kiln_uk_load_int(elem, indices, i);
+      if (at < 0)
+        at += axis;
+      memcpy(y + (size_t)(o * count + i) * row, x + (size_t)(o * axis + at) * row, row);
+    }
+}
+
+/* y[b] = a[b] (m x k) times c[b] (k x n), for each of `batch` products. */
+static inline void kiln_uk_batch_matmul(const float *a, const float *c, float *y, int64_t batch,
+                                        int64_t m, int64_t k, int64_t n) {
+  int64_t b, i, j, l;
+  for (b = 0; b < batch; ++b)
+    for (i = 0; i < m; ++i) {
+      float *yi = y + (b * m + i) * n;
+      for (j = 0; j < n; ++j)
+        yi[j] = 0;
+      for (l = 0; l < k; ++l) {
+        const float x = a[(b * m + i) * k + l];
+        const float *cl = c + (b * k + l) * n;
+        for (j = 0; j < n; ++j)
+          yi[j] += x * cl[j];
+      }
+    }
+}
+
+/* Bidirectional attention: y[b, i] = sum_j p_j v[b, j] with p = softmax over
+ * j of scale * q[b, i] . kt[b, :, j] + bias[b, i, j] (bias may be NULL),
+ * q [B, S, D], kt [B, D, T], v [B, T, E]. Online softmax: one pass over the
+ * keys, the row of y the running sum, so no score row is stored. A row whose
+ * every score is -inf (all masked) is NaN, as softmax gives it. */
+static inline void kiln_uk_attend_bidirectional(const float *q, const float *kt, const float *v,
+                                                const float *bias, float *y, int64_t batch,
+                                                int64_t s, int64_t t, int64_t d, int64_t e,
+                                                float scale) {
+  int64_t b, i, j, c;
+  for (b = 0; b < batch; ++b)
+    for (i = 0; i < s; ++i) {
+      const float *qi = q + (b * s + i) * d;
+      const float *bi = bias ? bias + (b * s + i) * t : NULL;
+      float *yi = y + (b * s + i) * e;
+      float peak = -INFINITY, sum = 0;
+      for (c = 0; c < e; ++c)
+        yi[c] = 0;
+      for (j = 0; j < t; ++j) {
+        float x = 0, p;
+        const float *vj = v + (b * t + j) * e;
+        for (c = 0; c < d; ++c)
+          x += qi[c] * kt[(b * d + c) * t + j];
+        x = x * scale + (bi ? bi[j] : 0.0f);
+        if (x == -INFINITY)
+          continue;
+        if (x > peak) {
+          const float r = expf(peak - x);
+          sum *= r;
+          for (c = 0; c < e; ++c)
+            yi[c] *= r;
+          peak = x;
+        }
+        p = expf(x - peak);
+        sum += p;
+        for (c = 0; c < e; ++c)
+          yi[c] += p * vj[c];
+      }
+      for (c = 0; c < e; ++c)
+        yi[c] = sum > 0 ? yi[c] / sum : NAN;
+    }
+}
+
+#endif /* KILN_UK_GRAPH_H */
