@@ -84,6 +84,10 @@ int kiln::graphElementCode(Type element) {
     return 3;
   if (element.isInteger(1))
     return 5;
+  if (element.isF16())
+    return 6;
+  if (element.isF64())
+    return 7;
   return -1;
 }
 

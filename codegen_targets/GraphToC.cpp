@@ -44,7 +44,8 @@ public:
 
 const char *elementName(Type element) {
   static const char *const names[] = {"KILN_ELEMENT_F32", "KILN_ELEMENT_I64", "KILN_ELEMENT_I32",
-                                      "KILN_ELEMENT_I8",  "KILN_ELEMENT_U8",  "KILN_ELEMENT_BOOL"};
+                                      "KILN_ELEMENT_I8",  "KILN_ELEMENT_U8",  "KILN_ELEMENT_BOOL",
+                                      "KILN_ELEMENT_F16", "KILN_ELEMENT_F64"};
   return names[graphElementCode(element)];
 }
 

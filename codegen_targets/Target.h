@@ -121,7 +121,7 @@ std::optional<mlir::FailureOr<KernelCall>> graphKernelFor(mlir::Operation *op,
                                                           llvm::StringRef prefix,
                                                           const OperandNames &names);
 /// kiln_uk_graph.h's KILN_UK_ELEM_* code of a graph tensor's element type
-/// (f32, i64, i32, i8, ui8, i1); -1 for another.
+/// (f32, i64, i32, i8, ui8, i1, f16, f64); -1 for another.
 int graphElementCode(mlir::Type element);
 /// Bytes of one element as a graph's kernels store it (a boolean in a byte).
 int64_t graphElementBytes(mlir::Type element);

@@ -1049,9 +1049,10 @@ static LogicalResult compileOnnx(const CompileOptions &options, llvm::raw_ostrea
   if (failed(sources) || failed(writeGeneratedFiles(where, options.outputDir, *sources)) ||
       failed(writeGeneratedFiles(where, options.outputDir, librarySources())) ||
       (options.embedWeights && failed(writeEmbeddedWeights(where, options.outputDir, name)))) {
+    // What failed, as the diagnostics say it.
     for (const std::string &e : passErrors)
       (void)report(errs, options.input, e);
-    return report(errs, options.input, "code generation failed");
+    return passErrors.empty() ? report(errs, options.input, "code generation failed") : failure();
   }
   if (options.report)
     out << llvm::formatv("graph {0}: arena {1} bytes, pack {2} bytes ({3} tensors)\n", name,

@@ -18,14 +18,24 @@ enum {
   KILN_UK_ELEM_I32 = 2,
   KILN_UK_ELEM_I8 = 3,
   KILN_UK_ELEM_U8 = 4,
-  KILN_UK_ELEM_BOOL = 5
+  KILN_UK_ELEM_BOOL = 5,
+  KILN_UK_ELEM_F16 = 6,
+  KILN_UK_ELEM_F64 = 7
 };
 
 static inline double kiln_uk_load_real(int elem, const uint8_t *p, int64_t i) {
   float f;
+  double r;
   int64_t l;
   int32_t n;
+  uint16_t h;
   switch (elem) {
+  case KILN_UK_ELEM_F16:
+    memcpy(&h, p + 2 * i, 2);
+    return kiln_f16_to_f32(h);
+  case KILN_UK_ELEM_F64:
+    memcpy(&r, p + 8 * i, 8);
+    return r;
   case KILN_UK_ELEM_F32:
     memcpy(&f, p + 4 * i, 4);
     return f;
@@ -61,7 +71,15 @@ static inline void kiln_uk_store(int elem, uint8_t *y, int64_t i, double v) {
   float f;
   int64_t l;
   int32_t n;
+  uint16_t h;
   switch (elem) {
+  case KILN_UK_ELEM_F16:
+    h = kiln_f32_to_f16((float)v);
+    memcpy(y + 2 * i, &h, 2);
+    break;
+  case KILN_UK_ELEM_F64:
+    memcpy(y + 8 * i, &v, 8);
+    break;
   case KILN_UK_ELEM_F32:
     f = (float)v;
     memcpy(y + 4 * i, &f, 4);
@@ -88,7 +106,8 @@ static inline void kiln_uk_store(int elem, uint8_t *y, int64_t i, double v) {
 static inline void kiln_uk_cast(int from, int to, const uint8_t *x, uint8_t *y, int64_t n) {
   int64_t i;
   for (i = 0; i < n; ++i) {
-    if (from != KILN_UK_ELEM_F32 && to != KILN_UK_ELEM_F32 && to != KILN_UK_ELEM_BOOL)
+    if (from < KILN_UK_ELEM_BOOL && from != KILN_UK_ELEM_F32 && to < KILN_UK_ELEM_BOOL &&
+        to != KILN_UK_ELEM_F32)
       kiln_uk_store(to, y, i, (double)kiln_uk_load_int(from, x, i));
     else
       kiln_uk_store(to, y, i, kiln_uk_load_real(from, x, i));
@@ -129,8 +148,9 @@ static inline void kiln_uk_equal(int elem, const uint8_t *a, const uint8_t *b, u
                                  int64_t n) {
   int64_t i;
   for (i = 0; i < n; ++i)
-    y[i] = elem == KILN_UK_ELEM_F32 ? kiln_uk_load_real(elem, a, i) == kiln_uk_load_real(elem, b, i)
-                                    : kiln_uk_load_int(elem, a, i) == kiln_uk_load_int(elem, b, i);
+    y[i] = elem == KILN_UK_ELEM_F32 || elem >= KILN_UK_ELEM_F16
+               ? kiln_uk_load_real(elem, a, i) == kiln_uk_load_real(elem, b, i)
+               : kiln_uk_load_int(elem, a, i) == kiln_uk_load_int(elem, b, i);
 }
 
 /* y[i] = c[i] ? a[i] : b[i], elements of `size` bytes. */

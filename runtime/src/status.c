@@ -6,7 +6,7 @@ const char *kiln_status_message(kiln_status s) {
   case KILN_OK:
     return "ok";
   case KILN_ERR_ARGUMENT:
-    return "invalid argument (NULL pointer, token outside the vocabulary or bad count)";
+    return "invalid argument (NULL pointer, token or index outside its table, or bad count)";
   case KILN_ERR_IO:
     return "pack file could not be opened, sized or mapped";
   case KILN_ERR_TRUNCATED:

@@ -15,6 +15,10 @@ const char *npy_descr(kiln_element element) {
     return "|i1";
   case KILN_ELEMENT_U8:
     return "|u1";
+  case KILN_ELEMENT_F16:
+    return "<f2";
+  case KILN_ELEMENT_F64:
+    return "<f8";
   default:
     return "|b1";
   }

@@ -3,11 +3,13 @@
 
   run_node_tests.py --data DIR --bin BUILD/bin --expected-failures FILE --work DIR [-j N] [--filter RE]
 
-Every node test whose ops are all ones the importer reads runs: its model is
-imported by `kiln-compile --emit=mlir`, its first data set evaluated by
-`kiln-eval` (the reference evaluator of the imported IR), and each output
-compared with the stored one at the ONNX backend tests' tolerance (rtol 1e-3,
-atol 1e-7). The tests hold shapes, axes and indices as graph inputs; as in a
+Every node test whose ops are all ones the importer reads runs twice: its
+model is imported by `kiln-compile --emit=mlir` and its first data set
+evaluated by `kiln-eval` (the reference evaluator of the imported IR); then
+the model is compiled to C (`--target=c99`: the portable kernels every other
+target is checked against), built with kiln-run and run on the same data set.
+Each output of both is compared with the stored one at the ONNX backend
+tests' tolerance (rtol 1e-3, atol 1e-7). The tests hold shapes, axes and indices as graph inputs; as in a
 real model those are constants, so integer inputs after the first, and the
 weights of Gemm, Conv and LayerNormalization, become initializers first.
 
@@ -107,6 +109,38 @@ def check(name, args):
                            "--onnx", path, "--output-dir", out_dir, *flags], capture_output=True, text=True)
     if step.returncode:
         return "evaluate: " + step.stderr.strip().splitlines()[-1]
+    wrong = compare(graph, data_set, out_dir)
+    if wrong:
+        return wrong
+    c_dir = os.path.join(work, "c")
+    step = subprocess.run([os.path.join(args.bin, "kiln-compile"), path, "--target=c99", "-o", c_dir,
+                           "--name=model"], capture_output=True, text=True)
+    if step.returncode:
+        return "compile: " + step.stderr.strip().splitlines()[-1]
+    run = os.path.join(c_dir, "kiln-run")
+    sources = ["model.c", "model_kernels.c", "runtime/src/status.c", "runtime/src/pack.c",
+               "runtime/src/pack_file.c", "samples/run/kiln_run.c", "samples/run/npy.c"]
+    step = subprocess.run(["cc", "-std=c99", "-O1", "-ffp-contract=off", "-Wall", "-Wextra", "-Werror",
+                           "-I" + c_dir, "-I" + os.path.join(c_dir, "runtime", "include"),
+                           '-DKILN_GRAPH_HEADER="model.h"', "-DKILN_GRAPH_API=model_api",
+                           "-DKILN_GRAPH_TYPE=model_model", "-DKILN_ARENA_BYTES=MODEL_ARENA_BYTES",
+                           '-DKILN_DEFAULT_PACK="model.kpack"', "-o", run,
+                           *[os.path.join(c_dir, f) for f in sources], "-lm"], capture_output=True, text=True)
+    if step.returncode:
+        return "build: " + (step.stderr.strip().splitlines() or ["cc failed"])[0]
+    run_dir = os.path.join(work, "run")
+    os.makedirs(run_dir, exist_ok=True)
+    step = subprocess.run([run, "--pack", os.path.join(c_dir, "model.kpack"), "--output-dir", run_dir,
+                           *sum([["--input", f[len("--input="):]] for f in flags], [])],
+                          capture_output=True, text=True)
+    if step.returncode:
+        return "run: " + step.stderr.strip().splitlines()[-1]
+    wrong = compare(graph, data_set, run_dir)
+    return "compiled: " + wrong if wrong else None
+
+
+def compare(graph, data_set, out_dir):
+    """None when every output in out_dir matches the data set's, else how one differs."""
     for i, v in enumerate(graph.output):
         expected = load_tensor(os.path.join(data_set, "output_%d.pb" % i))
         actual = np.load(os.path.join(out_dir, v.name.replace("/", "_") + ".npy"))

@@ -21,7 +21,7 @@ extern "C" {
 
 typedef enum kiln_status {
   KILN_OK = 0,
-  KILN_ERR_ARGUMENT,     /* NULL pointer, token outside the vocabulary, bad count */
+  KILN_ERR_ARGUMENT,     /* NULL pointer, token or index outside its table, bad count */
   KILN_ERR_IO,           /* pack file could not be opened, sized or mapped */
   KILN_ERR_TRUNCATED,    /* fewer bytes than the header says or the code expects */
   KILN_ERR_MAGIC,        /* not a Kiln pack (magic or table identifier) */

@@ -17,7 +17,9 @@ typedef enum kiln_element {
   KILN_ELEMENT_I32 = 2,
   KILN_ELEMENT_I8 = 3,
   KILN_ELEMENT_U8 = 4,
-  KILN_ELEMENT_BOOL = 5 /* one byte, 0 or 1 */
+  KILN_ELEMENT_BOOL = 5, /* one byte, 0 or 1 */
+  KILN_ELEMENT_F16 = 6,
+  KILN_ELEMENT_F64 = 7
 } kiln_element;
 
 /* One input or output: row-major, `bytes` = elements times the element's size. */
