@@ -37,14 +37,14 @@ std::string array(StringRef name, ArrayRef<int64_t> values) {
     items.push_back(std::to_string(v));
   if (items.empty())
     items.push_back(name == "shape" ? "1" : "0");
-  return formatv("  static const int64_t {0}[] = {{{1}};\n", name, llvm::join(items, ", ")).str();
+  return formatv("    static const int64_t {0}[] = {{{1}};\n", name, llvm::join(items, ", ")).str();
 }
 
 /// The walk of `shape` from `src` at `srcStrides` to `dst` at `dstStrides`.
 std::string copy(int64_t size, StringRef src, StringRef dst, ArrayRef<int64_t> srcStrides,
                  ArrayRef<int64_t> dstStrides, ArrayRef<int64_t> shape) {
   return "  {\n" + array("from", srcStrides) + array("to", dstStrides) + array("shape", shape) +
-         formatv("  kiln_uk_copy_strided({0}, (const uint8_t *){1}, from, (uint8_t *){2}, to, "
+         formatv("    kiln_uk_copy_strided({0}, (const uint8_t *){1}, from, (uint8_t *){2}, to, "
                  "shape, {3});\n  }\n",
                  size, src, dst, std::max<size_t>(shape.size(), 1))
              .str();
@@ -206,7 +206,7 @@ std::optional<FailureOr<KernelCall>> kiln::graphKernelFor(Operation *op, StringR
               reduced *= in[d];
             }
             body = "  {\n" + array("from", stridesOf(in)) + array("to", to) + array("shape", in) +
-                   formatv("  kiln_uk_reduce_mean(x0, y, from, to, shape, {0}, {1}, {2});\n  }\n",
+                   formatv("    kiln_uk_reduce_mean(x0, y, from, to, shape, {0}, {1}, {2});\n  }\n",
                            std::max<size_t>(in.size(), 1), count(r.getResult()), reduced)
                        .str();
             return success();

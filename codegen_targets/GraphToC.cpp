@@ -94,7 +94,7 @@ void describe(func::FuncOp fn, llvm::StringRef upper, llvm::StringRef name, bool
                       "#define {1}_{2}{3}_ELEMENTS {6}\n#define {1}_{2}{3}_BYTES {7}u\n",
                       label, upper, kind, i, t.getRank(),
                       dims.empty() ? "1" : llvm::join(dims, ", "), t.getNumElements(), bytes);
-    std::string shape = formatv("{0}_{1}{2}_shape", input ? "input" : "output", "", i);
+    std::string shape = formatv("{0}{1}_shape", input ? "input" : "output", i);
     info += formatv("static const int64_t {0}[] = {1}_{2}{3}_SHAPE;\n", shape, upper, kind, i);
     rows += formatv("    {{{0}, {1}, {2}, {3}, {4}, {5}u},\n", quoted(label),
                     elementName(t.getElementType()), t.getRank(), shape, t.getNumElements(), bytes);

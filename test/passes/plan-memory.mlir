@@ -62,3 +62,24 @@ func.func @small(%x: tensor<1x16xf32>, %pos: i32) -> tensor<16x16xf32> {
   %k = kiln.kv_write %s into %kc at %pos : tensor<1x16xf32> -> tensor<16x16xf32>
   return %k : tensor<16x16xf32>
 }
+
+// -----
+
+// A graph's reshape is its input's bytes under another shape: it has no slot,
+// and its input's buffer lives until the reshape's last reader (here the sub,
+// so the tanh may not take it). Inputs and constants are not in the arena.
+// CHECK-LABEL: func.func @reshapes
+// CHECK-SAME: kiln.activation_bytes = 192 : i64
+func.func @reshapes(%x: tensor<2x8xf32>, %c: tensor<16xf32>) -> tensor<16xf32> {
+  // CHECK: kiln.constant "k" : tensor<2x8xi64>
+  %k = kiln.constant "k" : tensor<2x8xi64>
+  // CHECK: kiln.sqrt {{.*}}slot = #kiln.slot<offset = 0, bytes = 64>
+  %a = kiln.sqrt %x : tensor<2x8xf32>
+  // CHECK: kiln.reshape %{{.*}} : tensor<2x8xf32> -> tensor<16xf32>
+  %r = kiln.reshape %a : tensor<2x8xf32> -> tensor<16xf32>
+  // CHECK: kiln.tanh {{.*}}slot = #kiln.slot<offset = 64, bytes = 64>
+  %b = kiln.tanh %c : tensor<16xf32>
+  // CHECK: kiln.sub {{.*}}slot = #kiln.slot<offset = 128, bytes = 64>
+  %s = kiln.sub %r, %b : tensor<16xf32>
+  return %s : tensor<16xf32>
+}
