@@ -980,10 +980,8 @@ static LogicalResult compileOnnx(const CompileOptions &options, llvm::raw_ostrea
                                  llvm::raw_ostream &errs) {
   if (options.threads != 1)
     return report(errs, options.input, "an ONNX graph runs on one thread (--threads=1)");
-  if (!options.board.empty() || !options.quant.empty() || !options.quantOverrides.empty())
-    return report(errs, options.input,
-                  "an ONNX graph compiles with its float32 weights for a host or c99 target: "
-                  "--board, --quant and --quant-override are for GGUF models");
+  if (!options.board.empty())
+    return report(errs, options.input, "--board is for GGUF models");
   const TargetDescription *target = lookupTarget(options.target);
   if (!target)
     return report(errs, options.target,
@@ -1009,7 +1007,10 @@ static LogicalResult compileOnnx(const CompileOptions &options, llvm::raw_ostrea
     return failure();
   }
   PassManager pm(&context);
-  buildOnnxGraphPipeline(pm);
+  QuantizeOptions quantize;
+  quantize.weights = options.quant;
+  quantize.overrides = options.quantOverrides;
+  buildOnnxGraphPipeline(pm, quantize);
   if (options.emit != EmitPhase::Mlir)
     buildKernelPipeline(pm, target->isaVariant().kernel, options.tile, 1);
   std::vector<std::string> passErrors;

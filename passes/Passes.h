@@ -22,8 +22,9 @@ void buildGraphPipeline(mlir::OpPassManager &pm, const QuantizeOptions &quantize
                         llvm::StringRef fuse = "residual,swiglu,qkv,norm");
 
 /// Graph-level passes of an imported ONNX graph: the importer's reshape,
-/// transpose and broadcast chains folded, equal values merged, attention fused.
-void buildOnnxGraphPipeline(mlir::OpPassManager &pm);
+/// transpose and broadcast chains folded, equal values merged, attention
+/// fused, then the matmul and embedding weights in `quantize`'s formats.
+void buildOnnxGraphPipeline(mlir::OpPassManager &pm, const QuantizeOptions &quantize = {});
 
 /// From graph level to kernel level: weights placed in the pack (in panels
 /// where the target's matmuls read them), panel matmuls tiled for the target's

@@ -15,11 +15,12 @@ void kiln::buildGraphPipeline(OpPassManager &pm, const QuantizeOptions &quantize
   }
 }
 
-void kiln::buildOnnxGraphPipeline(OpPassManager &pm) {
+void kiln::buildOnnxGraphPipeline(OpPassManager &pm, const QuantizeOptions &quantize) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createFuseAttention());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createQuantize(quantize));
 }
 
 void kiln::buildKernelPipeline(OpPassManager &pm, const KernelTarget &target,

@@ -87,6 +87,13 @@ struct QuantizePass : kiln::impl::QuantizeBase<QuantizePass> {
     if (!format || type.getRank() != 2 || isQuantized(type.getElementType()) ||
         format == type.getElementType())
       return;
+    // Only the matmul and embedding kernels read a quantized weight (a
+    // graph's weights may feed any op: an add of position embeddings).
+    for (OpOperand &use : op->getUses()) {
+      auto embed = dyn_cast<EmbedOp>(use.getOwner());
+      if (!isMatmulWeight(use) && !(embed && use.getOperandNumber() == 0))
+        return;
+    }
     if (type.getDimSize(1) % getBlockElements(format) != 0) {
       op.emitWarning() << "kept as " << type.getElementType() << ": rows of "
                        << type.getDimSize(1) << " are not whole blocks of " << format;

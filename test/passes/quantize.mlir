@@ -56,3 +56,18 @@ func.func @partial_blocks(%x: tensor<1x48xf32>) -> tensor<1x8xf32> {
   %y = kiln.matmul %x, %w : (tensor<1x48xf32>, tensor<8x48xf32>) -> tensor<1x8xf32>
   return %y : tensor<1x8xf32>
 }
+
+// -----
+
+// A graph's weight that some op other than a matmul or an embedding reads (a
+// position table the graph adds) keeps its type: no other kernel reads blocks.
+// CHECK-LABEL: func.func @graph_weights
+func.func @graph_weights(%x: tensor<4x32xf32>) -> (tensor<4x32xf32>, tensor<4x32xf32>) {
+  // CHECK: kiln.weight "positions" : tensor<4x32xf32>
+  %p = kiln.weight "positions" : tensor<4x32xf32>
+  %a = kiln.add %x, %p : tensor<4x32xf32>
+  // CHECK: kiln.weight "dense" {transposed} : tensor<32x32x!kiln.q4_0>
+  %w = kiln.weight "dense" {transposed} : tensor<32x32xf32>
+  %y = kiln.matmul %a, %w : (tensor<4x32xf32>, tensor<32x32xf32>) -> tensor<4x32xf32>
+  return %a, %y : tensor<4x32xf32>, tensor<4x32xf32>
+}
