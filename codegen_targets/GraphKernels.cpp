@@ -107,11 +107,14 @@ std::optional<FailureOr<KernelCall>> kiln::graphKernelFor(Operation *op, StringR
                            floatLiteral(s.getValue().convertToFloat()));
             return success();
           })
-          .Case<SqrtOp, ErfOp, TanhOp, GeluErfOp>([&](Operation *m) {
-            const char *code = isa<SqrtOp>(m)   ? "KILN_UK_MAP_SQRT"
-                               : isa<ErfOp>(m)  ? "KILN_UK_MAP_ERF"
-                               : isa<TanhOp>(m) ? "KILN_UK_MAP_TANH"
-                                                : "KILN_UK_MAP_GELU_ERF";
+          .Case([&](GeluErfOp g) {
+            body = formatv("  kiln_uk_gelu_erf(x0, y, {0});\n", count(g.getResult()));
+            return success();
+          })
+          .Case<SqrtOp, ErfOp, TanhOp>([&](Operation *m) {
+            const char *code = isa<SqrtOp>(m)  ? "KILN_UK_MAP_SQRT"
+                               : isa<ErfOp>(m) ? "KILN_UK_MAP_ERF"
+                                               : "KILN_UK_MAP_TANH";
             body = formatv("  kiln_uk_map({0}, x0, y, {1});\n", code, count(m->getResult(0)));
             return success();
           })
@@ -223,10 +226,11 @@ std::optional<FailureOr<KernelCall>> kiln::graphKernelFor(Operation *op, StringR
           .Case([&](AttendOp a) {
             ArrayRef<int64_t> q = typeOf(a.getQuery()).getShape();
             int64_t t = typeOf(a.getKeysT()).getDimSize(2), e = typeOf(a.getValues()).getDimSize(2);
-            body = formatv("  kiln_uk_attend_bidirectional(x0, x1, x2, {0}, y, {1}, {2}, {3}, {4}, "
-                           "{5}, {6});\n",
-                           a.getBias() ? "x3" : "NULL", q[0], q[1], t, q[2], e,
-                           floatLiteral(a.getScale().convertToFloat()));
+            body = formatv(
+                "  kiln_uk_attend_bidirectional(x0, x1, x2, {0}, y, scratch, {1}, {2}, {3}, "
+                "{4}, {5}, {6});\n",
+                a.getBias() ? "x3" : "NULL", q[0], q[1], t, q[2], e,
+                floatLiteral(a.getScale().convertToFloat()));
             return success();
           })
           .Default([](Operation *) { return std::nullopt; });
@@ -237,11 +241,18 @@ std::optional<FailureOr<KernelCall>> kiln::graphKernelFor(Operation *op, StringR
   KernelCall k;
   k.params = params(op->getNumOperands());
   k.body = body;
+  // A kernel with scratch (attention's rows of scores) takes it last.
+  auto kernel = dyn_cast<KernelOpInterface>(op);
+  bool scratch = kernel && kernel.getScratchBytes() > 0;
+  if (scratch)
+    k.params += ", void *scratch";
   k.name =
       formatv("{0}_{1}_{2:x-16}", prefix, op->getName().stripDialect(), llvm::xxh3_64bits(body))
           .str();
   for (Value v : op->getOperands())
     k.args.push_back(names.operand(v));
   k.args.push_back(names.result(op));
+  if (scratch)
+    k.args.push_back(names.scratch(op));
   return FailureOr<KernelCall>(k);
 }

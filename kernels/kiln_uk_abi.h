@@ -254,6 +254,16 @@ typedef struct kiln_uk_positions {
   int32_t span;
 } kiln_uk_positions;
 
+/* --- an encoder's attention ------------------------------------------------- */
+
+/* Bidirectional attention (kiln_uk_attend_bidirectional) takes this many
+ * query rows at a time, their rows of scores over all t keys in scratch. */
+#define KILN_UK_ATTEND_ROWS 8
+
+static inline size_t kiln_uk_attend_scratch_bytes(int64_t t) {
+  return (size_t)KILN_UK_ATTEND_ROWS * (size_t)t * 4u;
+}
+
 /* --- limits the compiler checks ------------------------------------------- */
 
 /* The largest register tile of activation rows the panel kernels are

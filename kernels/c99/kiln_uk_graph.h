@@ -7,6 +7,7 @@
 #define KILN_UK_GRAPH_H
 
 #include "kernels/c99/kiln_uk_base.h"
+#include "kernels/c99/kiln_uk_elementwise.h"
 
 /* Dimensions of the tensors the strided kernels walk. */
 #define KILN_UK_MAX_RANK 8
@@ -114,16 +115,41 @@ static inline void kiln_uk_cast(int from, int to, const uint8_t *x, uint8_t *y, 
   }
 }
 
-enum { KILN_UK_MAP_SQRT, KILN_UK_MAP_ERF, KILN_UK_MAP_TANH, KILN_UK_MAP_GELU_ERF };
+enum { KILN_UK_MAP_SQRT, KILN_UK_MAP_ERF, KILN_UK_MAP_TANH };
 
 static inline void kiln_uk_map(int op, const float *x, float *y, int64_t n) {
   int64_t i;
   for (i = 0; i < n; ++i) {
     const float v = x[i];
-    y[i] = op == KILN_UK_MAP_SQRT   ? sqrtf(v)
-           : op == KILN_UK_MAP_ERF  ? erff(v)
-           : op == KILN_UK_MAP_TANH ? tanhf(v)
-                                    : 0.5f * v * (1.0f + erff(v * 0.7071067811865475f));
+    y[i] = op == KILN_UK_MAP_SQRT ? sqrtf(v) : op == KILN_UK_MAP_ERF ? erff(v) : tanhf(v);
+  }
+}
+
+/* Exact GELU, x / 2 * (1 + erf(x / sqrt(2))), with erf as Abramowitz and
+ * Stegun's 7.1.26 (absolute error at most 1.5e-7): 1 - poly(t) exp(-z^2),
+ * t = 1 / (1 + p |z|), the exponentials a block at a time by exp_block (an
+ * ISA's vector one where it has one), every other loop one a compiler
+ * vectorizes. The Erf op keeps erff. */
+#define KILN_UK_GELU_BLOCK 64
+static inline void kiln_uk_gelu_erf(const float *x, float *y, int64_t n) {
+  float e[KILN_UK_GELU_BLOCK];
+  int64_t i0, i;
+  for (i0 = 0; i0 < n; i0 += KILN_UK_GELU_BLOCK) {
+    const int32_t m = (int32_t)(n - i0 < KILN_UK_GELU_BLOCK ? n - i0 : KILN_UK_GELU_BLOCK);
+    for (i = 0; i < m; ++i) {
+      const float z = x[i0 + i] * 0.7071067811865475f;
+      e[i] = -z * z;
+    }
+    kiln_uk_exp_block(e, 0.0f, e, m);
+    for (i = 0; i < m; ++i) {
+      const float v = x[i0 + i], z = v * 0.7071067811865475f, u = z < 0 ? -z : z;
+      const float t = 1.0f / (1.0f + 0.3275911f * u);
+      const float poly =
+          t * (0.254829592f +
+               t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+      const float erf_u = 1.0f - poly * e[i];
+      y[i0 + i] = 0.5f * v * (1.0f + (z < 0 ? -erf_u : erf_u));
+    }
   }
 }
 
@@ -275,45 +301,62 @@ static inline void kiln_uk_batch_matmul(const float *a, const float *c, float *y
 
 /* Bidirectional attention: y[b, i] = sum_j p_j v[b, j] with p = softmax over
  * j of scale * q[b, i] . kt[b, :, j] + bias[b, i, j] (bias may be NULL),
- * q [B, S, D], kt [B, D, T], v [B, T, E]. Online softmax: one pass over the
- * keys, the row of y the running sum, so no score row is stored. A row whose
- * every score is -inf (all masked) is NaN, as softmax gives it. */
+ * q [B, S, D], kt [B, D, T], v [B, T, E]. KILN_UK_ATTEND_ROWS queries at a
+ * time: their scores over all keys in `scratch`
+ * (kiln_uk_attend_scratch_bytes), each key row and value row read once for
+ * all of them, every inner loop over contiguous keys or features. A row
+ * whose every score is -inf (all masked) is NaN, as softmax gives it. */
 static inline void kiln_uk_attend_bidirectional(const float *q, const float *kt, const float *v,
-                                                const float *bias, float *y, int64_t batch,
-                                                int64_t s, int64_t t, int64_t d, int64_t e,
-                                                float scale) {
-  int64_t b, i, j, c;
-  for (b = 0; b < batch; ++b)
-    for (i = 0; i < s; ++i) {
-      const float *qi = q + (b * s + i) * d;
-      const float *bi = bias ? bias + (b * s + i) * t : NULL;
-      float *yi = y + (b * s + i) * e;
-      float peak = -INFINITY, sum = 0;
-      for (c = 0; c < e; ++c)
-        yi[c] = 0;
-      for (j = 0; j < t; ++j) {
-        float x = 0, p;
-        const float *vj = v + (b * t + j) * e;
-        for (c = 0; c < d; ++c)
-          x += qi[c] * kt[(b * d + c) * t + j];
-        x = x * scale + (bi ? bi[j] : 0.0f);
-        if (x == -INFINITY)
-          continue;
-        if (x > peak) {
-          const float r = expf(peak - x);
-          sum *= r;
-          for (c = 0; c < e; ++c)
-            yi[c] *= r;
-          peak = x;
+                                                const float *bias, float *y, void *scratch,
+                                                int64_t batch, int64_t s, int64_t t, int64_t d,
+                                                int64_t e, float scale) {
+  float *scores = (float *)scratch;
+  int64_t b, i0, r, j, c;
+  for (b = 0; b < batch; ++b) {
+    const float *kb = kt + b * d * t, *vb = v + b * t * e;
+    for (i0 = 0; i0 < s; i0 += KILN_UK_ATTEND_ROWS) {
+      const int64_t rows = s - i0 < KILN_UK_ATTEND_ROWS ? s - i0 : KILN_UK_ATTEND_ROWS;
+      const float *qi = q + (b * s + i0) * d;
+      float *yi = y + (b * s + i0) * e;
+      for (r = 0; r < rows * t; ++r)
+        scores[r] = 0;
+      for (c = 0; c < d; ++c) {
+        const float *kc = kb + c * t;
+        for (r = 0; r < rows; ++r) {
+          const float x = qi[r * d + c] * scale;
+          float *sr = scores + r * t;
+          for (j = 0; j < t; ++j)
+            sr[j] += x * kc[j];
         }
-        p = expf(x - peak);
-        sum += p;
-        for (c = 0; c < e; ++c)
-          yi[c] += p * vj[c];
       }
-      for (c = 0; c < e; ++c)
-        yi[c] = sum > 0 ? yi[c] / sum : NAN;
+      for (r = 0; r < rows; ++r) {
+        float *sr = scores + r * t;
+        float peak = -INFINITY, sum = 0, inv;
+        if (bias)
+          for (j = 0; j < t; ++j)
+            sr[j] += bias[(b * s + i0 + r) * t + j];
+        for (j = 0; j < t; ++j)
+          peak = sr[j] > peak ? sr[j] : peak;
+        kiln_uk_exp_block(sr, peak, sr, (int32_t)t);
+        for (j = 0; j < t; ++j)
+          sum += sr[j];
+        inv = sum > 0 ? 1.0f / sum : NAN;
+        for (j = 0; j < t; ++j)
+          sr[j] *= inv;
+      }
+      for (r = 0; r < rows * e; ++r)
+        yi[r] = 0;
+      for (j = 0; j < t; ++j) {
+        const float *vj = vb + j * e;
+        for (r = 0; r < rows; ++r) {
+          const float p = scores[r * t + j];
+          float *yr = yi + r * e;
+          for (c = 0; c < e; ++c)
+            yr[c] += p * vj[c];
+        }
+      }
     }
+  }
 }
 
 #endif /* KILN_UK_GRAPH_H */

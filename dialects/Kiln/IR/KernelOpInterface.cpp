@@ -129,3 +129,7 @@ bool kiln::isTiledKvCache(Type cache) {
   KvCacheLayoutAttr layout = getKvCacheLayout(cache);
   return layout && layout.getTile() > 0;
 }
+
+int64_t AttendOp::getScratchBytes() {
+  return int64_t(kiln_uk_attend_scratch_bytes(cast<RankedTensorType>(getKeysT().getType()).getDimSize(2)));
+}

@@ -474,6 +474,49 @@ void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRCo
   results.add<TransposeWeight>(context);
 }
 
+namespace {
+/// x + broadcast(b), b one row of x's width, is a bias added to the rows of x
+/// (an imported graph's linear layer): one row kernel, no broadcast copy. x
+/// may be a reshape of the 2-D rows (a matmul's) that keeps the width.
+struct AddBias : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddOp op, PatternRewriter &rewriter) const override {
+    for (unsigned i = 0; i < 2; ++i) {
+      auto broadcast = op->getOperand(i).getDefiningOp<BroadcastOp>();
+      Value x = op->getOperand(1 - i);
+      if (!broadcast)
+        continue;
+      auto row = cast<RankedTensorType>(broadcast.getInput().getType());
+      auto type = cast<RankedTensorType>(x.getType());
+      int64_t width = type.getShape().back();
+      if (row.getNumElements() != width || row.getShape().back() != width)
+        continue;
+      Value rows = x;
+      if (type.getRank() != 2) {
+        auto reshape = x.getDefiningOp<ReshapeOp>();
+        auto source = reshape ? cast<RankedTensorType>(reshape.getInput().getType()) : nullptr;
+        if (!source || source.getRank() != 2 || source.getShape().back() != width)
+          continue;
+        rows = reshape.getInput();
+      }
+      Location loc = op.getLoc();
+      Value bias = rewriter.create<ReshapeOp>(
+          loc, RankedTensorType::get({width}, row.getElementType()), broadcast.getInput());
+      Value sum = rewriter.create<BiasAddOp>(loc, rows.getType(), rows, bias);
+      if (sum.getType() != type)
+        sum = rewriter.create<ReshapeOp>(loc, type, sum);
+      rewriter.replaceOp(op, sum);
+      return success();
+    }
+    return failure();
+  }
+};
+} // namespace
+
+void AddOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<AddBias>(context);
+}
+
 LogicalResult AttendOp::verify() {
   RankedTensorType q = tensorOf(getQuery()), kt = tensorOf(getKeysT()), v = tensorOf(getValues());
   if (q.getRank() != 3 || kt.getRank() != 3 || v.getRank() != 3)

@@ -173,7 +173,9 @@ class Kiln_BinaryOp<string mnemonic, string what>
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
 }
 
-def Kiln_AddOp : Kiln_BinaryOp<"add", "elementwise sum">;
+def Kiln_AddOp : Kiln_BinaryOp<"add", "elementwise sum"> {
+  let hasCanonicalizer = 1;
+}
 
 def Kiln_BiasAddOp : Kiln_Op<"bias_add", [Pure, AllTypesMatch<["input", "result"]>,
                                           DeclareOpInterfaceMethods<Kiln_KernelOpInterface, ["getKernelWork"]>]> {
@@ -412,7 +414,7 @@ def Kiln_BatchMatmulOp : Kiln_Op<"batch_matmul", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Kiln_AttendOp : Kiln_Op<"attend", [Pure]> {
+def Kiln_AttendOp : Kiln_Op<"attend", [Pure, DeclareOpInterfaceMethods<Kiln_KernelOpInterface, ["getScratchBytes"]>]> {
   let summary = "bidirectional attention: softmax(scale * q kT + bias) v, per batch";
   let description = [{
     An encoder's attention over all positions, with keys given transposed

@@ -60,6 +60,17 @@ static inline void kiln_uk_rope_head(const float *x, float *y, const float *cc, 
     y[j] = x[j];
 }
 
+#define KILN_UK_HAS_EXP_BLOCK 1
+static inline void kiln_uk_exp_block(const float *x, float m, float *e, int32_t n) {
+  int32_t i;
+  for (i = 0; i < n; i += 16) {
+    __mmask16 k = kiln_uk_tail_mask(n - i);
+    _mm512_mask_storeu_ps(e + i, k,
+                          kiln_uk_exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i),
+                                                       _mm512_set1_ps(m))));
+  }
+}
+
 #define KILN_UK_HAS_SILU 1
 static inline void kiln_uk_silu(const float *x, float *y, int32_t n) {
   int32_t i;

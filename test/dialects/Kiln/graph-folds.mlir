@@ -62,3 +62,22 @@ func.func @weight_transposed() -> (tensor<3x2xf32>, tensor<2x3xf32>) {
   %b = kiln.transpose %t [1, 0] : tensor<3x2xf32> -> tensor<2x3xf32>
   return %t, %b : tensor<3x2xf32>, tensor<2x3xf32>
 }
+
+// A row of the rows' width broadcast and added is a bias added to the rows,
+// through a reshape that keeps the width; another broadcast stays an add.
+// CHECK-LABEL: func.func @bias_rows
+// CHECK-SAME: (%[[X:.*]]: tensor<6x4xf32>, %[[B:.*]]: tensor<1x1x4xf32>, %[[C:.*]]: tensor<2x1x4xf32>)
+// CHECK-NEXT: %[[R:.*]] = kiln.reshape %[[B]] : tensor<1x1x4xf32> -> tensor<4xf32>
+// CHECK-NEXT: %[[S:.*]] = kiln.bias_add %[[X]], %[[R]] : tensor<6x4xf32>, tensor<4xf32>
+// CHECK-NEXT: %[[Y:.*]] = kiln.reshape %[[S]] : tensor<6x4xf32> -> tensor<2x3x4xf32>
+// CHECK-NEXT: %[[D:.*]] = kiln.broadcast %[[C]]
+// CHECK-NEXT: %[[Z:.*]] = kiln.add %[[Y]], %[[D]]
+// CHECK-NEXT: return %[[Z]]
+func.func @bias_rows(%x: tensor<6x4xf32>, %b: tensor<1x1x4xf32>, %c: tensor<2x1x4xf32>) -> tensor<2x3x4xf32> {
+  %r = kiln.reshape %x : tensor<6x4xf32> -> tensor<2x3x4xf32>
+  %bb = kiln.broadcast %b : tensor<1x1x4xf32> -> tensor<2x3x4xf32>
+  %y = kiln.add %bb, %r : tensor<2x3x4xf32>
+  %cb = kiln.broadcast %c : tensor<2x1x4xf32> -> tensor<2x3x4xf32>
+  %z = kiln.add %y, %cb : tensor<2x3x4xf32>
+  return %z : tensor<2x3x4xf32>
+}
