@@ -299,36 +299,82 @@ static inline void kiln_uk_batch_matmul(const float *a, const float *c, float *y
     }
 }
 
+/* Columns of scores (keys) and of y (features) a block of queries takes at
+ * a time: its rows x these columns of sums stay in registers. */
+#define KILN_UK_ATTEND_COLS 16
+
+#ifndef KILN_UK_HAS_ATTEND_TILES
+/* scores[r][j0..j0+n) = scale * q[r] . kt[:, j0..j0+n) for `rows` queries. */
+static inline void kiln_uk_attend_scores(const float *q, const float *kt, float *scores,
+                                         int64_t rows, int64_t t, int64_t d, int64_t j0, int64_t n,
+                                         float scale) {
+  float acc[KILN_UK_ATTEND_ROWS][KILN_UK_ATTEND_COLS];
+  int64_t r, c, j;
+  for (r = 0; r < KILN_UK_ATTEND_ROWS; ++r)
+    for (j = 0; j < KILN_UK_ATTEND_COLS; ++j)
+      acc[r][j] = 0;
+  for (c = 0; c < d; ++c) {
+    const float *kc = kt + c * t + j0;
+    float k[KILN_UK_ATTEND_COLS];
+    for (j = 0; j < KILN_UK_ATTEND_COLS; ++j)
+      k[j] = j < n ? kc[j] : 0.0f;
+    for (r = 0; r < KILN_UK_ATTEND_ROWS; ++r) {
+      const float x = r < rows ? q[r * d + c] : 0.0f;
+      for (j = 0; j < KILN_UK_ATTEND_COLS; ++j)
+        acc[r][j] += x * k[j];
+    }
+  }
+  for (r = 0; r < rows; ++r)
+    for (j = 0; j < n; ++j)
+      scores[r * t + j0 + j] = acc[r][j] * scale;
+}
+
+/* y[r][e0..e0+n) = sum_j p[r][j] v[j][e0..e0+n) for `rows` queries. */
+static inline void kiln_uk_attend_values(const float *p, const float *v, float *y, int64_t rows,
+                                         int64_t t, int64_t e, int64_t e0, int64_t n) {
+  float acc[KILN_UK_ATTEND_ROWS][KILN_UK_ATTEND_COLS];
+  int64_t r, c, j;
+  for (r = 0; r < KILN_UK_ATTEND_ROWS; ++r)
+    for (c = 0; c < KILN_UK_ATTEND_COLS; ++c)
+      acc[r][c] = 0;
+  for (j = 0; j < t; ++j) {
+    const float *vj = v + j * e + e0;
+    float x[KILN_UK_ATTEND_COLS];
+    for (c = 0; c < KILN_UK_ATTEND_COLS; ++c)
+      x[c] = c < n ? vj[c] : 0.0f;
+    for (r = 0; r < KILN_UK_ATTEND_ROWS; ++r) {
+      const float w = r < rows ? p[r * t + j] : 0.0f;
+      for (c = 0; c < KILN_UK_ATTEND_COLS; ++c)
+        acc[r][c] += w * x[c];
+    }
+  }
+  for (r = 0; r < rows; ++r)
+    for (c = 0; c < n; ++c)
+      y[r * e + e0 + c] = acc[r][c];
+}
+
+#endif
+
 /* Bidirectional attention: y[b, i] = sum_j p_j v[b, j] with p = softmax over
  * j of scale * q[b, i] . kt[b, :, j] + bias[b, i, j] (bias may be NULL),
  * q [B, S, D], kt [B, D, T], v [B, T, E]. KILN_UK_ATTEND_ROWS queries at a
  * time: their scores over all keys in `scratch`
- * (kiln_uk_attend_scratch_bytes), each key row and value row read once for
- * all of them, every inner loop over contiguous keys or features. A row
- * whose every score is -inf (all masked) is NaN, as softmax gives it. */
+ * (kiln_uk_attend_scratch_bytes), computed and applied a register tile of
+ * rows x KILN_UK_ATTEND_COLS at a time. A row whose every score is -inf (all
+ * masked) is NaN, as softmax gives it. */
 static inline void kiln_uk_attend_bidirectional(const float *q, const float *kt, const float *v,
                                                 const float *bias, float *y, void *scratch,
                                                 int64_t batch, int64_t s, int64_t t, int64_t d,
                                                 int64_t e, float scale) {
   float *scores = (float *)scratch;
-  int64_t b, i0, r, j, c;
+  int64_t b, i0, r, j;
   for (b = 0; b < batch; ++b) {
     const float *kb = kt + b * d * t, *vb = v + b * t * e;
     for (i0 = 0; i0 < s; i0 += KILN_UK_ATTEND_ROWS) {
       const int64_t rows = s - i0 < KILN_UK_ATTEND_ROWS ? s - i0 : KILN_UK_ATTEND_ROWS;
-      const float *qi = q + (b * s + i0) * d;
-      float *yi = y + (b * s + i0) * e;
-      for (r = 0; r < rows * t; ++r)
-        scores[r] = 0;
-      for (c = 0; c < d; ++c) {
-        const float *kc = kb + c * t;
-        for (r = 0; r < rows; ++r) {
-          const float x = qi[r * d + c] * scale;
-          float *sr = scores + r * t;
-          for (j = 0; j < t; ++j)
-            sr[j] += x * kc[j];
-        }
-      }
+      for (j = 0; j < t; j += KILN_UK_ATTEND_COLS)
+        kiln_uk_attend_scores(q + (b * s + i0) * d, kb, scores, rows, t, d, j,
+                              t - j < KILN_UK_ATTEND_COLS ? t - j : KILN_UK_ATTEND_COLS, scale);
       for (r = 0; r < rows; ++r) {
         float *sr = scores + r * t;
         float peak = -INFINITY, sum = 0, inv;
@@ -344,17 +390,9 @@ static inline void kiln_uk_attend_bidirectional(const float *q, const float *kt,
         for (j = 0; j < t; ++j)
           sr[j] *= inv;
       }
-      for (r = 0; r < rows * e; ++r)
-        yi[r] = 0;
-      for (j = 0; j < t; ++j) {
-        const float *vj = vb + j * e;
-        for (r = 0; r < rows; ++r) {
-          const float p = scores[r * t + j];
-          float *yr = yi + r * e;
-          for (c = 0; c < e; ++c)
-            yr[c] += p * vj[c];
-        }
-      }
+      for (j = 0; j < e; j += KILN_UK_ATTEND_COLS)
+        kiln_uk_attend_values(scores, vb, y + (b * s + i0) * e, rows, t, e, j,
+                              e - j < KILN_UK_ATTEND_COLS ? e - j : KILN_UK_ATTEND_COLS);
     }
   }
 }

@@ -13,5 +13,6 @@
 #include "kernels/x86/avx2/kiln_uk_avx2_matmul_blocks.h"
 #include "kernels/x86/avx512/kiln_uk_avx512_matmul_panels.h"
 #include "kernels/x86/avx512/kiln_uk_avx512_attention.h"
+#include "kernels/x86/avx512/kiln_uk_avx512_graph.h"
 
 #endif /* KILN_UK_AVX512_H */
