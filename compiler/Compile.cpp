@@ -60,6 +60,36 @@ static LogicalResult writeFile(llvm::StringRef path, llvm::raw_ostream &errs,
 }
 
 /// A textual phase's IR: printed to `out`, or into `dir`/<module name>.mlir.
+namespace {
+/// The errors emitted on a context while it lives, to be reported as the
+/// compiler's own, one line each; notes and warnings print as usual.
+class CollectedErrors {
+public:
+  explicit CollectedErrors(MLIRContext &context)
+      : handler(&context, [this](Diagnostic &d) -> LogicalResult {
+          if (d.getSeverity() != DiagnosticSeverity::Error)
+            return failure(); // the default handler prints it
+          lines.push_back(d.str());
+          return success();
+        }) {}
+
+  /// Reports every error against `file`, or `otherwise` when none was
+  /// emitted; failure().
+  LogicalResult report(llvm::raw_ostream &errs, llvm::StringRef file,
+                       llvm::StringRef otherwise) const {
+    if (lines.empty())
+      return ::report(errs, file, otherwise);
+    for (const std::string &line : lines)
+      (void)::report(errs, file, line);
+    return failure();
+  }
+
+private:
+  std::vector<std::string> lines;
+  ScopedDiagnosticHandler handler;
+};
+} // namespace
+
 static LogicalResult writeIr(ModuleOp module, llvm::StringRef dir, llvm::raw_ostream &out,
                              llvm::raw_ostream &errs) {
   if (dir.empty()) {
@@ -809,20 +839,9 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
   }
   // A pass's errors (a bad --quant, --kv-type or --quant-override among them)
   // are reported as the compiler's own, one line each.
-  std::vector<std::string> passErrors;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
-    if (d.getSeverity() != DiagnosticSeverity::Error)
-      return failure(); // the default handler prints notes and warnings
-    passErrors.push_back(d.str());
-    return success();
-  });
-  if (failed(pm.run(**module))) {
-    if (passErrors.empty())
-      passErrors.push_back("compilation pipeline failed");
-    for (const std::string &e : passErrors)
-      (void)report(errs, options.input, e);
-    return failure();
-  }
+  CollectedErrors passErrors(context);
+  if (failed(pm.run(**module)))
+    return passErrors.report(errs, options.input, "compilation pipeline failed");
 
   std::string name = (*module)->getSymName()->str();
   if (nameOut)
@@ -1013,20 +1032,9 @@ static LogicalResult compileOnnx(const CompileOptions &options, llvm::raw_ostrea
   buildOnnxGraphPipeline(pm, quantize);
   if (options.emit != EmitPhase::Mlir)
     buildKernelPipeline(pm, target->isaVariant().kernel, options.tile, 1);
-  std::vector<std::string> passErrors;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
-    if (d.getSeverity() != DiagnosticSeverity::Error)
-      return failure();
-    passErrors.push_back(d.str());
-    return success();
-  });
-  if (failed(pm.run(**module))) {
-    if (passErrors.empty())
-      passErrors.push_back("the graph passes failed");
-    for (const std::string &e : passErrors)
-      (void)report(errs, options.input, e);
-    return failure();
-  }
+  CollectedErrors errors(context);
+  if (failed(pm.run(**module)))
+    return errors.report(errs, options.input, "the graph passes failed");
   if (options.emit != EmitPhase::C)
     return writeIr(**module, options.outputDir, out, errs);
 
@@ -1049,12 +1057,8 @@ static LogicalResult compileOnnx(const CompileOptions &options, llvm::raw_ostrea
   Operation *where = **module;
   if (failed(sources) || failed(writeGeneratedFiles(where, options.outputDir, *sources)) ||
       failed(writeGeneratedFiles(where, options.outputDir, librarySources())) ||
-      (options.embedWeights && failed(writeEmbeddedWeights(where, options.outputDir, name)))) {
-    // What failed, as the diagnostics say it.
-    for (const std::string &e : passErrors)
-      (void)report(errs, options.input, e);
-    return passErrors.empty() ? report(errs, options.input, "code generation failed") : failure();
-  }
+      (options.embedWeights && failed(writeEmbeddedWeights(where, options.outputDir, name))))
+    return errors.report(errs, options.input, "code generation failed");
   if (options.report)
     out << llvm::formatv("graph {0}: arena {1} bytes, pack {2} bytes ({3} tensors)\n", name,
                          getArenaBytesAttr(**module).getInt(), pack->fileSize,

@@ -304,55 +304,32 @@ static inline void kiln_uk_batch_matmul(const float *a, const float *c, float *y
 #define KILN_UK_ATTEND_COLS 16
 
 #ifndef KILN_UK_HAS_ATTEND_TILES
-/* scores[r][j0..j0+n) = scale * q[r] . kt[:, j0..j0+n) for `rows` queries. */
-static inline void kiln_uk_attend_scores(const float *q, const float *kt, float *scores,
-                                         int64_t rows, int64_t t, int64_t d, int64_t j0, int64_t n,
-                                         float scale) {
+/* out[r][col..col+n) = scale * sum_k a[r][k] b[k][col..col+n) for `rows`
+ * rows of a (its rows lda apart, b's ldb, out's ldo): a block of queries'
+ * scores (a = q, b = kt) or their weighted values (a = p, b = v). */
+static inline void kiln_uk_attend_tile(const float *a, int64_t lda, const float *b, int64_t ldb,
+                                       int64_t k, int64_t col, int64_t n, int64_t rows, float *out,
+                                       int64_t ldo, float scale) {
   float acc[KILN_UK_ATTEND_ROWS][KILN_UK_ATTEND_COLS];
-  int64_t r, c, j;
-  for (r = 0; r < KILN_UK_ATTEND_ROWS; ++r)
-    for (j = 0; j < KILN_UK_ATTEND_COLS; ++j)
-      acc[r][j] = 0;
-  for (c = 0; c < d; ++c) {
-    const float *kc = kt + c * t + j0;
-    float k[KILN_UK_ATTEND_COLS];
-    for (j = 0; j < KILN_UK_ATTEND_COLS; ++j)
-      k[j] = j < n ? kc[j] : 0.0f;
-    for (r = 0; r < KILN_UK_ATTEND_ROWS; ++r) {
-      const float x = r < rows ? q[r * d + c] : 0.0f;
-      for (j = 0; j < KILN_UK_ATTEND_COLS; ++j)
-        acc[r][j] += x * k[j];
-    }
-  }
-  for (r = 0; r < rows; ++r)
-    for (j = 0; j < n; ++j)
-      scores[r * t + j0 + j] = acc[r][j] * scale;
-}
-
-/* y[r][e0..e0+n) = sum_j p[r][j] v[j][e0..e0+n) for `rows` queries. */
-static inline void kiln_uk_attend_values(const float *p, const float *v, float *y, int64_t rows,
-                                         int64_t t, int64_t e, int64_t e0, int64_t n) {
-  float acc[KILN_UK_ATTEND_ROWS][KILN_UK_ATTEND_COLS];
-  int64_t r, c, j;
+  int64_t r, c, l;
   for (r = 0; r < KILN_UK_ATTEND_ROWS; ++r)
     for (c = 0; c < KILN_UK_ATTEND_COLS; ++c)
       acc[r][c] = 0;
-  for (j = 0; j < t; ++j) {
-    const float *vj = v + j * e + e0;
+  for (l = 0; l < k; ++l) {
+    const float *bl = b + l * ldb + col;
     float x[KILN_UK_ATTEND_COLS];
     for (c = 0; c < KILN_UK_ATTEND_COLS; ++c)
-      x[c] = c < n ? vj[c] : 0.0f;
+      x[c] = c < n ? bl[c] : 0.0f;
     for (r = 0; r < KILN_UK_ATTEND_ROWS; ++r) {
-      const float w = r < rows ? p[r * t + j] : 0.0f;
+      const float w = r < rows ? a[r * lda + l] : 0.0f;
       for (c = 0; c < KILN_UK_ATTEND_COLS; ++c)
         acc[r][c] += w * x[c];
     }
   }
   for (r = 0; r < rows; ++r)
     for (c = 0; c < n; ++c)
-      y[r * e + e0 + c] = acc[r][c];
+      out[r * ldo + col + c] = acc[r][c] * scale;
 }
-
 #endif
 
 /* Bidirectional attention: y[b, i] = sum_j p_j v[b, j] with p = softmax over
@@ -373,8 +350,9 @@ static inline void kiln_uk_attend_bidirectional(const float *q, const float *kt,
     for (i0 = 0; i0 < s; i0 += KILN_UK_ATTEND_ROWS) {
       const int64_t rows = s - i0 < KILN_UK_ATTEND_ROWS ? s - i0 : KILN_UK_ATTEND_ROWS;
       for (j = 0; j < t; j += KILN_UK_ATTEND_COLS)
-        kiln_uk_attend_scores(q + (b * s + i0) * d, kb, scores, rows, t, d, j,
-                              t - j < KILN_UK_ATTEND_COLS ? t - j : KILN_UK_ATTEND_COLS, scale);
+        kiln_uk_attend_tile(q + (b * s + i0) * d, d, kb, t, d, j,
+                            t - j < KILN_UK_ATTEND_COLS ? t - j : KILN_UK_ATTEND_COLS, rows, scores,
+                            t, scale);
       for (r = 0; r < rows; ++r) {
         float *sr = scores + r * t;
         float peak = -INFINITY, sum = 0, inv;
@@ -391,8 +369,9 @@ static inline void kiln_uk_attend_bidirectional(const float *q, const float *kt,
           sr[j] *= inv;
       }
       for (j = 0; j < e; j += KILN_UK_ATTEND_COLS)
-        kiln_uk_attend_values(scores, vb, y + (b * s + i0) * e, rows, t, e, j,
-                              e - j < KILN_UK_ATTEND_COLS ? e - j : KILN_UK_ATTEND_COLS);
+        kiln_uk_attend_tile(scores, t, vb, e, t, j,
+                            e - j < KILN_UK_ATTEND_COLS ? e - j : KILN_UK_ATTEND_COLS, rows,
+                            y + (b * s + i0) * e, e, 1.0f);
     }
   }
 }
