@@ -104,7 +104,9 @@ def PackLayout : Pass<"kiln-pack-layout", "mlir::ModuleOp"> {
   let description = [{
     Gives each distinct `kiln.weight` a segment: 64-byte aligned, in model order,
     with every decoder layer starting on a page so the loader can prefetch or
-    drop one layer at a time. The weight keeps its GGUF block layout.
+    drop one layer at a time. The weight keeps its GGUF block layout. A weight
+    read transposed is a segment of its own ("<name>^T"), and an imported
+    graph's `kiln.constant`s (indices, masks) get segments too.
 
     Before:
     ```mlir
@@ -220,7 +222,9 @@ def PlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
     The KV cache is a persistent region at the start of the arena, shared by all
     functions. Each function's intermediates follow it, placed by liveness
     (greedy by size, 64-byte aligned); an elementwise op whose operand dies there
-    writes in place. Each op producing a tensor gets `slot = #kiln.slot<...>`;
+    writes in place. A reshape has no buffer of its own (its input's bytes, kept
+    alive to the reshape's last reader), nor has a graph's constant (in the
+    pack). Each op producing a tensor gets `slot = #kiln.slot<...>`;
     each function gets `kiln.activation_bytes` and `kiln.activation_lower_bound`
     (most bytes live at once), and the module `kiln.kv_bytes` and
     `kiln.arena_bytes` (KV cache plus the largest function's activations).

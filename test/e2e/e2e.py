@@ -522,7 +522,7 @@ def bad_packs(args):
         res.check(r.returncode == 1 and message in r.stderr and path in r.stderr,
                   f"{case}: exit {r.returncode}, {r.stderr.strip()}")
     r = subprocess.run([gen, "--pack", pack, "--tokens", "1,99"], text=True, capture_output=True)
-    res.check(r.returncode == 1 and "token outside the vocabulary" in r.stderr,
+    res.check(r.returncode == 1 and "token or index outside its table" in r.stderr,
               f"token out of range: {r.stderr.strip()}")
     r = subprocess.run([gen, "--pack", os.path.join(args.work, "missing.kpack"), "--tokens", "1"],
                        text=True, capture_output=True)
