@@ -190,19 +190,18 @@ kiln::translateGraphToC(ModuleOp module, const TargetDescription &target, bool e
     for (const KernelCall &k : llvm::concat<const KernelCall>(call->setup, call->helpers))
       kernels.try_emplace(k.name, k);
     kernels.try_emplace(call->name, *call);
-    std::vector<std::string> args = call->args;
-    for (std::string &arg : args)
-      if (arg == "rows")
-        arg = std::to_string(rowsOf(&op));
-    schedule += indexCheck(&op, names);
-    for (const KernelCall &setup : call->setup) {
-      std::vector<std::string> setupArgs = setup.args;
-      for (std::string &arg : setupArgs)
+    // A row kernel's run-time row count is the op's static one here.
+    auto statement = [&](const KernelCall &k) {
+      std::vector<std::string> args = k.args;
+      for (std::string &arg : args)
         if (arg == "rows")
           arg = std::to_string(rowsOf(&op));
-      schedule += formatv("  {0}({1});\n", setup.name, llvm::join(setupArgs, ", "));
-    }
-    schedule += formatv("  {0}({1});\n", call->name, llvm::join(args, ", "));
+      return formatv("  {0}({1});\n", k.name, llvm::join(args, ", ")).str();
+    };
+    schedule += indexCheck(&op, names);
+    for (const KernelCall &setup : call->setup)
+      schedule += statement(setup);
+    schedule += statement(*call);
   }
 
   std::string shapes, info, inputTable, outputTable;

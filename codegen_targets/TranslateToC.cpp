@@ -503,7 +503,6 @@ std::vector<std::pair<uint64_t, uint64_t>> kiln::layerByteRanges(ModuleOp module
   return ranges;
 }
 
-/// The generated CMakeLists.txt's line giving `library`'s kernels the ISA's flags.
 /// `<name>_kernels.h` and `<name>_kernels.c`: every kernel the schedule calls,
 /// over the target's kernel library (its ISA header first, so that the
 /// portable one leaves out the helpers it replaces).
@@ -542,6 +541,7 @@ std::string kiln::cpuCheckText(const IsaVariant &isa) {
                  check);
 }
 
+/// The generated CMakeLists.txt's line giving `library`'s kernels the ISA's flags.
 std::string kiln::kernelFlags(const TargetDescription &target, llvm::StringRef library) {
   const IsaVariant &isa = target.isaVariant();
   if (!*isa.compileOptions)
