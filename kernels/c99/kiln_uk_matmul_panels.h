@@ -11,7 +11,9 @@
  *   kiln_uk_panel_row4_float(family, panel, panel_bytes, x, k, y)
  *       one float row against four whole panels (decode);
  * and may define kiln_uk_panel_row_int(family, panel, xs, k, g, y), one quantized row
- * against one whole int8/int4 panel (decode), with KILN_UK_HAS_PANEL_ROW_INT;
+ * against one whole int8/int4 panel (decode), with KILN_UK_HAS_PANEL_ROW_INT, and
+ * kiln_uk_panel_tile3_float(family, panel, panel_bytes, x, mr, k, j0, j1, y, ldy), mr
+ * float rows against three whole panels, with KILN_UK_HAS_PANEL_TILE3_FLOAT;
  * where a tile adds to the `valid` first outputs of y unless it starts the K
  * range, so the K block never changes the order of the additions. */
 #ifndef KILN_UK_MATMUL_PANELS_H
@@ -138,7 +140,20 @@ KILN_UK_INLINE void kiln_uk_matmul_panel_float(int family, const float *x, const
   }
   for (j0 = 0; j0 < k; j0 += kc) {
     int32_t j1 = j0 + kc < k ? j0 + kc : k, q;
-    for (q = p; q < p1; ++q) {
+    q = p;
+#ifdef KILN_UK_HAS_PANEL_TILE3_FLOAT
+    for (; q + 3 <= p1 && (q + 3) * KILN_UK_NR <= n; q += 3) {
+      const uint8_t *panel = w + (size_t)q * panel_bytes;
+      for (r = 0; r < rows; r += mr_max) {
+        const float *xr = x + (size_t)r * (size_t)k;
+        float *yr = y + q * KILN_UK_NR + (size_t)r * (size_t)n;
+#define KILN_UK_FLOAT_TILE3(m) kiln_uk_panel_tile3_float(family, panel, panel_bytes, xr, m, k, j0, j1, yr, n)
+        KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_FLOAT_TILE3)
+#undef KILN_UK_FLOAT_TILE3
+      }
+    }
+#endif
+    for (; q < p1; ++q) {
       const uint8_t *panel = w + (size_t)q * panel_bytes;
       int32_t valid = n - q * KILN_UK_NR < KILN_UK_NR ? n - q * KILN_UK_NR : KILN_UK_NR;
       for (r = 0; r < rows; r += mr_max) {
