@@ -1,6 +1,6 @@
 /* Machine probes for bench/shapes.py: what the cores of this host can do at best.
  *
- *   cc -O2 -march=native -pthread bench/probes.c -o probes && ./probes [bandwidth [N]]
+ *   cc -O2 -march=native -pthread bench/probes.c -o probes && ./probes [bandwidth [N] | peaks [N]]
  *
  * Prints one JSON line (with `bandwidth`, the read bandwidth only, so that
  * shapes.py can probe it again between its rounds of runs; with N, of N threads):
@@ -8,7 +8,9 @@
  *   cache_gbs      the same over an 8 MiB buffer (cache_bytes) that stays in cache
  *   fma_gflops     FP32 fused multiply-add peak, 2 flops per lane per FMA
  *   int8_gops      int8 dot-product peak, 2 ops per int8 multiply-add
- * and which instructions each peak used. The peaks are one core's. */
+ * and which instructions each peak used. The peaks are one core's. With
+ * `peaks [N]`, only the two peaks, of N threads running at the same time
+ * (summed), as encoders.py probes them beside each timed run. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <immintrin.h>
@@ -302,6 +304,43 @@ static double probe_int8(uint32_t *check) {
   return 2.0 * INT8_MACS * CHAINS * (double)ITERS / dt * 1e-9;
 }
 
+/* ---- (d) peaks of several cores at once ---------------------------------------- */
+
+typedef struct peak_job {
+  int int8; /* 0: the FMA probe, 1: the int8 one */
+  double rate;
+  float fma_check;
+  uint32_t int8_check;
+} peak_job;
+
+static void *peak_worker(void *arg) {
+  peak_job *j = (peak_job *)arg;
+  j->rate = j->int8 ? probe_int8(&j->int8_check) : probe_fma(&j->fma_check);
+  return NULL;
+}
+
+/* The summed peak of `threads` threads running one probe at the same time:
+ * what the cores give together, shared units and clocks included. */
+static double probe_peak_threads(int int8, int threads, double *check) {
+  pthread_t tid[MAX_THREADS];
+  peak_job job[MAX_THREADS];
+  double sum = 0.0;
+  int t;
+  for (t = 0; t < threads; ++t) {
+    job[t] = (peak_job){int8, 0.0, 0.0f, 0u};
+    if (pthread_create(&tid[t], NULL, peak_worker, &job[t]) != 0) {
+      fprintf(stderr, "probes: could not start %d threads\n", threads);
+      exit(1);
+    }
+  }
+  for (t = 0; t < threads; ++t) {
+    pthread_join(tid[t], NULL);
+    sum += job[t].rate;
+    *check += (double)job[t].fma_check + (double)job[t].int8_check;
+  }
+  return sum;
+}
+
 /* Best of a few runs: the first one can pay for frequency ramp-up. */
 int main(int argc, char **argv) {
   uint64_t bw_check = 0;
@@ -318,6 +357,19 @@ int main(int argc, char **argv) {
     bw = probe_bandwidth(BW_BYTES, BW_PASSES, threads, &bw_check);
     printf("{\"bandwidth_gbs\": %.2f, \"threads\": %d, \"check\": \"%llx\"}\n", bw, threads,
            (unsigned long long)bw_check);
+    return 0;
+  }
+  if (argc > 1 && strcmp(argv[1], "peaks") == 0) {
+    const int threads = argc > 2 ? atoi(argv[2]) : 1;
+    double check = 0.0;
+    if (threads < 1 || threads > MAX_THREADS) {
+      fprintf(stderr, "probes: peaks threads must be 1..%d, not '%s'\n", MAX_THREADS, argv[2]);
+      return 2;
+    }
+    fma = probe_peak_threads(0, threads, &check);
+    dot = probe_peak_threads(1, threads, &check);
+    printf("{\"fma_gflops\": %.1f, \"int8_gops\": %.1f, \"threads\": %d, \"check\": \"%g\"}\n",
+           fma, dot, threads, check);
     return 0;
   }
   bw = probe_bandwidth(BW_BYTES, BW_PASSES, 1, &bw_check);

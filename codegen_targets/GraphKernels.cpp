@@ -60,6 +60,17 @@ std::string floatLiteral(double v) {
   return formatv("{0:e9}f", v).str();
 }
 
+/// `<v>0`, `<v>1`: the units of the call's shares of `units` (nothing when
+/// not split).
+std::string shareRange(StringRef v, int64_t units, SplitAttr split) {
+  if (!split)
+    return "";
+  return formatv("  const int32_t {0}0 = kiln_uk_share({1}, s0, {2}), {0}1 = kiln_uk_share({1}, "
+                 "s1, {2});\n",
+                 v, units, split.getShares())
+      .str();
+}
+
 /// Kernel parameters x0..x(n-1) and y, all untyped: the kernels read what
 /// the IR's types say.
 std::string params(unsigned inputs) {
@@ -97,6 +108,15 @@ int64_t kiln::graphElementBytes(Type element) {
 
 std::optional<FailureOr<KernelCall>> kiln::graphKernelFor(Operation *op, StringRef prefix,
                                                           const OperandNames &names) {
+  SplitAttr split = getSplitAttr(op);
+  // A float operand from the first unit of the share (`unit` times `stride`
+  // floats on) when split; the operand itself when not.
+  auto at = [&](StringRef operand, StringRef unit, int64_t stride, bool input) -> std::string {
+    if (!split)
+      return operand.str();
+    return formatv("({0}float *){1} + (size_t){2} * {3}", input ? "const " : "", operand, unit,
+                   stride);
+  };
   std::string body;
   auto elem = [&](Value v) -> int { return graphElementCode(typeOf(v).getElementType()); };
   auto size = [&](Value v) { return graphElementBytes(typeOf(v).getElementType()); };
@@ -108,7 +128,13 @@ std::optional<FailureOr<KernelCall>> kiln::graphKernelFor(Operation *op, StringR
             return success();
           })
           .Case([&](GeluErfOp g) {
-            body = formatv("  kiln_uk_gelu_erf(x0, y, {0});\n", count(g.getResult()));
+            int64_t width = typeOf(g.getResult()).getShape().back();
+            body = shareRange("r", count(g.getResult()) / width, split) +
+                   formatv("  kiln_uk_gelu_erf({0}, {1}, {2});\n", at("x0", "r0", width, true),
+                           at("y", "r0", width, false),
+                           split ? formatv("(int64_t)(r1 - r0) * {0}", width).str()
+                                 : std::to_string(count(g.getResult())))
+                       .str();
             return success();
           })
           .Case<SqrtOp, ErfOp, TanhOp>([&](Operation *m) {
@@ -224,13 +250,23 @@ std::optional<FailureOr<KernelCall>> kiln::graphKernelFor(Operation *op, StringR
             return success();
           })
           .Case([&](AttendOp a) {
+            // Batches b0..b1-1, each share in scratch of its own.
             ArrayRef<int64_t> q = typeOf(a.getQuery()).getShape();
             int64_t t = typeOf(a.getKeysT()).getDimSize(2), e = typeOf(a.getValues()).getDimSize(2);
-            body = formatv(
-                "  kiln_uk_attend_bidirectional(x0, x1, x2, {0}, y, scratch, {1}, {2}, {3}, "
-                "{4}, {5}, {6});\n",
-                a.getBias() ? "x3" : "NULL", q[0], q[1], t, q[2], e,
-                floatLiteral(a.getScale().convertToFloat()));
+            body = shareRange("b", q[0], split) +
+                   formatv("  kiln_uk_attend_bidirectional({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, "
+                           "{8}, {9}, {10}, {11});\n",
+                           at("x0", "b0", q[1] * q[2], true), at("x1", "b0", q[2] * t, true),
+                           at("x2", "b0", t * e, true),
+                           a.getBias() ? at("x3", "b0", q[1] * t, true) : "NULL",
+                           at("y", "b0", q[1] * e, false),
+                           split ? formatv("(uint8_t *)scratch + (size_t)s0 * {0}u",
+                                           a.getShareScratchBytes())
+                                       .str()
+                                 : "scratch",
+                           split ? "b1 - b0" : std::to_string(q[0]), q[1], t, q[2], e,
+                           floatLiteral(a.getScale().convertToFloat()))
+                       .str();
             return success();
           })
           .Default([](Operation *) { return std::nullopt; });
@@ -246,6 +282,12 @@ std::optional<FailureOr<KernelCall>> kiln::graphKernelFor(Operation *op, StringR
   bool scratch = kernel && kernel.getScratchBytes() > 0;
   if (scratch)
     k.params += ", void *scratch";
+  if (split) {
+    // A split kernel computes shares s0..s1-1 of split.getShares().
+    if (!isa<GeluErfOp, AttendOp>(op))
+      return FailureOr<KernelCall>(op->emitOpError("has no kernel that splits over threads"));
+    k.params += ", int32_t s0, int32_t s1";
+  }
   k.name =
       formatv("{0}_{1}_{2:x-16}", prefix, op->getName().stripDialect(), llvm::xxh3_64bits(body))
           .str();

@@ -172,7 +172,10 @@ kiln::translateGraphToC(ModuleOp module, const TargetDescription &target, bool e
 
   GraphNames names;
   std::map<std::string, KernelCall> kernels;
-  std::string schedule;
+  std::string schedule, sites;
+  int64_t threads = 1, siteCount = 0;
+  if (IntegerAttr t = getThreadsAttr(module))
+    threads = t.getInt();
   for (Operation &op : fn.getBody().front()) {
     if (isa<WeightOp, ConstantOp, ReshapeOp>(op))
       continue;
@@ -185,8 +188,6 @@ kiln::translateGraphToC(ModuleOp module, const TargetDescription &target, bool e
     FailureOr<KernelCall> call = target.kernelFor(&op, name, names);
     if (failed(call))
       return failure();
-    if (getSplitAttr(&op))
-      return op.emitOpError("is split over threads: a graph runs on one thread");
     for (const KernelCall &k : llvm::concat<const KernelCall>(call->setup, call->helpers))
       kernels.try_emplace(k.name, k);
     kernels.try_emplace(call->name, *call);
@@ -201,40 +202,68 @@ kiln::translateGraphToC(ModuleOp module, const TargetDescription &target, bool e
     schedule += indexCheck(&op, names);
     for (const KernelCall &setup : call->setup)
       schedule += statement(setup);
-    schedule += statement(*call);
+    if (!getSplitAttr(&op)) {
+      schedule += statement(*call);
+      continue;
+    }
+    // The shares run in a site function the workers call.
+    std::string site = formatv("site_{0}", siteCount++);
+    std::string invoke = statement(*call);
+    invoke.insert(invoke.rfind(')'), ", s0, s1");
+    sites += formatv("static void {0}(void *ctx, int32_t s0, int32_t s1) {{\n"
+                     "  KILN_SITE_SCOPE(ctx);\n{1}}\n\n",
+                     site, invoke);
+    schedule += formatv("  run_shares(m, {0}, &ctx);\n", site);
   }
 
   std::string shapes, info, inputTable, outputTable;
   describe(fn, upper, name, true, shapes, info, inputTable);
   describe(fn, upper, name, false, shapes, info, outputTable);
 
+  // A graph compiled for threads has workers whether or not a kernel split.
+  bool workers = threads > 1;
+  TemplateValues worker = workerValues(workers);
   std::vector<GeneratedFile> files;
   files.push_back(
       {name + ".h", fillTemplate("graph.h.in", {{"name", name},
                                                 {"NAME", upper},
+                                                {"THREADS", std::to_string(threads)},
                                                 {"ARENA_BYTES", std::to_string(arena.getInt())},
                                                 {"PACK_BYTES", std::to_string(pack.getFileBytes())},
                                                 {"MODEL_HASH", formatv("{0:x-16}", pack.getHash())},
                                                 {"INPUTS", std::to_string(fn.getNumArguments())},
                                                 {"OUTPUTS", std::to_string(fn.getNumResults())},
-                                                {"SHAPES", shapes}})});
+                                                {"SHAPES", shapes},
+                                                {"WORKERS_FIELD", worker["WORKERS_FIELD"]}})});
   files.push_back(
       {name + ".c",
-       fillTemplate("graph.c.in", {{"name", name},
-                                   {"NAME", upper},
-                                   {"TENSOR_INFO", info},
-                                   {"DATA_OFFSET", std::to_string(pack.getDataOffset())},
-                                   {"DATA_BYTES", std::to_string(pack.getDataBytes())},
-                                   {"CPU_CHECK", cpuCheckText(target.isaVariant())},
-                                   {"INPUTS_CHECK", fn.getNumArguments() ? "!inputs || " : ""},
-                                   {"SCHEDULE", schedule},
-                                   {"INPUT_INFO", inputTable},
-                                   {"OUTPUT_INFO", outputTable}})});
+       fillTemplate(
+           "graph.c.in",
+           {{"name", name},
+            {"NAME", upper},
+            {"TENSOR_INFO", info},
+            {"SHARES", workers ? fillTemplate("graph_shares.c.in", {{"name", name},
+                                                                     {"NAME", upper},
+                                                                     {"SITE_FUNCTIONS", sites}})
+                               : ""},
+            {"DATA_OFFSET", std::to_string(pack.getDataOffset())},
+            {"DATA_BYTES", std::to_string(pack.getDataBytes())},
+            {"WORKERS_RESET", worker["WORKERS_RESET"]},
+            {"CPU_CHECK", cpuCheckText(target.isaVariant())},
+            {"INPUTS_CHECK", fn.getNumArguments() ? "!inputs || " : ""},
+            {"RUN_ARGS",
+             siteCount ? "  run_args ctx;\n  ctx.w = w;\n  ctx.a = a;\n  ctx.inputs = inputs;\n" : ""},
+            {"SCHEDULE", schedule},
+            {"SET_WORKERS", worker["SET_WORKERS"]},
+            {"INPUT_INFO", inputTable},
+            {"OUTPUT_INFO", outputTable}})});
   addKernelFiles(name, target, kernels, files);
   files.push_back({"CMakeLists.txt",
                    fillTemplate("graph.cmake.in",
                                 {{"name", name},
                                  {"NAME", upper},
+                                 {"POOL_SOURCES", worker["POOL_SOURCES"]},
+                                 {"POOL_LINK", worker["POOL_LINK"]},
                                  {"WEIGHTS_SOURCE", embedWeights ? " " + name + "_weights.c" : ""},
                                  {"KERNEL_FLAGS", kernelFlags(target, name)}})});
   return files;

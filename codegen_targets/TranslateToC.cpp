@@ -541,6 +541,28 @@ std::string kiln::cpuCheckText(const IsaVariant &isa) {
                  check);
 }
 
+TemplateValues kiln::workerValues(bool workers) {
+  if (!workers)
+    return {{"WORKERS_FIELD", ""},
+            {"WORKERS_RESET", ""},
+            {"SET_WORKERS", "  (void)m;\n  (void)workers; /* compiled for one thread */\n"},
+            {"POOL_SOURCES", ""},
+            {"POOL_LINK", ""}};
+  return {{"WORKERS_FIELD", "  kiln_workers workers;             /* see set_workers */\n"},
+          {"WORKERS_RESET", "  m->workers.parallel_for = NULL;\n  m->workers.pool = NULL;\n"},
+          {"SET_WORKERS",
+           "  if (m) {\n    m->workers.parallel_for = workers ? workers->parallel_for : NULL;\n"
+           "    m->workers.pool = workers ? workers->pool : NULL;\n  }\n"},
+          {"POOL_SOURCES", "# Split kernels: the pthread pool for hosted builds.\n"
+                           "if(KILN_HOSTED)\n"
+                           "  list(APPEND runtime_sources runtime/src/pool.c)\n"
+                           "  find_package(Threads REQUIRED)\n"
+                           "endif()\n"},
+          {"POOL_LINK", "if(KILN_HOSTED)\n"
+                        "  target_link_libraries(kiln_runtime PUBLIC Threads::Threads)\n"
+                        "endif()\n"}};
+}
+
 /// The generated CMakeLists.txt's line giving `library`'s kernels the ISA's flags.
 std::string kiln::kernelFlags(const TargetDescription &target, llvm::StringRef library) {
   const IsaVariant &isa = target.isaVariant();
@@ -610,12 +632,10 @@ kiln::translateToC(ModuleOp module, const TargetDescription &target, bool embedW
       {"DATA_OFFSET", std::to_string(info.dataOffset)},
       {"DATA_BYTES", std::to_string(info.dataBytes)},
       {"CPU_CHECK", cpuCheckText(target.isaVariant())},
-      {"WORKERS_RESET", workers ? "  m->workers.parallel_for = NULL;\n  m->workers.pool = NULL;\n" : ""},
-      {"SET_WORKERS",
-       workers ? "  if (m) {\n    m->workers.parallel_for = workers ? workers->parallel_for : NULL;\n"
-                 "    m->workers.pool = workers ? workers->pool : NULL;\n  }\n"
-               : "  (void)m;\n  (void)workers; /* compiled for one thread */\n"},
   };
+  TemplateValues worker = workerValues(workers);
+  values["WORKERS_RESET"] = worker["WORKERS_RESET"];
+  values["SET_WORKERS"] = worker["SET_WORKERS"];
   // How steps reach the KV cache: one cache, or the sessions' pool of pages.
   TemplateValues steps = {{"name", info.name},
                           {"NAME", info.upper},
@@ -657,9 +677,7 @@ kiln::translateToC(ModuleOp module, const TargetDescription &target, bool embedW
                      {"VOCAB_BYTES", std::to_string(info.vocabBytes)},
                      {"PROFILE_SITES", std::to_string(emitter.sites().size())},
                      {"THREADS", std::to_string(info.threads)},
-                     {"WORKERS_FIELD",
-                      workers ? "  kiln_workers workers;             /* see set_workers */\n"
-                              : ""},
+                     {"WORKERS_FIELD", worker["WORKERS_FIELD"]},
                      {"SESSION_INCLUDE", paged(info) ? "#include \"kiln/kiln_kv_pages.h\"\n" : ""},
                      {"SESSION_MACROS", sessionMacros(info)},
                      {"CACHE_FIELDS", cacheFields(info)},
@@ -674,22 +692,13 @@ kiln::translateToC(ModuleOp module, const TargetDescription &target, bool embedW
 
   files.push_back(
       {"CMakeLists.txt",
-       fillTemplate(
-           "CMakeLists.txt.in",
-           {{"name", info.name},
-            {"NAME", info.upper},
-            {"WEIGHTS_SOURCE", embedWeights ? " " + info.name + "_weights.c" : ""},
-            {"KERNEL_FLAGS", kernelFlags(target, info.name)},
-            {"POOL_SOURCES", workers ? "# Split kernels: the pthread pool for hosted builds.\n"
-                                       "if(KILN_HOSTED)\n"
-                                       "  list(APPEND runtime_sources runtime/src/pool.c)\n"
-                                       "  find_package(Threads REQUIRED)\n"
-                                       "endif()\n"
-                                     : ""},
-            {"POOL_LINK", workers ? "if(KILN_HOSTED)\n"
-                                    "  target_link_libraries(kiln_runtime PUBLIC Threads::Threads)\n"
-                                    "endif()\n"
-                                  : ""}})});
+       fillTemplate("CMakeLists.txt.in",
+                    {{"name", info.name},
+                     {"NAME", info.upper},
+                     {"WEIGHTS_SOURCE", embedWeights ? " " + info.name + "_weights.c" : ""},
+                     {"KERNEL_FLAGS", kernelFlags(target, info.name)},
+                     {"POOL_SOURCES", worker["POOL_SOURCES"]},
+                     {"POOL_LINK", worker["POOL_LINK"]}})});
   return files;
 }
 

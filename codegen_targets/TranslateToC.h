@@ -2,6 +2,7 @@
 #define KILN_CODEGEN_TARGETS_TRANSLATETOC_H
 
 #include "codegen_targets/Target.h"
+#include "codegen_targets/Template.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -63,6 +64,10 @@ void addKernelFiles(llvm::StringRef name, const TargetDescription &target,
                     std::vector<GeneratedFile> &files);
 std::string cpuCheckText(const IsaVariant &isa);
 std::string kernelFlags(const TargetDescription &target, llvm::StringRef library);
+/// The template values of a model's or graph's workers (`workers`: compiled
+/// for more than one thread): the state's field, open's reset, set_workers'
+/// body, and the CMake lines of the thread pool.
+TemplateValues workerValues(bool workers);
 
 /// The lines a folder's CMakeLists.txt gains for a draft model compiled into it
 /// beside model `name` (kiln-compile --draft): the draft's library, and

@@ -268,6 +268,14 @@ static void printReport(ModuleOp module, const PackInfo &pack, const Vocabulary 
                       chatTemplateName(chatTemplateCode(vocab.chatTemplate)));
 }
 
+/// The target's kernel facts with the options' overrides (--min-split-work).
+static KernelTarget kernelTarget(const TargetDescription &target, const CompileOptions &options) {
+  KernelTarget kernel = target.isaVariant().kernel;
+  if (options.minSplitWork >= 0)
+    kernel.minSplitWork = options.minSplitWork;
+  return kernel;
+}
+
 static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream &out,
                                 llvm::raw_ostream &errs, std::string *nameOut,
                                 PackInfo *packOut = nullptr);
@@ -831,12 +839,8 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
   }
   PassManager pm(&context);
   buildGraphPipeline(pm, quantize, options.fuse);
-  if (options.emit != EmitPhase::Mlir) {
-    KernelTarget kernel = target->isaVariant().kernel;
-    if (options.minSplitWork >= 0)
-      kernel.minSplitWork = options.minSplitWork;
-    buildKernelPipeline(pm, kernel, options.tile, options.threads);
-  }
+  if (options.emit != EmitPhase::Mlir)
+    buildKernelPipeline(pm, kernelTarget(*target, options), options.tile, options.threads);
   // A pass's errors (a bad --quant, --kv-type or --quant-override among them)
   // are reported as the compiler's own, one line each.
   CollectedErrors passErrors(context);
@@ -997,8 +1001,6 @@ static std::string vocabularyDifference(const Vocabulary &target, const Vocabula
 /// initializers and C with `<name>_run`, built with kiln-run.
 static LogicalResult compileOnnx(const CompileOptions &options, llvm::raw_ostream &out,
                                  llvm::raw_ostream &errs) {
-  if (options.threads != 1)
-    return report(errs, options.input, "an ONNX graph runs on one thread (--threads=1)");
   if (!options.board.empty())
     return report(errs, options.input, "--board is for GGUF models");
   const TargetDescription *target = lookupTarget(options.target);
@@ -1031,7 +1033,7 @@ static LogicalResult compileOnnx(const CompileOptions &options, llvm::raw_ostrea
   quantize.overrides = options.quantOverrides;
   buildOnnxGraphPipeline(pm, quantize);
   if (options.emit != EmitPhase::Mlir)
-    buildKernelPipeline(pm, target->isaVariant().kernel, options.tile, 1);
+    buildKernelPipeline(pm, kernelTarget(*target, options), options.tile, options.threads);
   CollectedErrors errors(context);
   if (failed(pm.run(**module)))
     return errors.report(errs, options.input, "the graph passes failed");

@@ -194,7 +194,10 @@ def PartitionWork : Pass<"kiln-partition-work", "mlir::ModuleOp"> {
       every share gets at least four, so decode streams four panels at once);
       16 columns for a weight in the row layout;
     - attention: (KV head, row) pairs, head-major (whole KV heads per share);
-    - embed, norms, rope, kv_write and elementwise ops: rows.
+      a graph's attend: whole batches (its heads), each share with scratch
+      of its own;
+    - embed, norms, rope, kv_write and elementwise ops (a graph's exact GELU
+      too): rows, a row being a tensor's innermost dimension.
     Smaller kernels stay on one worker: a tiny model is never slower with more
     threads. The kernel checks its run-time work against the same `min-work`.
 

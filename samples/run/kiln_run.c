@@ -1,12 +1,13 @@
 /* kiln-run: runs a generated graph on a hosted system.
  *
- *   kiln-run [--pack FILE] --input NAME=FILE.npy ... --output-dir DIR [--repeat N]
+ *   kiln-run [--pack FILE] --input NAME=FILE.npy ... --output-dir DIR [--repeat N] [-t N]
  *
  * Each input of the graph is read from its .npy file (the element type and
  * shape must be the graph's: the header of the generated code lists them);
  * each output is written as DIR/<output name>.npy in its own type (a '/' of
  * the name written as '_'). --repeat N
  * runs the graph N times and prints the median and fastest time of a run.
+ * -t N runs a graph compiled with --threads=M (N <= M) on N threads.
  *
  * Built by the CMakeLists.txt that kiln-compile writes next to the graph; the
  * graph is chosen at compile time through KILN_GRAPH_* definitions. */
@@ -20,18 +21,27 @@
 #include <string.h>
 #include <time.h>
 
+#if KILN_THREADS > 1
+#include "kiln/kiln_pool.h"
+#endif
+
 #define KILN_MAX_INPUTS 64
 #define KILN_MAX_REPEAT 1000
 
 static KILN_GRAPH_TYPE graph;
+#if KILN_THREADS > 1
+static kiln_pool pool;
+#endif
 static uint8_t arena[KILN_ARENA_BYTES + 1] __attribute__((aligned(64)));
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: kiln-run [--pack FILE] --input NAME=FILE.npy ... --output-dir DIR [--repeat N]\n"
+          "usage: kiln-run [--pack FILE] --input NAME=FILE.npy ... --output-dir DIR [--repeat N] "
+          "[-t N]\n"
           "  --input NAME=FILE  the graph input NAME from a .npy file of its type and shape\n"
           "  --output-dir DIR   each output written as DIR/<output name>.npy\n"
-          "  --repeat N         run N times; print the median and fastest run in ms\n");
+          "  --repeat N         run N times; print the median and fastest run in ms\n"
+          "  -t N               threads (at most the --threads the graph was compiled with)\n");
 }
 
 static double now_ms(void) {
@@ -79,7 +89,7 @@ int main(int argc, char **argv) {
   npy_array arrays[KILN_MAX_INPUTS];
   double times[KILN_MAX_REPEAT];
   char error[512];
-  int32_t i, repeat = 1;
+  int32_t i, repeat = 1, threads = 1;
   int status = 1;
   kiln_pack_source src;
   kiln_status s;
@@ -100,6 +110,15 @@ int main(int argc, char **argv) {
       repeat = atoi(value), ++i;
       if (repeat < 1 || repeat > KILN_MAX_REPEAT) {
         fprintf(stderr, "kiln-run: error: --repeat %s: expected 1 to %d\n", value, KILN_MAX_REPEAT);
+        return 1;
+      }
+    } else if (!strcmp(arg, "-t") && value) {
+      threads = atoi(value), ++i;
+      if (threads < 1 || threads > api->threads) {
+        fprintf(stderr,
+                "kiln-run: error: -t %s: the graph was compiled for at most %d thread%s "
+                "(kiln-compile --threads)\n",
+                value, (int)api->threads, api->threads == 1 ? "" : "s");
         return 1;
       }
     } else if (!strcmp(arg, "--input") && value) {
@@ -159,6 +178,23 @@ int main(int argc, char **argv) {
     kiln_pack_source_close(&src);
     goto done;
   }
+#if KILN_THREADS > 1
+  if (threads > 1) {
+    kiln_workers w;
+    s = kiln_pool_start(&pool, threads);
+    if (s != KILN_OK) {
+      fprintf(stderr, "kiln-run: error: starting %d threads: %s\n", (int)threads,
+              kiln_status_message(s));
+      api->close(&graph);
+      kiln_pack_source_close(&src);
+      goto done;
+    }
+    /* One CPU each where there are enough; else the system places them. */
+    (void)kiln_pool_pin(&pool);
+    w = kiln_pool_workers(&pool);
+    api->set_workers(&graph, &w);
+  }
+#endif
   for (i = 0; i < repeat; ++i) {
     const double start = now_ms();
     s = api->run(&graph, inputs, outputs);
@@ -169,6 +205,10 @@ int main(int argc, char **argv) {
     }
   }
   api->close(&graph);
+#if KILN_THREADS > 1
+  if (threads > 1)
+    kiln_pool_stop(&pool);
+#endif
   kiln_pack_source_close(&src);
   if (s != KILN_OK)
     goto done;

@@ -54,3 +54,26 @@ func.func @f(%x: tensor<8x2048xf32>, %t: tensor<8xi32>, %one: tensor<1x2048xf32>
 // SMALL-NOT: split
 
 // BAD: error: partition-work: threads must be at least 1, not 0
+
+// A graph's ops: a row is a tensor's innermost dimension (2 x 64 rows of 64
+// for the rank-3 add and exact GELU), attend splits whole batches (its
+// merged heads: 4 of them over 3 shares).
+// CHECK-LABEL: func.func @graph
+func.func @graph(%x: tensor<2x64x64xf32>, %q: tensor<4x16x8xf32>, %kt: tensor<4x8x16xf32>,
+                 %v: tensor<4x16x8xf32>, %one: tensor<1x16x8xf32>, %onekt: tensor<1x8x16xf32>)
+    -> (tensor<2x64x64xf32>, tensor<2x64x64xf32>, tensor<4x16x8xf32>, tensor<1x16x8xf32>) {
+  // CHECK: kiln.add {{.*}}split = #kiln.split<axis = "rows", shares = 3, grain = 1, threshold = 4096>
+  %n = kiln.add %x, %x : tensor<2x64x64xf32>
+  // CHECK: kiln.gelu_erf {{.*}}split = #kiln.split<axis = "rows", shares = 3, grain = 1, threshold = 4096>
+  %e = kiln.gelu_erf %x : tensor<2x64x64xf32>
+  // CHECK: kiln.attend {{.*}}split = #kiln.split<axis = "batches", shares = 3, grain = 1, threshold = 4096>
+  %a = kiln.attend %q, %kt, %v {scale = 0.35 : f32}
+      : (tensor<4x16x8xf32>, tensor<4x8x16xf32>, tensor<4x16x8xf32>) -> tensor<4x16x8xf32>
+  // One batch cannot be split.
+  // CHECK: kiln.attend
+  // CHECK-NOT: split
+  // CHECK-SAME: tensor<1x16x8xf32>
+  %o = kiln.attend %one, %onekt, %one {scale = 0.35 : f32}
+      : (tensor<1x16x8xf32>, tensor<1x8x16xf32>, tensor<1x16x8xf32>) -> tensor<1x16x8xf32>
+  return %n, %e, %a, %o : tensor<2x64x64xf32>, tensor<2x64x64xf32>, tensor<4x16x8xf32>, tensor<1x16x8xf32>
+}

@@ -74,9 +74,10 @@ static int64_t matmulScratchBytes(Operation *op) {
   return int64_t(llvm::alignTo(quantized, KILN_UK_ALIGN)) + 4 * (floats + normRow);
 }
 
-/// Row-wise ops: elements of a result row.
+/// Row-wise ops: elements of a result row (its innermost dimension: a
+/// graph's tensors may have leading dimensions).
 static std::optional<KernelWork> rowWork(Operation *op) {
-  return KernelWork{dim(op->getResult(0), 1)};
+  return KernelWork{cast<RankedTensorType>(op->getResult(0).getType()).getShape().back()};
 }
 
 OperandRange MatmulOp::getMatmulWeights() { return getOperation()->getOperands().slice(1, 1); }
@@ -124,12 +125,22 @@ std::optional<KernelWork> BiasAddOp::getKernelWork() { return rowWork(*this); }
 std::optional<KernelWork> SiluOp::getKernelWork() { return rowWork(*this); }
 std::optional<KernelWork> GeluOp::getKernelWork() { return rowWork(*this); }
 std::optional<KernelWork> SoftmaxOp::getKernelWork() { return rowWork(*this); }
+std::optional<KernelWork> GeluErfOp::getKernelWork() { return rowWork(*this); }
 
 bool kiln::isTiledKvCache(Type cache) {
   KvCacheLayoutAttr layout = getKvCacheLayout(cache);
   return layout && layout.getTile() > 0;
 }
 
+int64_t AttendOp::getShareScratchBytes() {
+  return int64_t(llvm::alignTo(kiln_uk_attend_scratch_bytes(dim(getKeysT(), 2)), KILN_UK_ALIGN));
+}
 int64_t AttendOp::getScratchBytes() {
-  return int64_t(kiln_uk_attend_scratch_bytes(cast<RankedTensorType>(getKeysT().getType()).getDimSize(2)));
+  SplitAttr split = getSplitAttr(*this);
+  return (split ? split.getShares() : 1) * getShareScratchBytes();
+}
+std::optional<KernelWork> AttendOp::getKernelWork() {
+  // Per query row: its scores over every key, then as many multiply-adds
+  // for the weighted values.
+  return KernelWork{dim(getKeysT(), 2) * (dim(getQuery(), 2) + dim(getValues(), 2))};
 }

@@ -291,8 +291,8 @@ def Kiln_SplatOp : Kiln_Op<"splat", [Pure]> {
   let assemblyFormat = "$value attr-dict `:` type($result)";
 }
 
-class Kiln_GraphUnaryOp<string mnemonic, string what>
-    : Kiln_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+class Kiln_GraphUnaryOp<string mnemonic, string what, list<Trait> traits = []>
+    : Kiln_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType], traits)> {
   let summary = what;
   let arguments = (ins Kiln_F32Tensor:$input);
   let results = (outs Kiln_F32Tensor:$result);
@@ -302,7 +302,8 @@ class Kiln_GraphUnaryOp<string mnemonic, string what>
 def Kiln_SqrtOp : Kiln_GraphUnaryOp<"sqrt", "elementwise square root">;
 def Kiln_ErfOp : Kiln_GraphUnaryOp<"erf", "elementwise error function">;
 def Kiln_TanhOp : Kiln_GraphUnaryOp<"tanh", "elementwise hyperbolic tangent">;
-def Kiln_GeluErfOp : Kiln_GraphUnaryOp<"gelu_erf", "exact GELU: x / 2 * (1 + erf(x / sqrt(2)))">;
+def Kiln_GeluErfOp : Kiln_GraphUnaryOp<"gelu_erf", "exact GELU: x / 2 * (1 + erf(x / sqrt(2)))",
+    [DeclareOpInterfaceMethods<Kiln_KernelOpInterface, ["getKernelWork"]>]>;
 
 class Kiln_GraphBinaryOp<string mnemonic, string what>
     : Kiln_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
@@ -414,7 +415,7 @@ def Kiln_BatchMatmulOp : Kiln_Op<"batch_matmul", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Kiln_AttendOp : Kiln_Op<"attend", [Pure, DeclareOpInterfaceMethods<Kiln_KernelOpInterface, ["getScratchBytes"]>]> {
+def Kiln_AttendOp : Kiln_Op<"attend", [Pure, DeclareOpInterfaceMethods<Kiln_KernelOpInterface, ["getScratchBytes", "getKernelWork"]>]> {
   let summary = "bidirectional attention: softmax(scale * q kT + bias) v, per batch";
   let description = [{
     An encoder's attention over all positions, with keys given transposed
@@ -431,6 +432,11 @@ def Kiln_AttendOp : Kiln_Op<"attend", [Pure, DeclareOpInterfaceMethods<Kiln_Kern
   let results = (outs Kiln_F32Tensor:$result);
   let assemblyFormat = [{
     $query `,` $keys_t `,` $values (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// Scratch of one share (split over threads, each has its own): the
+    /// kernel's rows of scores, 64-byte aligned.
+    int64_t getShareScratchBytes();
   }];
   let hasVerifier = 1;
 }

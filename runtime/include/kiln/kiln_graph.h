@@ -38,6 +38,7 @@ typedef struct kiln_graph_api {
   size_t arena_bytes; /* exact arena size from plan-memory */
   uint64_t pack_bytes;
   int32_t inputs, outputs;
+  int32_t threads; /* shares of each split kernel (kiln-compile --threads) */
   const kiln_tensor_info *input_info, *output_info;
   /* Checks the arena (64-byte aligned, at least arena_bytes) and that the
    * pack was written for this code. */
@@ -45,6 +46,8 @@ typedef struct kiln_graph_api {
   /* inputs[i] holds input i (input_info[i].bytes), outputs[i] receives output
    * i; KILN_ERR_ARGUMENT for an index input outside its table. */
   kiln_status (*run)(void *model, const void *const *inputs, void *const *outputs);
+  /* The split kernels' shares on `workers`; NULL runs them on the caller. */
+  void (*set_workers)(void *model, const kiln_workers *workers);
   void (*close)(void *model);
 } kiln_graph_api;
 
