@@ -253,12 +253,13 @@ std::optional<FailureOr<KernelCall>> kiln::graphKernelFor(Operation *op, StringR
             // Batches b0..b1-1, each share in scratch of its own.
             ArrayRef<int64_t> q = typeOf(a.getQuery()).getShape();
             int64_t t = typeOf(a.getKeysT()).getDimSize(2), e = typeOf(a.getValues()).getDimSize(2);
+            int64_t biasRows = a.getBias() ? typeOf(a.getBias()).getDimSize(1) : 0;
             body = shareRange("b", q[0], split) +
                    formatv("  kiln_uk_attend_bidirectional({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, "
-                           "{8}, {9}, {10}, {11});\n",
+                           "{8}, {9}, {10}, {11}, {12});\n",
                            at("x0", "b0", q[1] * q[2], true), at("x1", "b0", q[2] * t, true),
                            at("x2", "b0", t * e, true),
-                           a.getBias() ? at("x3", "b0", q[1] * t, true) : "NULL",
+                           a.getBias() ? at("x3", "b0", biasRows * t, true) : "NULL", biasRows,
                            at("y", "b0", q[1] * e, false),
                            split ? formatv("(uint8_t *)scratch + (size_t)s0 * {0}u",
                                            a.getShareScratchBytes())

@@ -230,6 +230,7 @@ llvm::Error Evaluator::run(Operation &op) {
     const Buffer *bias = attend.getBias() ? &values[attend.getBias()] : nullptr;
     const int64_t batches = q.shape[0], s = q.shape[1], d = q.shape[2], t = kt.shape[2], e = v.shape[2];
     const double scale = attend.getScale().convertToFloat();
+    const int64_t biasRows = bias ? bias->shape[1] : 0; // 1: one row for every query
     std::vector<double> p(t);
     for (int64_t b = 0; b < batches; ++b)
       for (int64_t i = 0; i < s; ++i) {
@@ -238,7 +239,8 @@ llvm::Error Evaluator::run(Operation &op) {
           double dot = 0;
           for (int64_t k = 0; k < d; ++k)
             dot += q.values[(b * s + i) * d + k] * kt.values[(b * d + k) * t + j];
-          p[j] = scale * dot + (bias ? bias->values[(b * s + i) * t + j] : 0.0);
+          p[j] = scale * dot +
+                 (bias ? bias->values[(b * biasRows + (biasRows == 1 ? 0 : i)) * t + j] : 0.0);
           peak = std::max(peak, p[j]);
         }
         for (int64_t j = 0; j < t; ++j)

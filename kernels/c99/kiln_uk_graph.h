@@ -333,16 +333,17 @@ static inline void kiln_uk_attend_tile(const float *a, int64_t lda, const float 
 #endif
 
 /* Bidirectional attention: y[b, i] = sum_j p_j v[b, j] with p = softmax over
- * j of scale * q[b, i] . kt[b, :, j] + bias[b, i, j] (bias may be NULL),
+ * j of scale * q[b, i] . kt[b, :, j] + bias[b, i, j] (bias may be NULL; with
+ * bias_rows 1 it is [B, 1, T], one row for every query, else [B, S, T]),
  * q [B, S, D], kt [B, D, T], v [B, T, E]. KILN_UK_ATTEND_ROWS queries at a
  * time: their scores over all keys in `scratch`
  * (kiln_uk_attend_scratch_bytes), computed and applied a register tile of
  * rows x KILN_UK_ATTEND_COLS at a time. A row whose every score is -inf (all
  * masked) is NaN, as softmax gives it. */
 static inline void kiln_uk_attend_bidirectional(const float *q, const float *kt, const float *v,
-                                                const float *bias, float *y, void *scratch,
-                                                int64_t batch, int64_t s, int64_t t, int64_t d,
-                                                int64_t e, float scale) {
+                                                const float *bias, int64_t bias_rows, float *y,
+                                                void *scratch, int64_t batch, int64_t s, int64_t t,
+                                                int64_t d, int64_t e, float scale) {
   float *scores = (float *)scratch;
   int64_t b, i0, r, j;
   for (b = 0; b < batch; ++b) {
@@ -356,9 +357,11 @@ static inline void kiln_uk_attend_bidirectional(const float *q, const float *kt,
       for (r = 0; r < rows; ++r) {
         float *sr = scores + r * t;
         float peak = -INFINITY, sum = 0, inv;
-        if (bias)
+        if (bias) {
+          const float *br = bias + (b * bias_rows + (bias_rows == 1 ? 0 : i0 + r)) * t;
           for (j = 0; j < t; ++j)
-            sr[j] += bias[(b * s + i0 + r) * t + j];
+            sr[j] += br[j];
+        }
         for (j = 0; j < t; ++j)
           peak = sr[j] > peak ? sr[j] : peak;
         kiln_uk_exp_block(sr, peak, sr, (int32_t)t);

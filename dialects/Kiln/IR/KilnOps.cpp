@@ -470,8 +470,30 @@ struct TransposeWeight : OpRewritePattern<TransposeOp> {
 };
 } // namespace
 
+namespace {
+/// A transpose that moves only dimensions of size 1 keeps every element in
+/// place: a reshape, which costs no copy (exporters write one around
+/// attention, [S, 1, D] <-> [1, S, D]).
+struct TransposeUnitDims : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op, PatternRewriter &rewriter) const override {
+    ArrayRef<int64_t> in = cast<RankedTensorType>(op.getInput().getType()).getShape();
+    int64_t last = -1;
+    for (int64_t p : op.getPerm()) {
+      if (in[p] == 1)
+        continue;
+      if (p < last)
+        return failure();
+      last = p;
+    }
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), op.getInput());
+    return success();
+  }
+};
+} // namespace
+
 void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
-  results.add<TransposeWeight>(context);
+  results.add<TransposeWeight, TransposeUnitDims>(context);
 }
 
 namespace {
@@ -517,6 +539,52 @@ void AddOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext 
   results.add<AddBias>(context);
 }
 
+namespace {
+/// attend with a bias broadcast over the queries (a padding mask: one row of
+/// T per batch) reads that row for every query: the bias becomes [B, 1, T]
+/// (still broadcast over any other dimension it lacks) and no [B, S, T] copy
+/// is made.
+struct AttendRowBias : OpRewritePattern<AttendOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttendOp op, PatternRewriter &rewriter) const override {
+    Value bias = op.getBias();
+    if (!bias)
+      return failure();
+    if (auto reshape = bias.getDefiningOp<ReshapeOp>())
+      bias = reshape.getInput();
+    auto broadcast = bias.getDefiningOp<BroadcastOp>();
+    if (!broadcast)
+      return failure();
+    auto out = cast<RankedTensorType>(broadcast.getType());
+    auto in = cast<RankedTensorType>(broadcast.getInput().getType());
+    int64_t n = out.getRank(), s = tensorOf(op.getQuery()).getDimSize(1),
+            t = tensorOf(op.getKeysT()).getDimSize(2);
+    // The input's shape, padded with leading 1s as broadcasting reads it.
+    SmallVector<int64_t> padded(n - in.getRank(), 1);
+    llvm::append_range(padded, in.getShape());
+    if (n < 2 || out.getDimSize(n - 2) != s || out.getDimSize(n - 1) != t || s == 1 ||
+        padded[n - 2] != 1)
+      return failure();
+    SmallVector<int64_t> rows(out.getShape());
+    rows[n - 2] = 1;
+    Location loc = op.getLoc();
+    Value row = broadcast.getInput();
+    if (padded != rows)
+      row = rewriter.create<BroadcastOp>(loc, RankedTensorType::get(rows, out.getElementType()), row);
+    int64_t batch = tensorOf(op.getQuery()).getDimSize(0);
+    auto rowType = RankedTensorType::get({batch, 1, t}, out.getElementType());
+    if (row.getType() != rowType)
+      row = rewriter.create<ReshapeOp>(loc, rowType, row);
+    rewriter.modifyOpInPlace(op, [&] { op.getBiasMutable().assign(row); });
+    return success();
+  }
+};
+} // namespace
+
+void AttendOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<AttendRowBias>(context);
+}
+
 LogicalResult AttendOp::verify() {
   RankedTensorType q = tensorOf(getQuery()), kt = tensorOf(getKeysT()), v = tensorOf(getValues());
   if (q.getRank() != 3 || kt.getRank() != 3 || v.getRank() != 3)
@@ -524,8 +592,10 @@ LogicalResult AttendOp::verify() {
   const int64_t batch = q.getDimSize(0), s = q.getDimSize(1), d = q.getDimSize(2), t = kt.getDimSize(2);
   if (kt.getDimSize(0) != batch || kt.getDimSize(1) != d || v.getDimSize(0) != batch || v.getDimSize(1) != t)
     return emitOpError("expects [B, S, D] queries, [B, D, T] keys and [B, T, E] values");
-  if (getBias() && tensorOf(getBias()).getShape() != ArrayRef<int64_t>{batch, s, t})
-    return emitOpError() << "expects a bias of shape " << batch << "x" << s << "x" << t;
+  if (getBias() && tensorOf(getBias()).getShape() != ArrayRef<int64_t>{batch, s, t} &&
+      tensorOf(getBias()).getShape() != ArrayRef<int64_t>{batch, 1, t})
+    return emitOpError() << "expects a bias of shape " << batch << "x" << s << "x" << t << " or "
+                         << batch << "x1x" << t;
   return expectShape(*this, getResult(), {batch, s, v.getDimSize(2)}, "result");
 }
 

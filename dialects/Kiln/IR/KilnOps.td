@@ -420,7 +420,8 @@ def Kiln_AttendOp : Kiln_Op<"attend", [Pure, DeclareOpInterfaceMethods<Kiln_Kern
   let description = [{
     An encoder's attention over all positions, with keys given transposed
     ([B, D, T]) as exporters compute them and an optional additive bias (the
-    mask: 0 or -inf) broadcast to [B, S, T]. One kernel can compute it a row
+    mask: 0 or -inf), [B, S, T] or one row [B, 1, T] for every query. One
+    kernel can compute it a row
     of scores at a time, so the [B, S, T] score matrix never reaches memory.
     ```mlir
     %o = kiln.attend %q, %kt, %v bias %m {scale = 0.353553385 : f32}
@@ -438,6 +439,7 @@ def Kiln_AttendOp : Kiln_Op<"attend", [Pure, DeclareOpInterfaceMethods<Kiln_Kern
     /// kernel's rows of scores, 64-byte aligned.
     int64_t getShareScratchBytes();
   }];
+  let hasCanonicalizer = 1;
   let hasVerifier = 1;
 }
 

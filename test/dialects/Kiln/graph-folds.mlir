@@ -81,3 +81,39 @@ func.func @bias_rows(%x: tensor<6x4xf32>, %b: tensor<1x1x4xf32>, %c: tensor<2x1x
   %z = kiln.add %y, %cb : tensor<2x3x4xf32>
   return %z : tensor<2x3x4xf32>
 }
+
+// A transpose that moves only dimensions of size 1 is a reshape; one that
+// reorders two larger dimensions stays.
+// CHECK-LABEL: func.func @transpose_unit_dims
+// CHECK-SAME: (%[[X:.*]]: tensor<5x1x4xf32>)
+// CHECK-NEXT: %[[R:.*]] = kiln.reshape %[[X]] : tensor<5x1x4xf32> -> tensor<1x5x4xf32>
+// CHECK-NEXT: %[[T:.*]] = kiln.transpose %[[X]] [2, 1, 0] : tensor<5x1x4xf32> -> tensor<4x1x5xf32>
+// CHECK-NEXT: return %[[R]], %[[T]]
+func.func @transpose_unit_dims(%x: tensor<5x1x4xf32>) -> (tensor<1x5x4xf32>, tensor<4x1x5xf32>) {
+  %a = kiln.transpose %x [1, 0, 2] : tensor<5x1x4xf32> -> tensor<1x5x4xf32>
+  %b = kiln.transpose %x [2, 1, 0] : tensor<5x1x4xf32> -> tensor<4x1x5xf32>
+  return %a, %b : tensor<1x5x4xf32>, tensor<4x1x5xf32>
+}
+
+// attend's bias broadcast over the queries becomes one row per batch
+// ([B, 1, T]); a mask shared by the heads is broadcast over them only. A
+// bias that differs per query stays.
+// CHECK-LABEL: func.func @attend_row_bias
+// CHECK-SAME: (%[[Q:.*]]: tensor<4x6x8xf32>, %[[K:.*]]: tensor<4x8x6xf32>, %[[M:.*]]: tensor<4x1x6xf32>, %[[H:.*]]: tensor<1x1x6xf32>, %[[F:.*]]: tensor<4x6x6xf32>)
+// CHECK-NEXT: %[[A:.*]] = kiln.attend %[[Q]], %[[K]], %[[Q]] bias %[[M]] {{.*}} tensor<4x1x6xf32>) -> tensor<4x6x8xf32>
+// CHECK-NEXT: %[[HB:.*]] = kiln.broadcast %[[H]] : tensor<1x1x6xf32> -> tensor<4x1x6xf32>
+// CHECK-NEXT: %[[B:.*]] = kiln.attend %[[Q]], %[[K]], %[[Q]] bias %[[HB]] {{.*}} tensor<4x1x6xf32>) -> tensor<4x6x8xf32>
+// CHECK-NEXT: %[[C:.*]] = kiln.attend %[[Q]], %[[K]], %[[Q]] bias %[[F]] {{.*}} tensor<4x6x6xf32>) -> tensor<4x6x8xf32>
+func.func @attend_row_bias(%q: tensor<4x6x8xf32>, %kt: tensor<4x8x6xf32>, %m: tensor<4x1x6xf32>,
+                           %h: tensor<1x1x6xf32>, %f: tensor<4x6x6xf32>)
+    -> (tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>) {
+  %mb = kiln.broadcast %m : tensor<4x1x6xf32> -> tensor<4x6x6xf32>
+  %a = kiln.attend %q, %kt, %q bias %mb {scale = 0.35 : f32}
+      : (tensor<4x6x8xf32>, tensor<4x8x6xf32>, tensor<4x6x8xf32>, tensor<4x6x6xf32>) -> tensor<4x6x8xf32>
+  %hb = kiln.broadcast %h : tensor<1x1x6xf32> -> tensor<4x6x6xf32>
+  %b = kiln.attend %q, %kt, %q bias %hb {scale = 0.35 : f32}
+      : (tensor<4x6x8xf32>, tensor<4x8x6xf32>, tensor<4x6x8xf32>, tensor<4x6x6xf32>) -> tensor<4x6x8xf32>
+  %c = kiln.attend %q, %kt, %q bias %f {scale = 0.35 : f32}
+      : (tensor<4x6x8xf32>, tensor<4x8x6xf32>, tensor<4x6x8xf32>, tensor<4x6x6xf32>) -> tensor<4x6x8xf32>
+  return %a, %b, %c : tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>
+}
