@@ -300,8 +300,11 @@ static inline void kiln_uk_batch_matmul(const float *a, const float *c, float *y
 }
 
 /* Columns of scores (keys) and of y (features) a block of queries takes at
- * a time: its rows x these columns of sums stay in registers. */
+ * a time: its rows x these columns of sums stay in registers (an ISA with
+ * more registers defines more, with its tile). */
+#ifndef KILN_UK_ATTEND_COLS
 #define KILN_UK_ATTEND_COLS 16
+#endif
 
 #ifndef KILN_UK_HAS_ATTEND_TILES
 /* out[r][col..col+n) = scale * sum_k a[r][k] b[k][col..col+n) for `rows`
@@ -364,6 +367,11 @@ static inline void kiln_uk_attend_bidirectional(const float *q, const float *kt,
         }
         for (j = 0; j < t; ++j)
           peak = sr[j] > peak ? sr[j] : peak;
+        if (peak == -INFINITY) { /* every key masked: NaN, whatever exp_block makes of -inf */
+          for (j = 0; j < t; ++j)
+            sr[j] = NAN;
+          continue;
+        }
         kiln_uk_exp_block(sr, peak, sr, (int32_t)t);
         for (j = 0; j < t; ++j)
           sum += sr[j];

@@ -1293,6 +1293,72 @@ static void test_norm_quantize(int32_t k, int32_t g) {
   check(ok, what);
 }
 
+/* An encoder's attention (kiln_uk_attend_bidirectional) against the naive
+ * double softmax, in every column tiling of keys and features the shapes
+ * give (whole and ragged tiles of the ISA's KILN_UK_ATTEND_COLS, fewer
+ * queries than a block and more), with no bias, a bias per query and one row
+ * for every query; keys masked with -inf in both, and in the per-query bias
+ * one query with every key masked, which is NaN as softmax gives it. */
+static void test_attend_bidirectional(int32_t batch, int32_t s, int32_t t, int32_t d, int32_t e,
+                                      int32_t bias_rows) {
+  enum { MAX_B = 2, MAX_S = 12, MAX_T = 100, MAX_D = 40 };
+  static float q[MAX_B * MAX_S * MAX_D], kt[MAX_B * MAX_D * MAX_T], v[MAX_B * MAX_T * MAX_D],
+      bias[MAX_B * MAX_S * MAX_T], y[MAX_B * MAX_S * MAX_D];
+  static uint8_t scratch[8 * MAX_T * 4 + 64];
+  const float scale = 0.125f;
+  double worst = 0;
+  int32_t b, i, j, c, nan_ok = 1;
+  char what[160];
+  for (i = 0; i < batch * s * d; ++i)
+    q[i] = uniform() * 2.0f;
+  for (i = 0; i < batch * d * t; ++i)
+    kt[i] = uniform() * 2.0f;
+  for (i = 0; i < batch * t * e; ++i)
+    v[i] = uniform();
+  for (i = 0; i < batch * (bias_rows ? bias_rows : 1) * t; ++i)
+    bias[i] = (i * 7) % 5 == 0 ? -INFINITY : uniform();
+  if (bias_rows > 1)
+    for (j = 0; j < t; ++j)
+      bias[2 * t + j] = -INFINITY; /* batch 0, query 2: every key masked */
+  for (j = 0; j < t; ++j) /* at least one key open in every row but that one */
+    for (b = 0; b < batch * (bias_rows ? bias_rows : 1); ++b)
+      if (!(bias_rows > 1 && b == 2))
+        bias[b * t + (b % t)] = 0.0f;
+  kiln_uk_attend_bidirectional(q, kt, v, bias_rows ? bias : NULL, bias_rows, y, scratch, batch, s,
+                               t, d, e, scale);
+  for (b = 0; b < batch; ++b)
+    for (i = 0; i < s; ++i) {
+      double p[MAX_T], peak = -INFINITY, sum = 0;
+      const float *br = bias + (b * bias_rows + (bias_rows == 1 ? 0 : i)) * t;
+      for (j = 0; j < t; ++j) {
+        double dot = 0;
+        for (c = 0; c < d; ++c)
+          dot += (double)q[(b * s + i) * d + c] * kt[(b * d + c) * t + j];
+        p[j] = scale * dot + (bias_rows ? br[j] : 0.0);
+        peak = p[j] > peak ? p[j] : peak;
+      }
+      for (j = 0; j < t; ++j)
+        sum += p[j] = exp(p[j] - peak);
+      for (c = 0; c < e; ++c) {
+        double ref = 0;
+        const float got = y[(b * s + i) * e + c];
+        for (j = 0; j < t; ++j)
+          ref += p[j] / sum * v[(b * t + j) * e + c];
+        if (peak == -INFINITY) {
+          nan_ok &= got != got;
+          continue;
+        }
+        /* v's values are at most 1: the error is absolute. */
+        if (!(fabs(got - ref) <= worst))
+          worst = got == got ? fabs(got - ref) : INFINITY;
+      }
+    }
+  snprintf(what, sizeof what,
+           "%s attend_bidirectional batch %d s %d t %d d %d e %d bias rows %d: worst %.3g",
+           KILN_TEST_ISA_NAME, (int)batch, (int)s, (int)t, (int)d, (int)e, (int)bias_rows, worst);
+  check(worst <= 2e-6 && nan_ok, what);
+}
+
 int main(void) {
   static const int32_t ns[] = {1, 15, 16, 17, 40, 80, 160};
   static const int32_t float_ks[] = {1, 7, 16, 33, 64, 200};
@@ -1432,6 +1498,16 @@ int main(void) {
   test_rope_rows(32, 64, 1, 1.1875f);
   test_norm_quantize(64, 32);
   test_norm_quantize(512, 64);
+  {
+    static const int32_t keys[] = {1, 5, 16, 17, 32, 33, 48, 49, 97, 100};
+    size_t a;
+    for (a = 0; a < sizeof keys / sizeof keys[0]; ++a) {
+      test_attend_bidirectional(2, 9, keys[a], 8, 8, 0);
+      test_attend_bidirectional(2, 12, keys[a], 40, 40, 12);
+      test_attend_bidirectional(2, 7, keys[a], 32, 33, 1);
+      test_attend_bidirectional(1, 1, keys[a], 16, 17, 1);
+    }
+  }
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

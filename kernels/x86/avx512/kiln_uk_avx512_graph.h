@@ -8,31 +8,54 @@
 #include "kernels/x86/avx512/kiln_uk_avx512_base.h"
 
 #define KILN_UK_HAS_ATTEND_TILES 1
+/* Three vectors of columns: 24 accumulators take three loads of b and eight
+ * broadcasts of a per step, where one vector takes one and eight, so the
+ * tile is bound by its FMAs rather than its loads. */
+#define KILN_UK_ATTEND_COLS 48
+
+/* As the portable tile, over `blocks` vectors of 16 columns (the last one
+ * masked to n): each lane sums over k in order whatever the blocks. */
+static inline __attribute__((always_inline)) void
+kiln_uk_attend_tile_blocks(const float *a, int64_t lda, const float *b, int64_t ldb, int64_t k,
+                           int64_t col, int64_t n, int64_t rows, float *out, int64_t ldo,
+                           float scale, int blocks) {
+  __mmask16 m[3];
+  const float *ar[8];
+  __m512 acc[3][8];
+  int64_t l, r;
+  int c;
+  for (c = 0; c < blocks; ++c)
+    m[c] = kiln_uk_tail_mask((int32_t)(n - 16 * c < 16 ? n - 16 * c : 16));
+  for (r = 0; r < 8; ++r) {
+    ar[r] = a + (r < rows ? r : rows - 1) * lda;
+    for (c = 0; c < blocks; ++c)
+      acc[c][r] = _mm512_setzero_ps();
+  }
+  for (l = 0; l < k; ++l) {
+    __m512 x[3];
+    for (c = 0; c < blocks; ++c)
+      x[c] = _mm512_maskz_loadu_ps(m[c], b + l * ldb + col + 16 * c);
+    for (r = 0; r < 8; ++r) {
+      const __m512 w = _mm512_set1_ps(ar[r][l]);
+      for (c = 0; c < blocks; ++c)
+        acc[c][r] = _mm512_fmadd_ps(w, x[c], acc[c][r]);
+    }
+  }
+  for (r = 0; r < rows; ++r)
+    for (c = 0; c < blocks; ++c)
+      _mm512_mask_storeu_ps(out + r * ldo + col + 16 * c, m[c],
+                            _mm512_mul_ps(acc[c][r], _mm512_set1_ps(scale)));
+}
 
 static inline void kiln_uk_attend_tile(const float *a, int64_t lda, const float *b, int64_t ldb,
                                        int64_t k, int64_t col, int64_t n, int64_t rows, float *out,
                                        int64_t ldo, float scale) {
-  const __mmask16 m = kiln_uk_tail_mask((int32_t)n);
-  const float *ar[8];
-  __m512 acc[8];
-  int64_t l, r;
-  for (r = 0; r < 8; ++r) {
-    ar[r] = a + (r < rows ? r : rows - 1) * lda;
-    acc[r] = _mm512_setzero_ps();
-  }
-  for (l = 0; l < k; ++l) {
-    const __m512 x = _mm512_maskz_loadu_ps(m, b + l * ldb + col);
-    acc[0] = _mm512_fmadd_ps(_mm512_set1_ps(ar[0][l]), x, acc[0]);
-    acc[1] = _mm512_fmadd_ps(_mm512_set1_ps(ar[1][l]), x, acc[1]);
-    acc[2] = _mm512_fmadd_ps(_mm512_set1_ps(ar[2][l]), x, acc[2]);
-    acc[3] = _mm512_fmadd_ps(_mm512_set1_ps(ar[3][l]), x, acc[3]);
-    acc[4] = _mm512_fmadd_ps(_mm512_set1_ps(ar[4][l]), x, acc[4]);
-    acc[5] = _mm512_fmadd_ps(_mm512_set1_ps(ar[5][l]), x, acc[5]);
-    acc[6] = _mm512_fmadd_ps(_mm512_set1_ps(ar[6][l]), x, acc[6]);
-    acc[7] = _mm512_fmadd_ps(_mm512_set1_ps(ar[7][l]), x, acc[7]);
-  }
-  for (r = 0; r < rows; ++r)
-    _mm512_mask_storeu_ps(out + r * ldo + col, m, _mm512_mul_ps(acc[r], _mm512_set1_ps(scale)));
+  if (n > 32)
+    kiln_uk_attend_tile_blocks(a, lda, b, ldb, k, col, n, rows, out, ldo, scale, 3);
+  else if (n > 16)
+    kiln_uk_attend_tile_blocks(a, lda, b, ldb, k, col, n, rows, out, ldo, scale, 2);
+  else
+    kiln_uk_attend_tile_blocks(a, lda, b, ldb, k, col, n, rows, out, ldo, scale, 1);
 }
 
 #endif /* KILN_UK_AVX512_GRAPH_H */
