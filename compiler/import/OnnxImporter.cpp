@@ -809,24 +809,27 @@ llvm::Expected<gguf::File> graphTensors(ModuleOp module, const onnx::Graph &grap
     std::string key;
     const onnx::Tensor *tensor;
     bool transposed;
+    std::vector<int64_t> shape; // as the IR reads it (a reshape folded into a weight)
   };
   std::vector<Entry> entries;
   std::set<std::string> seen;
   std::string missing;
-  auto add = [&](std::string key, const std::string &name, bool transposed) {
+  auto add = [&](std::string key, const std::string &name, bool transposed, Type type) {
     if (!seen.insert(key).second)
       return;
     const onnx::Tensor *t = graph.initializer(name);
     if (!t)
       missing = name;
     else
-      entries.push_back({std::move(key), t, transposed});
+      entries.push_back({std::move(key), t, transposed,
+                         std::vector<int64_t>(cast<RankedTensorType>(type).getShape().begin(),
+                                              cast<RankedTensorType>(type).getShape().end())});
   };
   module.walk([&](Operation *op) {
     if (auto w = dyn_cast<WeightOp>(op))
-      add(w.getSegmentName(), w.getName().str(), w.getTransposed());
+      add(w.getSegmentName(), w.getName().str(), w.getTransposed(), w.getType());
     else if (auto c = dyn_cast<ConstantOp>(op))
-      add(c.getName().str(), c.getName().str(), false);
+      add(c.getName().str(), c.getName().str(), false, c.getType());
   });
   if (!missing.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -844,6 +847,19 @@ llvm::Expected<gguf::File> graphTensors(ModuleOp module, const onnx::Graph &grap
                                            "' is read transposed, which Kiln does for 2-D "
                                            "float32 tensors only");
       std::swap(shape[0], shape[1]);
+    } else if (e.shape != shape) {
+      // A reshaped weight: the same elements in the same order.
+      int64_t elements = 1, ir = 1;
+      for (int64_t d : shape)
+        elements *= d;
+      for (int64_t d : e.shape)
+        ir *= d;
+      if (elements != ir)
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       graph.file + ": initializer '" + e.tensor->info.name +
+                                           "' has " + std::to_string(elements) +
+                                           " elements, the graph reads " + std::to_string(ir));
+      shape = e.shape;
     }
     for (auto d = shape.rbegin(); d != shape.rend(); ++d)
       info.ne.push_back(uint64_t(*d));

@@ -492,6 +492,28 @@ struct TransposeUnitDims : OpRewritePattern<TransposeOp> {
 };
 } // namespace
 
+namespace {
+/// A weight (as stored, read by nothing else) reshaped is the weight with the
+/// new shape: the same bytes, which a matmul then finds as its weight (a
+/// convolution's [N, C, H, W] kernel read as [N, C * H * W] rows) and
+/// pack-layout can lay out for it.
+struct ReshapeWeight : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op, PatternRewriter &rewriter) const override {
+    auto weight = op.getInput().getDefiningOp<WeightOp>();
+    if (!weight || weight.getTransposed() || !weight->hasOneUse())
+      return failure();
+    rewriter.replaceOpWithNewOp<WeightOp>(op, op.getType(), weight.getNameAttr(), false);
+    rewriter.eraseOp(weight);
+    return success();
+  }
+};
+} // namespace
+
+void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<ReshapeWeight>(context);
+}
+
 void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
   results.add<TransposeWeight, TransposeUnitDims>(context);
 }

@@ -358,6 +358,7 @@ def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure]> {

@@ -117,3 +117,19 @@ func.func @attend_row_bias(%q: tensor<4x6x8xf32>, %kt: tensor<4x8x6xf32>, %m: te
       : (tensor<4x6x8xf32>, tensor<4x8x6xf32>, tensor<4x6x8xf32>, tensor<4x6x6xf32>) -> tensor<4x6x8xf32>
   return %a, %b, %c : tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>
 }
+
+// A weight read by nothing but a reshape is the weight in the new shape (a
+// convolution kernel as matmul rows); one read transposed, or read twice,
+// keeps its reshape.
+// CHECK-LABEL: func.func @reshape_weight
+// CHECK-NEXT: %[[W:.*]] = kiln.weight "conv" : tensor<4x12xf32>
+// CHECK-NEXT: %[[S:.*]] = kiln.weight "shared" : tensor<2x6xf32>
+// CHECK-NEXT: %[[R:.*]] = kiln.reshape %[[S]] : tensor<2x6xf32> -> tensor<12xf32>
+// CHECK-NEXT: return %[[W]], %[[R]], %[[S]]
+func.func @reshape_weight() -> (tensor<4x12xf32>, tensor<12xf32>, tensor<2x6xf32>) {
+  %w = kiln.weight "conv" : tensor<4x3x2x2xf32>
+  %r = kiln.reshape %w : tensor<4x3x2x2xf32> -> tensor<4x12xf32>
+  %s = kiln.weight "shared" : tensor<2x6xf32>
+  %t = kiln.reshape %s : tensor<2x6xf32> -> tensor<12xf32>
+  return %r, %t, %s : tensor<4x12xf32>, tensor<12xf32>, tensor<2x6xf32>
+}
