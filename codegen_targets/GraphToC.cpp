@@ -1,7 +1,8 @@
 // A planned graph (an encoder imported from ONNX) as C: `<name>_run(m,
-// inputs, outputs)` calls one kernel per op in order, each value at its
-// arena slot, each weight and constant at its pack offset, a reshape its
-// input's bytes under another name; the outputs are copied out at the end.
+// inputs, outputs)` calls one kernel per op in order (a split one's shares
+// through the workers), each value at its arena slot, each weight and
+// constant at its pack offset, a reshape its input's bytes under another
+// name; the outputs are copied out at the end.
 #include "codegen_targets/Template.h"
 #include "codegen_targets/TranslateToC.h"
 
@@ -242,10 +243,10 @@ kiln::translateGraphToC(ModuleOp module, const TargetDescription &target, bool e
            {{"name", name},
             {"NAME", upper},
             {"TENSOR_INFO", info},
-            {"SHARES", workers ? fillTemplate("graph_shares.c.in", {{"name", name},
-                                                                     {"NAME", upper},
-                                                                     {"SITE_FUNCTIONS", sites}})
-                               : ""},
+            {"SHARES", siteCount ? fillTemplate("graph_shares.c.in", {{"name", name},
+                                                                       {"NAME", upper},
+                                                                       {"SITE_FUNCTIONS", sites}})
+                                 : ""},
             {"DATA_OFFSET", std::to_string(pack.getDataOffset())},
             {"DATA_BYTES", std::to_string(pack.getDataBytes())},
             {"WORKERS_RESET", worker["WORKERS_RESET"]},

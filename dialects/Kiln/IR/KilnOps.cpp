@@ -468,9 +468,7 @@ struct TransposeWeight : OpRewritePattern<TransposeOp> {
     return success();
   }
 };
-} // namespace
 
-namespace {
 /// A transpose that moves only dimensions of size 1 keeps every element in
 /// place: a reshape, which costs no copy (exporters write one around
 /// attention, [S, 1, D] <-> [1, S, D]).
@@ -490,9 +488,7 @@ struct TransposeUnitDims : OpRewritePattern<TransposeOp> {
     return success();
   }
 };
-} // namespace
 
-namespace {
 /// A weight (as stored, read by nothing else) reshaped is the weight with the
 /// new shape: the same bytes, which a matmul then finds as its weight (a
 /// convolution's [N, C, H, W] kernel read as [N, C * H * W] rows) and
