@@ -133,13 +133,6 @@ std::string indexCheck(Operation *op, const GraphNames &names) {
       .str();
 }
 
-/// The rows of a row kernel (a decoder's: matmul, norms, elementwise): the
-/// result's elements over its innermost dimension.
-int64_t rowsOf(Operation *op) {
-  RankedTensorType t = typeOf(op->getResult(0));
-  return t.getRank() == 0 ? 1 : t.getNumElements() / t.getShape().back();
-}
-
 } // namespace
 
 FailureOr<std::vector<GeneratedFile>>
@@ -193,11 +186,14 @@ kiln::translateGraphToC(ModuleOp module, const TargetDescription &target, bool e
       kernels.try_emplace(k.name, k);
     kernels.try_emplace(call->name, *call);
     // A row kernel's run-time row count is the op's static one here.
-    auto statement = [&](const KernelCall &k) {
+    // A split kernel's shares s0..s1-1 come last.
+    auto statement = [&](const KernelCall &k, bool shares = false) {
       std::vector<std::string> args = k.args;
       for (std::string &arg : args)
         if (arg == "rows")
-          arg = std::to_string(rowsOf(&op));
+          arg = std::to_string(rowCount(op.getResult(0)));
+      if (shares)
+        args.insert(args.end(), {"s0", "s1"});
       return formatv("  {0}({1});\n", k.name, llvm::join(args, ", ")).str();
     };
     schedule += indexCheck(&op, names);
@@ -209,11 +205,9 @@ kiln::translateGraphToC(ModuleOp module, const TargetDescription &target, bool e
     }
     // The shares run in a site function the workers call.
     std::string site = formatv("site_{0}", siteCount++);
-    std::string invoke = statement(*call);
-    invoke.insert(invoke.rfind(')'), ", s0, s1");
     sites += formatv("static void {0}(void *ctx, int32_t s0, int32_t s1) {{\n"
                      "  KILN_SITE_SCOPE(ctx);\n{1}}\n\n",
-                     site, invoke);
+                     site, statement(*call, /*shares=*/true));
     schedule += formatv("  run_shares(m, {0}, &ctx);\n", site);
   }
 

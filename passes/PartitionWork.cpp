@@ -14,13 +14,6 @@ static int64_t dim(Value v, unsigned i) {
   return cast<RankedTensorType>(v.getType()).getDimSize(i);
 }
 
-/// Rows of a row kernel's tensor: its elements over the innermost dimension
-/// (a decoder's matrices' first; a graph's tensors may have more).
-static int64_t rowsOf(Value v) {
-  auto type = cast<RankedTensorType>(v.getType());
-  return type.getRank() == 0 ? 1 : type.getNumElements() / type.getShape().back();
-}
-
 namespace {
 
 struct PartitionWorkPass : kiln::impl::PartitionWorkBase<PartitionWorkPass> {
@@ -42,7 +35,7 @@ struct PartitionWorkPass : kiln::impl::PartitionWorkBase<PartitionWorkPass> {
         return;
       // The most work: every row, over the whole context.
       auto kv = dyn_cast<KvWriteOp>(op);
-      int64_t rows = rowsOf(kv ? Value(kv.getRows()) : op->getResult(0));
+      int64_t rows = rowCount(kv ? Value(kv.getRows()) : op->getResult(0));
       int64_t most = rows * work->perRow;
       if (work->overContext) {
         int64_t context = dim(op->getOperand(1), 0);

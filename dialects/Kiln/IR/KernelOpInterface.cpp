@@ -127,6 +127,11 @@ std::optional<KernelWork> GeluOp::getKernelWork() { return rowWork(*this); }
 std::optional<KernelWork> SoftmaxOp::getKernelWork() { return rowWork(*this); }
 std::optional<KernelWork> GeluErfOp::getKernelWork() { return rowWork(*this); }
 
+int64_t kiln::rowCount(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return type.getRank() == 0 ? 1 : type.getNumElements() / type.getShape().back();
+}
+
 bool kiln::isTiledKvCache(Type cache) {
   KvCacheLayoutAttr layout = getKvCacheLayout(cache);
   return layout && layout.getTile() > 0;

@@ -58,6 +58,11 @@ mlir::Value fusedNorm(mlir::Operation *op);
 /// head-major, its tile.
 bool isTiledKvCache(mlir::Type cache);
 
+/// Rows of a row kernel's tensor: its elements over the innermost dimension
+/// (a decoder's matrices' first; a graph's tensors may have more), 1 for a
+/// scalar.
+int64_t rowCount(mlir::Value v);
+
 } // namespace kiln
 
 #endif // KILN_DIALECTS_KILN_IR_KILNOPS_H
