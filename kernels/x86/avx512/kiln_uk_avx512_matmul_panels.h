@@ -139,6 +139,11 @@ static inline __m512i kiln_uk_plus_sum16(__m512i a, int32_t m, const uint8_t *su
                              _mm512_set1_epi32(((const int32_t *)(const void *)sums)[i]));
 }
 
+/* Values a kernel stored to broadcast later are read from memory: without
+ * this, compilers keep them in a register and permute each out, on the
+ * shuffle port the kernels need. */
+static inline void kiln_uk_reload_barrier(void) { __asm__ __volatile__("" : : : "memory"); }
+
 /* kiln_uk_lane_byte128 in every 128 bits. */
 static inline __m512i kiln_uk_lane_byte(int32_t j) { return _mm512_broadcast_i32x4(kiln_uk_lane_byte128(j)); }
 
@@ -153,9 +158,14 @@ static inline __m512 kiln_uk_q6k_scale(__m512i words, int32_t s, __m512 d) {
 }
 
 /* As panel_tile_q45k for a q6_k panel: per sub-block of 16, the codes times the
- * activations (vpdpbusd), less 32 times the activations' sum, as a float
- * (kiln_uk_magic_float: at most 63 x 127 x 16 in magnitude) times d times the
- * int8 scale; the super-block's sum times the activations' scale. */
+ * activations (vpdpbusd, from the bits of 1.5 x 2^23 as kiln_uk_magic_float
+ * takes them: at most 63 x 127 x 16 in magnitude), as a float less 1.5 x 2^23
+ * and 32 times the activations' sum in one subtraction (every term an integer
+ * below 2^24, so exact), times d times the int8 scale; the super-block's sum
+ * times the activations' scale. The subtrahends of a super-block are made per
+ * row in three vector steps and broadcast from memory into the vsubps (a
+ * load, not the multiply port the vpdpbusd keep busy: 1.18x a vpdpwssd per
+ * sub-block and row on 8 rows). */
 KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size_t stride,
                                    int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
                                    int32_t ldy, int32_t rows_valid) {
@@ -172,16 +182,21 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 208 * 16)));
     __m512i part[KILN_UK_MR_MAX];
     __m512 fs[KILN_UK_MR_MAX];
-    for (r = 0; r < mr; ++r)
+    float base[KILN_UK_MR_MAX][16];
+    for (r = 0; r < mr; ++r) {
+      const __m512i sums = _mm512_loadu_si512(xs + r * stride + sums_at + 64 * (size_t)b);
+      _mm512_storeu_ps(base[r], _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_set1_ps(32.0f),
+                                                _mm512_set1_ps(12582912.0f)));
       fs[r] = _mm512_setzero_ps();
+    }
+    kiln_uk_reload_barrier();
 #pragma GCC unroll 16
     for (s = 0; s < 16; ++s) {
       const __m512 dsc = kiln_uk_q6k_scale(_mm512_loadu_si512(gp + 64 * (48 + s / 4)), s, d);
       const int32_t col = 128 * (s / 8) + 32 * ((s % 8) / 2) + 16 * (s % 2);
       kiln_uk_prefetch_share(gp, 210 * 16, s, 16, mr);
-      for (r = 0; r < mr; ++r) /* -32 x the sum, biased as kiln_uk_magic_float takes it */
-        part[r] = kiln_uk_plus_sum16(_mm512_set1_epi32(KILN_UK_MAGIC_BITS), -32, xs + r * stride + sums_at,
-                                     16 * b + s);
+      for (r = 0; r < mr; ++r)
+        part[r] = _mm512_set1_epi32(KILN_UK_MAGIC_BITS);
       for (t = 0; t < 4; ++t) {
         const __m512i v = kiln_uk_q6k_codes(gp, s, t);
         for (r = 0; r < mr; ++r) {
@@ -191,7 +206,8 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *
         }
       }
       for (r = 0; r < mr; ++r)
-        fs[r] = _mm512_fmadd_ps(kiln_uk_magic_float(part[r]), dsc, fs[r]);
+        fs[r] = _mm512_fmadd_ps(_mm512_sub_ps(_mm512_castsi512_ps(part[r]), _mm512_set1_ps(base[r][s])),
+                                dsc, fs[r]);
     }
     for (r = 0; r < mr; ++r) {
       const float xd = ((const float *)(const void *)(xs + r * stride))[b];
