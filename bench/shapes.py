@@ -224,8 +224,8 @@ def fraction(x):
     return "n/a" if x is None else "%.1f%%" % (100 * x)
 
 
-def ratio(x, base):
-    return "%.2f" % (x / base) if x and base else "n/a"
+def ratio(x):
+    return "n/a" if x is None else "%.2f" % x
 
 
 def rate(x):
@@ -263,9 +263,6 @@ def markdown(result):
         "| " + " | ".join(columns) + " |",
         "|" + "---|" * len(columns),
     ]
-    # each row's prefill against the q4_0 row of its shape and target (and flags)
-    q4_0 = {(r["shape"], r["target"]): r.get("prefill_tps") for r in result["rows"]
-            if r["format"] == "q4_0" and "error" not in r}
     for r in result["rows"]:
         if "error" in r:
             lines.append("| %s | %s | %s | failed: %s |" % (r["shape"], r["target"], r["format"],
@@ -276,7 +273,7 @@ def markdown(result):
             target += " (%s)" % r["kernels"]
         lines.append("| " + " | ".join([
             r["shape"], target, r["format"], "%.2f" % r["compile_s"],
-            rate(r["prefill_tps"]), ratio(r["prefill_tps"], q4_0.get((r["shape"], r["target"]))),
+            rate(r["prefill_tps"]), ratio(r.get("prefill_vs_q4_0")),
             rate(r["decode16_tps"]), rate(r["decode512_tps"]),
             str(r["arena_bytes"]), str(r["pack_bytes"]), fraction(r["decode_roofline"]),
             fraction(r["prefill_of_peak"])] +
@@ -291,8 +288,9 @@ def markdown(result):
         "prefill: %d-token prompt in chunks of %d; decode @16 / @512: %d / %d decode calls "
         "after a prompt of that length; KV capacity %d. Decode roofline: matmul weight bytes "
         "per token (all 2-D weights but the token embedding) times decode t/s @16, over the "
-        "read bandwidth of as many threads as the run's -t. Prefill / q4_0: against the q4_0 "
-        "row of the same shape, target and flags. Prefill of peak: 2 x matmul weights "
+        "read bandwidth of as many threads as the run's -t. Prefill / q4_0: per repeat, "
+        "against the q4_0 run of the same shape, target and flags in that repeat (seconds "
+        "apart), then the median. Prefill of peak: 2 x matmul weights "
         "x prefill t/s, over the int8 peak for the quantized formats and the FMA peak for "
         "f32/f16, times the run's threads (attention flops not counted)."
         % (LONG_PROMPT, PREFILL_CHUNK, SHORT_DECODE, LONG_DECODE, MAX_CONTEXT),
@@ -367,8 +365,10 @@ def main():
     for shape in shapes:
         weights, vocab = model_info(models[shape])
         built = {}
-        for target, fmt, extra, gen_flags in [(t, f, e, g) for t in targets for f in formats
-                                              for e in variants for g in run_variants]:
+        # formats innermost: in each round the runs set against each other (a format
+        # and the q4_0 of the same target and flags) are seconds apart
+        for target, fmt, extra, gen_flags in [(t, f, e, g) for t in targets for e in variants
+                                              for g in run_variants for f in formats]:
             row = {"shape": shape,
                    "target": target + "".join(" " + f for f in extra + gen_flags),
                    "format": fmt,
@@ -442,6 +442,12 @@ def main():
         row["long_context_loss"] = statistics.median(pairs) if pairs else None
         row["long_context_loss_of_medians"] = (row["decode_long_tps"] and row["decode16_tps"] and
                                                1 - row["decode_long_tps"] / row["decode16_tps"])
+        # Per repeat against the q4_0 row's run of the same repeat, then the median
+        # (the machine's speed moves by up to 1.7x between minutes).
+        base = next((b for b in rows if b["format"] == "q4_0" and b["shape"] == row["shape"]
+                     and b["target"] == row["target"] and "error" not in b), None)
+        pairs = [pf / q for pf, q in zip(row["prefill"], base["prefill"] if base else []) if q]
+        row["prefill_vs_q4_0"] = statistics.median(pairs) if pairs else None
         dec, pf = row["decode16_tps"], row["prefill_tps"]
         peak = (probes["int8_gops" if row["format"] in INT8_FORMATS else "fma_gflops"] * 1e9 *
                 row["threads"])
