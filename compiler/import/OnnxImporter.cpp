@@ -809,7 +809,7 @@ llvm::Expected<gguf::File> graphTensors(ModuleOp module, const onnx::Graph &grap
     std::string key;
     const onnx::Tensor *tensor;
     bool transposed;
-    std::vector<int64_t> shape; // as the IR reads it (a reshape folded into a weight)
+    RankedTensorType type; // as the IR reads it (a reshape folded into a weight)
   };
   std::vector<Entry> entries;
   std::set<std::string> seen;
@@ -821,9 +821,7 @@ llvm::Expected<gguf::File> graphTensors(ModuleOp module, const onnx::Graph &grap
     if (!t)
       missing = name;
     else
-      entries.push_back({std::move(key), t, transposed,
-                         std::vector<int64_t>(cast<RankedTensorType>(type).getShape().begin(),
-                                              cast<RankedTensorType>(type).getShape().end())});
+      entries.push_back({std::move(key), t, transposed, cast<RankedTensorType>(type)});
   };
   module.walk([&](Operation *op) {
     if (auto w = dyn_cast<WeightOp>(op))
@@ -847,19 +845,15 @@ llvm::Expected<gguf::File> graphTensors(ModuleOp module, const onnx::Graph &grap
                                            "' is read transposed, which Kiln does for 2-D "
                                            "float32 tensors only");
       std::swap(shape[0], shape[1]);
-    } else if (e.shape != shape) {
+    } else if (e.type.getShape() != ArrayRef<int64_t>(shape)) {
       // A reshaped weight: the same elements in the same order.
-      int64_t elements = 1, ir = 1;
-      for (int64_t d : shape)
-        elements *= d;
-      for (int64_t d : e.shape)
-        ir *= d;
-      if (elements != ir)
+      int64_t elements = ShapedType::getNumElements(shape);
+      if (elements != e.type.getNumElements())
         return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                        graph.file + ": initializer '" + e.tensor->info.name +
-                                           "' has " + std::to_string(elements) +
-                                           " elements, the graph reads " + std::to_string(ir));
-      shape = e.shape;
+                                           "' has " + std::to_string(elements) + " elements, the graph reads " +
+                                           std::to_string(e.type.getNumElements()));
+      shape.assign(e.type.getShape().begin(), e.type.getShape().end());
     }
     for (auto d = shape.rbegin(); d != shape.rend(); ++d)
       info.ne.push_back(uint64_t(*d));

@@ -15,10 +15,10 @@
 
 /* As the portable tile, over `blocks` vectors of 16 columns (the last one
  * masked to n): each lane sums over k in order whatever the blocks. */
-static inline __attribute__((always_inline)) void
-kiln_uk_attend_tile_blocks(const float *a, int64_t lda, const float *b, int64_t ldb, int64_t k,
-                           int64_t col, int64_t n, int64_t rows, float *out, int64_t ldo,
-                           float scale, int blocks) {
+KILN_UK_INLINE void kiln_uk_attend_tile_blocks(const float *a, int64_t lda, const float *b,
+                                               int64_t ldb, int64_t k, int64_t col, int64_t n,
+                                               int64_t rows, float *out, int64_t ldo, float scale,
+                                               int blocks) {
   __mmask16 m[3];
   const float *ar[8];
   __m512 acc[3][8];

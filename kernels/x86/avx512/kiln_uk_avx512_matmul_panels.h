@@ -32,8 +32,9 @@ static inline __m512i kiln_uk_q4k_mins(__m512i s0, __m512i s1, __m512i s2, int32
  * takes 1.5 * 2^23 off exactly. Callers fold the addition into one they make
  * anyway; this is the subtraction. */
 #define KILN_UK_MAGIC_BITS 0x4b400000
+#define KILN_UK_MAGIC 12582912.0f /* 1.5 * 2^23, the float of those bits */
 static inline __m512 kiln_uk_magic_float(__m512i biased) {
-  return _mm512_sub_ps(_mm512_castsi512_ps(biased), _mm512_set1_ps(12582912.0f));
+  return _mm512_sub_ps(_mm512_castsi512_ps(biased), _mm512_set1_ps(KILN_UK_MAGIC));
 }
 
 /* mr rows of k-quant activations (blocks_quantize_row, rows `stride` bytes
@@ -154,7 +155,7 @@ static inline __m512i kiln_uk_lane_byte(int32_t j) { return _mm512_broadcast_i32
 static inline __m512 kiln_uk_q6k_scale(__m512i words, int32_t s, __m512 d) {
   const __m512i f = _mm512_xor_si512(_mm512_shuffle_epi8(words, kiln_uk_lane_byte(s % 4)),
                                      _mm512_set1_epi32(KILN_UK_MAGIC_BITS + 128));
-  return _mm512_mul_ps(_mm512_sub_ps(_mm512_castsi512_ps(f), _mm512_set1_ps(12582912.0f + 128.0f)), d);
+  return _mm512_mul_ps(_mm512_sub_ps(_mm512_castsi512_ps(f), _mm512_set1_ps(KILN_UK_MAGIC + 128.0f)), d);
 }
 
 /* As panel_tile_q45k for a q6_k panel: per sub-block of 16, the codes times the
@@ -186,7 +187,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *
     for (r = 0; r < mr; ++r) {
       const __m512i sums = _mm512_loadu_si512(xs + r * stride + sums_at + 64 * (size_t)b);
       _mm512_storeu_ps(base[r], _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_set1_ps(32.0f),
-                                                _mm512_set1_ps(12582912.0f)));
+                                                _mm512_set1_ps(KILN_UK_MAGIC)));
       fs[r] = _mm512_setzero_ps();
     }
     kiln_uk_reload_barrier();
