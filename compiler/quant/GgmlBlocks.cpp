@@ -4,6 +4,8 @@
 // generated code. This file builds with -ffp-contract=off, as they need.
 #include "kernels/c99/kiln_uk_block_decode.h"
 
+#include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 
@@ -26,20 +28,26 @@ float storeHalf(uint8_t *p, float v) {
   return f16ToF32(h);
 }
 
-// round(v) (half away from zero) clamped to [lo, hi]; NaN gives the code
-// nearest zero. Inline arithmetic: the encoders call it a few dozen times per
-// weight.
-int code(float v, int lo, int hi) {
-  if (!(v == v))
-    return lo > 0 ? lo : (hi < 0 ? hi : 0);
-  if (v <= static_cast<float>(lo))
-    return lo;
-  if (v >= static_cast<float>(hi))
-    return hi;
-  int t = static_cast<int>(v); // toward zero, |v| < 2^31 here
-  float f = v - static_cast<float>(t);
-  return f >= 0.5f ? t + 1 : f <= -0.5f ? t - 1 : t;
+// round(v) (half away from zero) clamped to [lo, hi], as a float; NaN gives
+// the code nearest zero. Branch-free arithmetic: the fits call it a few
+// hundred times per weight, side by side for several scales.
+float roundedCode(float v, float lo, float hi) {
+  float c = v == v ? v : 0.0f;
+  c = c < lo ? lo : c;
+  c = c > hi ? hi : c;
+  const float t = static_cast<float>(static_cast<int>(c)); // toward zero
+  const float f = c - t;                                   // exact
+  return t + (f >= 0.5f ? 1.0f : 0.0f) - (f <= -0.5f ? 1.0f : 0.0f);
 }
+
+int code(float v, int lo, int hi) {
+  return static_cast<int>(roundedCode(v, static_cast<float>(lo), static_cast<float>(hi)));
+}
+
+// Scales a fit weighs side by side: each error is its own sum over the
+// elements in order (the same bits as one at a time), and eight independent
+// sums keep the core busy where one would wait on its last add.
+constexpr int kSideBySide = 8;
 
 // The weight of element i in a fit's squared error: 1 without weights.
 double weightAt(const float *w, int i) { return w ? w[i] : 1.0; }
@@ -92,46 +100,69 @@ Affine fitAffine(const float *x, int n, int nmax, bool offsetAtMostZero, const f
   Affine best{0, lo};
   if (!(hi > lo)) // constant (or NaN) block
     return best;
+  // The sums that do not depend on the codes.
+  double sw = 0, sx = 0;
+  for (int i = 0; i < n; ++i) {
+    const double wi = weightAt(w, i);
+    sw += wi, sx += wi * x[i];
+  }
+  const float top = static_cast<float>(nmax);
   double bestErr = INFINITY;
-  const int r = reach(w, 4);
+  const int r = reach(w, 4), count = 2 * r + 1;
   const float step = w ? 1.0f / 12 : 0.25f;
-  for (int t = -r; t <= r; ++t) {
-    // Codes for a scale near (hi - lo) / nmax, then twice the least-squares
-    // scale and offset for the codes and the codes for those, then its error.
-    Affine a{(hi - lo) / (static_cast<float>(nmax) + step * static_cast<float>(t)), lo};
+  for (int k = 0; k < count; k += kSideBySide) {
+    // Codes for scales near (hi - lo) / nmax, then twice the least-squares
+    // scale and offset for the codes and the codes for those, then the
+    // error; side by side as fitScale's, the last group repeating its last.
+    float scale[kSideBySide], offset[kSideBySide], is[kSideBySide];
+    bool moving[kSideBySide];
+    for (int b = 0; b < kSideBySide; ++b) {
+      const int t = std::min(k + b, count - 1) - r;
+      scale[b] = (hi - lo) / (top + step * static_cast<float>(t));
+      offset[b] = lo, moving[b] = true;
+    }
     for (int pass = 0; pass < 2; ++pass) {
-      const float is = 1.0f / a.scale;
-      double sw = 0, sq = 0, sqq = 0, sx = 0, sqx = 0;
+      double sq[kSideBySide] = {}, sqq[kSideBySide] = {}, sqx[kSideBySide] = {};
+      for (int b = 0; b < kSideBySide; ++b)
+        is[b] = 1.0f / scale[b];
       for (int i = 0; i < n; ++i) {
-        double q = code((x[i] - a.offset) * is, 0, nmax), wi = weightAt(w, i);
-        sw += wi, sq += wi * q, sqq += wi * q * q, sx += wi * x[i], sqx += wi * q * x[i];
+        const double wi = weightAt(w, i);
+        for (int b = 0; b < kSideBySide; ++b) {
+          double q = roundedCode((x[i] - offset[b]) * is[b], 0.0f, top);
+          sq[b] += wi * q, sqq[b] += wi * q * q, sqx[b] += wi * q * x[i];
+        }
       }
-      double det = sw * sqq - sq * sq, sc, o;
-      if (det > 0) {
-        sc = (sw * sqx - sq * sx) / det;
-        o = (sx - sc * sq) / sw;
-      } else { // one code for all: the scale alone
-        sc = sqq > 0 ? sqx / sqq : a.scale;
-        o = sqq > 0 ? 0.0 : a.offset;
+      for (int b = 0; b < kSideBySide; ++b) {
+        double det = sw * sqq[b] - sq[b] * sq[b], sc, o;
+        if (det > 0) {
+          sc = (sw * sqx[b] - sq[b] * sx) / det;
+          o = (sx - sc * sq[b]) / sw;
+        } else { // one code for all: the scale alone
+          sc = sqq[b] > 0 ? sqx[b] / sqq[b] : scale[b];
+          o = sqq[b] > 0 ? 0.0 : offset[b];
+        }
+        if (offsetAtMostZero && o > 0) {
+          o = 0;
+          sc = sqq[b] > 0 ? sqx[b] / sqq[b] : sc;
+        }
+        moving[b] = moving[b] && sc > 0;
+        if (moving[b])
+          scale[b] = static_cast<float>(sc), offset[b] = static_cast<float>(o);
       }
-      if (offsetAtMostZero && o > 0) {
-        o = 0;
-        sc = sqq > 0 ? sqx / sqq : sc;
-      }
-      if (!(sc > 0))
-        break;
-      a = {static_cast<float>(sc), static_cast<float>(o)};
     }
-    const float is = 1.0f / a.scale;
-    double err = 0;
+    double err[kSideBySide] = {};
+    for (int b = 0; b < kSideBySide; ++b)
+      is[b] = 1.0f / scale[b];
     for (int i = 0; i < n; ++i) {
-      double e = a.scale * code((x[i] - a.offset) * is, 0, nmax) + a.offset - x[i];
-      err += weightAt(w, i) * e * e;
+      const double wi = weightAt(w, i);
+      for (int b = 0; b < kSideBySide; ++b) {
+        double e = scale[b] * roundedCode((x[i] - offset[b]) * is[b], 0.0f, top) + offset[b] - x[i];
+        err[b] += wi * e * e;
+      }
     }
-    if (err < bestErr) {
-      bestErr = err;
-      best = a;
-    }
+    for (int b = 0; b < kSideBySide && k + b < count; ++b)
+      if (err[b] < bestErr)
+        bestErr = err[b], best = {scale[b], offset[b]};
   }
   return best;
 }
@@ -164,12 +195,28 @@ void weightedCandidates(float peak, int first, int last, int levels, Consider co
   }
 }
 
+// The weighted squared errors err[b] of x against scales s[b] (1 / s[b] in
+// is[b]), the levels given by level(i, s, 1 / s).
+template <typename Error, typename Level>
+void scaleErrors(const float *x, int n, const float *w, const float *s, const float *is,
+                 Level level, Error *err) {
+  Error sum[kSideBySide] = {};
+  for (int i = 0; i < n; ++i) {
+    const Error wi = static_cast<Error>(weightAt(w, i));
+    for (int b = 0; b < kSideBySide; ++b) {
+      float e = s[b] * static_cast<float>(level(i, s[b], is[b])) - x[i];
+      sum[b] += wi * e * e;
+    }
+  }
+  std::memcpy(err, sum, sizeof sum);
+}
+
 // x ~ scale * level, the level of x[i] against a scale s (and 1 / s) given
 // by level(i, s, 1 / s), among `levels` levels from `first` to `last`: a few
 // scales near the peak at the first level (weighted: weightedCandidates),
 // each refit by least squares for its levels (weighted, the candidate
 // itself tried too: the refit can move far when a few weights dominate), the
-// least error of them, summed in `Error`.
+// least error of them, summed in `Error`; the first of equal errors wins.
 template <typename Error, typename Level>
 float fitScale(const float *x, int n, const float *w, int first, int last, int levels,
                Level level) {
@@ -179,47 +226,76 @@ float fitScale(const float *x, int n, const float *w, int first, int last, int l
       peak = x[i];
   if (peak == 0 || std::isnan(peak))
     return 0;
-  float best = peak / static_cast<float>(first);
-  Error bestErr = INFINITY;
-  auto evaluate = [&](float s) {
-    const float is = 1.0f / s;
-    Error err = 0;
-    for (int i = 0; i < n; ++i) {
-      float e = s * static_cast<float>(level(i, s, is)) - x[i];
-      err += static_cast<Error>(weightAt(w, i)) * e * e;
-    }
-    if (err < bestErr) {
-      bestErr = err;
-      best = s;
-    }
-  };
-  auto consider = [&](float s) {
-    if (w)
-      evaluate(s);
-    const float is = 1.0f / s;
-    double sll = 0, slx = 0;
-    for (int i = 0; i < n; ++i) {
-      double l = level(i, s, is), wi = weightAt(w, i);
-      sll += wi * l * l, slx += wi * l * x[i];
-    }
-    if (sll > 0)
-      s = static_cast<float>(slx / sll);
-    if (s != 0)
-      evaluate(s);
+  // At most 2 x (0.85 x 256 + 1) weighted candidates.
+  float candidates[448];
+  int count = 0;
+  auto add = [&](float s) {
+    assert(count < 448);
+    candidates[count++] = s;
   };
   if (w)
-    weightedCandidates(peak, first, last, levels, consider);
+    weightedCandidates(peak, first, last, levels, add);
   else
     for (int t = -3; t <= 3; ++t)
-      consider(peak / (static_cast<float>(first) * (1.0f + 0.05f * static_cast<float>(t))));
+      add(peak / (static_cast<float>(first) * (1.0f + 0.05f * static_cast<float>(t))));
+  float best = peak / static_cast<float>(first);
+  Error bestErr = INFINITY;
+  auto keep = [&](float s, Error err) {
+    if (err < bestErr)
+      bestErr = err, best = s;
+  };
+  for (int k = 0; k < count; k += kSideBySide) {
+    // The last group repeats its last candidate; the repeats are not kept.
+    float s[kSideBySide], is[kSideBySide], refit[kSideBySide], refitIs[kSideBySide];
+    for (int b = 0; b < kSideBySide; ++b) {
+      s[b] = candidates[std::min(k + b, count - 1)];
+      is[b] = 1.0f / s[b];
+    }
+    Error err[kSideBySide], refitErr[kSideBySide];
+    if (w)
+      scaleErrors(x, n, w, s, is, level, err);
+    double sll[kSideBySide] = {}, slx[kSideBySide] = {};
+    for (int i = 0; i < n; ++i) {
+      const double wi = weightAt(w, i);
+      for (int b = 0; b < kSideBySide; ++b) {
+        double l = level(i, s[b], is[b]);
+        sll[b] += wi * l * l, slx[b] += wi * l * x[i];
+      }
+    }
+    for (int b = 0; b < kSideBySide; ++b) {
+      refit[b] = sll[b] > 0 ? static_cast<float>(slx[b] / sll[b]) : s[b];
+      refitIs[b] = 1.0f / refit[b];
+    }
+    scaleErrors(x, n, w, refit, refitIs, level, refitErr);
+    for (int b = 0; b < kSideBySide && k + b < count; ++b) {
+      if (w)
+        keep(s[b], err[b]);
+      if (refit[b] != 0)
+        keep(refit[b], refitErr[b]);
+    }
+  }
   return best;
 }
 
-// x ~ scale * level(q): levels `lv` (count of them, ascending, the first the
-// most negative).
-float fitLevels(const float *x, int n, const int *lv, int count, const float *w) {
-  return fitScale<double>(x, n, w, lv[0], lv[count - 1], count, [&](int i, float s, float) {
-    return lv[nearestLevel(x[i] / s, lv, count)];
+// x ~ scale * level(q): levels `lv` (Count of them, a power of two,
+// ascending, the first the most negative).
+template <int Count>
+float fitLevels(const float *x, int n, const int *lv, const float *w) {
+  static_assert((Count & (Count - 1)) == 0, "a binary search over the midpoints");
+  float mid[Count - 1], level[Count];
+  for (int j = 0; j < Count; ++j) {
+    level[j] = static_cast<float>(lv[j]);
+    if (j + 1 < Count)
+      mid[j] = 0.5f * static_cast<float>(lv[j] + lv[j + 1]);
+  }
+  return fitScale<double>(x, n, w, lv[0], lv[Count - 1], Count, [&](int i, float s, float) {
+    // The number of midpoints x[i] / s passes, as nearestLevel counts them,
+    // in log2(Count) steps.
+    const float v = x[i] / s;
+    int index = 0;
+    for (int half = Count / 2; half > 0; half /= 2)
+      index += v > mid[index + half - 1] ? half : 0;
+    return level[index];
   });
 }
 
@@ -227,8 +303,9 @@ float fitLevels(const float *x, int n, const int *lv, int count, const float *w)
 // lo..hi, the nearest found by rounding; over one sub-block a float sum is
 // enough to rank the scales.
 float fitSymmetric(const float *x, int n, int lo, int hi, const float *w) {
+  const float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
   return fitScale<float>(x, n, w, lo, hi, hi - lo + 1, [&](int i, float, float is) {
-    return code(x[i] * is, lo, hi);
+    return roundedCode(x[i] * is, flo, fhi);
   });
 }
 
@@ -330,7 +407,7 @@ void encodeIq4nl(const float *x, const float *w, uint8_t *out) {
   int lv[16];
   for (int i = 0; i < 16; ++i)
     lv[i] = kiln_uk_iq4nl_values[i];
-  float d = fitLevels(x, 32, lv, 16, w);
+  float d = fitLevels<16>(x, 32, lv, w);
   d = storeHalf(out, w ? nearbyHalf(d, [&](float t) {
     double err = 0;
     for (int j = 0; j < 32; ++j) {
