@@ -446,8 +446,8 @@ def main():
         # (the machine's speed moves by up to 1.7x between minutes).
         base = next((b for b in rows if b["format"] == "q4_0" and b["shape"] == row["shape"]
                      and b["target"] == row["target"] and "error" not in b), None)
-        pairs = [pf / q for pf, q in zip(row["prefill"], base["prefill"] if base else []) if q]
-        row["prefill_vs_q4_0"] = statistics.median(pairs) if pairs else None
+        ratios = [pf / q for pf, q in zip(row["prefill"], base["prefill"] if base else []) if q]
+        row["prefill_vs_q4_0"] = statistics.median(ratios) if ratios else None
         dec, pf = row["decode16_tps"], row["prefill_tps"]
         peak = (probes["int8_gops" if row["format"] in INT8_FORMATS else "fma_gflops"] * 1e9 *
                 row["threads"])

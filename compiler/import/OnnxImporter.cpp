@@ -847,12 +847,12 @@ llvm::Expected<gguf::File> graphTensors(ModuleOp module, const onnx::Graph &grap
       std::swap(shape[0], shape[1]);
     } else if (e.type.getShape() != ArrayRef<int64_t>(shape)) {
       // A reshaped weight: the same elements in the same order.
-      int64_t elements = ShapedType::getNumElements(shape);
-      if (elements != e.type.getNumElements())
+      int64_t elements = ShapedType::getNumElements(shape), read = e.type.getNumElements();
+      if (elements != read)
         return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                        graph.file + ": initializer '" + e.tensor->info.name +
-                                           "' has " + std::to_string(elements) + " elements, the graph reads " +
-                                           std::to_string(e.type.getNumElements()));
+                                           "' has " + std::to_string(elements) +
+                                           " elements, the graph reads " + std::to_string(read));
       shape.assign(e.type.getShape().begin(), e.type.getShape().end());
     }
     for (auto d = shape.rbegin(); d != shape.rend(); ++d)

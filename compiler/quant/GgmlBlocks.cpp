@@ -167,14 +167,27 @@ Affine fitAffine(const float *x, int n, int nmax, bool offsetAtMostZero, const f
   return best;
 }
 
-// The nearest of `count` ascending levels, branch-free: the number of the
-// midpoints between neighbours that v passes (a tie takes the lower level).
-int nearestLevel(float v, const int *lv, int count) {
-  int index = 0;
-  for (int i = 0; i + 1 < count; ++i)
-    index += v > 0.5f * static_cast<float>(lv[i] + lv[i + 1]);
-  return index;
-}
+// iq4_nl's 16 ascending levels and the midpoints between neighbours: the
+// nearest level to v is the number of midpoints v passes (a tie takes the
+// lower level), found in four steps.
+struct Codebook {
+  float level[16], mid[15];
+
+  Codebook() {
+    for (int i = 0; i < 16; ++i) {
+      level[i] = static_cast<float>(kiln_uk_iq4nl_values[i]);
+      if (i < 15)
+        mid[i] = 0.5f * static_cast<float>(kiln_uk_iq4nl_values[i] + kiln_uk_iq4nl_values[i + 1]);
+    }
+  }
+
+  int nearest(float v) const {
+    int index = 0;
+    for (int half = 8; half > 0; half /= 2)
+      index += v > mid[index + half - 1] ? half : 0;
+    return index;
+  }
+};
 
 // A weighted fit's candidate scales: the peak at either extreme level times
 // 0.7 to 2: the weights may favour clipping the peak (its column matters
@@ -277,26 +290,10 @@ float fitScale(const float *x, int n, const float *w, int first, int last, int l
   return best;
 }
 
-// x ~ scale * level(q): levels `lv` (Count of them, a power of two,
-// ascending, the first the most negative).
-template <int Count>
-float fitLevels(const float *x, int n, const int *lv, const float *w) {
-  static_assert((Count & (Count - 1)) == 0, "a binary search over the midpoints");
-  float mid[Count - 1], level[Count];
-  for (int j = 0; j < Count; ++j) {
-    level[j] = static_cast<float>(lv[j]);
-    if (j + 1 < Count)
-      mid[j] = 0.5f * static_cast<float>(lv[j] + lv[j + 1]);
-  }
-  return fitScale<double>(x, n, w, lv[0], lv[Count - 1], Count, [&](int i, float s, float) {
-    // The number of midpoints x[i] / s passes, as nearestLevel counts them,
-    // in log2(Count) steps.
-    const float v = x[i] / s;
-    int index = 0;
-    for (int half = Count / 2; half > 0; half /= 2)
-      index += v > mid[index + half - 1] ? half : 0;
-    return level[index];
-  });
+// x ~ scale * level(q) for the codebook's levels.
+float fitLevels(const float *x, int n, const Codebook &book, const float *w) {
+  return fitScale<double>(x, n, w, kiln_uk_iq4nl_values[0], kiln_uk_iq4nl_values[15], 16,
+                          [&](int i, float s, float) { return book.level[book.nearest(x[i] / s)]; });
 }
 
 // x ~ scale * q with integer codes q in lo..hi (lo < 0 < hi): the levels
@@ -404,21 +401,19 @@ void encodeInt8(const float *x, int n, const float *w, uint8_t *out) {
 }
 
 void encodeIq4nl(const float *x, const float *w, uint8_t *out) {
-  int lv[16];
-  for (int i = 0; i < 16; ++i)
-    lv[i] = kiln_uk_iq4nl_values[i];
-  float d = fitLevels<16>(x, 32, lv, w);
+  static const Codebook book;
+  float d = fitLevels(x, 32, book, w);
   d = storeHalf(out, w ? nearbyHalf(d, [&](float t) {
     double err = 0;
     for (int j = 0; j < 32; ++j) {
-      double e = double(t * static_cast<float>(lv[nearestLevel(x[j] / t, lv, 16)])) - x[j];
+      double e = double(t * book.level[book.nearest(x[j] / t)]) - x[j];
       err += w[j] * e * e;
     }
     return err;
   }) : d);
   for (int j = 0; j < 16; ++j) {
-    int q0 = d != 0 ? nearestLevel(x[j] / d, lv, 16) : 8;
-    int q1 = d != 0 ? nearestLevel(x[j + 16] / d, lv, 16) : 8;
+    int q0 = d != 0 ? book.nearest(x[j] / d) : 8;
+    int q1 = d != 0 ? book.nearest(x[j + 16] / d) : 8;
     out[2 + j] = static_cast<uint8_t>(q0 | (q1 << 4));
   }
 }
