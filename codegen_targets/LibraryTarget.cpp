@@ -521,9 +521,12 @@ private:
   /// transpose of the n x K weight `wName` (C variables; lo and hi
   /// expressions, multiples of the panel height but for hi = n). Int8 weights
   /// read the input quantized in `scratch`. Every output is computed the same
-  /// way whatever the range.
-  static std::string matmulColumns(const WeightCode &w, llvm::StringRef wName, llvm::StringRef y,
-                                   int64_t n, llvm::StringRef lo, llvm::StringRef hi) {
+  /// way whatever the range. Panel weights go through one shared kernel per
+  /// format, K and tile (added to k's helpers): a model's matmuls have few
+  /// widths, and each panel kernel holds a register tile per row count.
+  static std::string matmulColumns(KernelCall &k, llvm::StringRef prefix, const WeightCode &w,
+                                   llvm::StringRef wName, llvm::StringRef y, int64_t n,
+                                   llvm::StringRef lo, llvm::StringRef hi) {
     const ElementCode &c = w.element;
     if (c.blocks && !w.panel)
       return call("matmul_blocks", {family(c.family), wName.str(), y.str(), "scratch", "rows",
@@ -533,14 +536,30 @@ private:
                                   c.group == 1 ? std::string("0") : std::string("scratch"),
                                   "rows", str(n), str(w.k), str(c.group), lo.str(), hi.str()});
     int64_t nr = w.panel.getRows();
-    std::string p0 = formatv("({0}) / {1}", lo, nr), p1 = formatv("(({0}) + {1} - 1) / {1}", hi, nr);
-    if (c.group == 1)
-      return call("matmul_panel_float", {family(c.family), "x", wName.str(), y.str(), "rows",
-                                         str(n), str(w.k), str(w.tile.getMr()),
-                                         str(w.tile.getKc()), p0, p1});
-    return call("matmul_panel_int", {family(c.family), wName.str(), y.str(), "scratch", "rows",
-                                     str(n), str(w.k), str(c.group), str(w.tile.getMr()),
-                                     str(w.tile.getKc()), p0, p1});
+    KernelCall panels;
+    panels.name = formatv("{0}_matmul_panels_{1}_k{2}{3}", prefix, weightName(w), w.k, tileName(w));
+    panels.outOfLine = true;
+    std::vector<std::string> args = {wName.str(), y.str(), "rows", str(n),
+                                     formatv("({0}) / {1}", lo, nr),
+                                     formatv("(({0}) + {1} - 1) / {1}", hi, nr)};
+    if (c.group == 1) {
+      panels.params = "const float *x, const uint8_t *w, float *y, int32_t rows, int32_t n, "
+                      "int32_t p0, int32_t p1";
+      panels.body = call("matmul_panel_float", {family(c.family), "x", "w", "y", "rows", "n",
+                                                str(w.k), str(w.tile.getMr()),
+                                                str(w.tile.getKc()), "p0", "p1"});
+      args.insert(args.begin(), "x");
+    } else {
+      panels.params = "const uint8_t *w, float *y, const void *scratch, int32_t rows, "
+                      "int32_t n, int32_t p0, int32_t p1";
+      panels.body = call("matmul_panel_int", {family(c.family), "w", "y", "scratch", "rows",
+                                              "n", str(w.k), str(c.group), str(w.tile.getMr()),
+                                              str(w.tile.getKc()), "p0", "p1"});
+      args.insert(args.begin() + 2, "scratch");
+    }
+    std::string text = statement(panels.name, args);
+    k.helpers.push_back(std::move(panels));
+    return text;
   }
 
   /// Parameters and arguments common to the matmul kernels: x, the weights,
@@ -591,7 +610,7 @@ private:
     k.name = formatv("{0}_matmul_{1}_n{2}_k{3}{4}", prefix, weightName(*w), n, w->k, tileName(*w));
     matmulSignature(k, *w, names, m, prefix, m.getWeight(), "", {}, false);
     k.body = shareRange(getSplitAttr(m), n, "n0", "n1") + unusedInput(*w) +
-             matmulColumns(*w, "w", "y", n, "n0", "n1");
+             matmulColumns(k, prefix, *w, "w", "y", n, "n0", "n1");
     return success();
   }
 
@@ -607,7 +626,7 @@ private:
     matmulSignature(k, *w, names, m, prefix, m.getWeight(), ", const float *res",
                     {names.operand(m.getResidual())}, false);
     k.body = shareRange(getSplitAttr(m), n, "n0", "n1") + unusedInput(*w) +
-             matmulColumns(*w, "w", "y", n, "n0", "n1") +
+             matmulColumns(k, prefix, *w, "w", "y", n, "n0", "n1") +
              call("add_residual_cols", {"y", "res", "rows", str(n), "n0", "n1"});
     return success();
   }
@@ -624,8 +643,8 @@ private:
     matmulSignature(k, *w, names, m, prefix, ValueRange{m.getGate(), m.getUp()}, "", {}, true);
     k.body = shareRange(getSplitAttr(m), n, "n0", "n1") + unusedInput(*w) +
              "  float *up = " + floatsAt(*w) + ";\n" +
-             matmulColumns(*w, "w0", "y", n, "n0", "n1") +
-             matmulColumns(*w, "w1", "up", n, "n0", "n1") +
+             matmulColumns(k, prefix, *w, "w0", "y", n, "n0", "n1") +
+             matmulColumns(k, prefix, *w, "w1", "up", n, "n0", "n1") +
              call("swiglu_cols", {"y", "up", "rows", str(n), "n0", "n1"});
     return success();
   }
@@ -683,12 +702,12 @@ private:
              "  float *kt = " + floatsAt(*w) +
              formatv(", *vt = kt + (size_t)rows * {0};\n  int32_t lo, hi;\n", nkv).str() +
              part(0, nq) + "  if (lo < hi) {\n" +
-             indent(matmulColumns(*w, "w0", "y", nq, "lo", "hi") + roped("y", nq)) + "  }\n" +
+             indent(matmulColumns(k, prefix, *w, "w0", "y", nq, "lo", "hi") + roped("y", nq)) + "  }\n" +
              part(nq, nkv) + "  if (lo < hi) {\n" +
-             indent(matmulColumns(*w, "w1", "kt", nkv, "lo", "hi") + roped("kt", nkv) +
+             indent(matmulColumns(k, prefix, *w, "w1", "kt", nkv, "lo", "hi") + roped("kt", nkv) +
                     store("keys", "kt")) +
              "  }\n" + part(nq + nkv, nkv) + "  if (lo < hi) {\n" +
-             indent(matmulColumns(*w, "w2", "vt", nkv, "lo", "hi") + store("values", "vt")) +
+             indent(matmulColumns(k, prefix, *w, "w2", "vt", nkv, "lo", "hi") + store("values", "vt")) +
              "  }\n";
     k.helpers.push_back(rope);
     return success();

@@ -23,6 +23,9 @@ struct KernelCall {
   std::vector<KernelCall> setup;
   /// Functions this kernel calls (emitted beside it, not called by the schedule).
   std::vector<KernelCall> helpers;
+  /// A body several kernels share: one copy, never inlined into its callers
+  /// (KILN_UK_OUTLINE).
+  bool outOfLine = false;
 };
 
 /// How the schedule names the operands of an op: arena slots, weight segments,

@@ -509,13 +509,17 @@ std::vector<std::pair<uint64_t, uint64_t>> kiln::layerByteRanges(ModuleOp module
 void kiln::addKernelFiles(llvm::StringRef name, const TargetDescription &target,
                           const std::map<std::string, KernelCall> &kernels,
                           std::vector<GeneratedFile> &files) {
-  std::string decls, bodies;
+  std::string decls, outlined, bodies;
   for (auto &[name, k] : kernels) {
     decls += formatv("void {0}({1});\n", name, k.params);
+    if (k.outOfLine)
+      outlined += formatv("KILN_UK_OUTLINE void {0}({1});\n", name, k.params);
     bodies += formatv("void {0}({1}) {{\n{2}}\n\n", name, k.params, k.body);
   }
   if (!bodies.empty())
     bodies.pop_back();
+  if (!outlined.empty())
+    bodies = outlined + "\n" + bodies;
   const char *isaHeader = target.isaVariant().header;
   files.push_back({name.str() + "_kernels.h",
                    fillTemplate("kernels.h.in", {{"name", name.str()},

@@ -23,6 +23,17 @@
 #define KILN_UK_INLINE static inline
 #endif
 
+/* A generated kernel that several others call (the panel matmul of one format,
+ * K and tile): one copy, which GCC would otherwise clone back per caller's
+ * constant arguments. */
+#if defined(__clang__)
+#define KILN_UK_OUTLINE __attribute__((noinline))
+#elif defined(__GNUC__)
+#define KILN_UK_OUTLINE __attribute__((noinline, noclone))
+#else
+#define KILN_UK_OUTLINE
+#endif
+
 /* The hardware conversion where there is one: the portable one scales a float
  * subnormal for a subnormal half, which costs x86 a microcode assist of about a
  * hundred cycles, and the small scales of k-quant blocks are often subnormal
