@@ -218,18 +218,37 @@ static inline int64_t kiln_uk_count(const int64_t *shape, int32_t rank) {
 
 /* The elements of `shape` (each `size` bytes) from src, at its strides, to
  * dst at its strides: a transpose, a broadcast (stride 0), a slice (src
- * offset, stride times step) or a part of a concat (dst offset). */
+ * offset, stride times step) or a part of a concat (dst offset). The walk
+ * steps over the outer dimensions; the last one is a run, one memcpy where
+ * both sides are contiguous (a slice, a head split or merge), else a loop at
+ * its strides (a transpose). */
 static inline void kiln_uk_copy_strided(int32_t size, const uint8_t *src,
                                         const int64_t *src_strides, uint8_t *dst,
                                         const int64_t *dst_strides, const int64_t *shape,
                                         int32_t rank) {
-  const int64_t n = kiln_uk_count(shape, rank);
+  int64_t runs, inner, sa, sb, i, j;
   kiln_uk_walk w;
-  int64_t i;
+  if (rank == 0) {
+    memcpy(dst, src, (size_t)size);
+    return;
+  }
+  runs = kiln_uk_count(shape, rank - 1);
+  inner = shape[rank - 1];
+  sa = src_strides[rank - 1] * size;
+  sb = dst_strides[rank - 1] * size;
   memset(&w, 0, sizeof w);
-  for (i = 0; i < n; ++i) {
-    memcpy(dst + w.b * size, src + w.a * size, (size_t)size);
-    kiln_uk_walk_next(&w, shape, src_strides, dst_strides, rank);
+  for (i = 0; i < runs; ++i) {
+    const uint8_t *a = src + w.a * size;
+    uint8_t *b = dst + w.b * size;
+    if (sa == size && sb == size)
+      memcpy(b, a, (size_t)(inner * size));
+    else if (size == 4)
+      for (j = 0; j < inner; ++j)
+        memcpy(b + j * sb, a + j * sa, 4);
+    else
+      for (j = 0; j < inner; ++j)
+        memcpy(b + j * sb, a + j * sa, (size_t)size);
+    kiln_uk_walk_next(&w, shape, src_strides, dst_strides, rank - 1);
   }
 }
 
