@@ -698,16 +698,18 @@ private:
                                     cachePtr, "0", "rows", lo, hi, "pos", str(hd), str(nkv / hd),
                                     str(layout.rows), "1"});
     };
+    auto columns = [&](llvm::StringRef weight, llvm::StringRef t, int64_t width) {
+      return matmulColumns(k, prefix, *w, weight, t, width, "lo", "hi");
+    };
     k.body = shareRange(getSplitAttr(m), nq + 2 * nkv, "n0", "n1") + unusedInput(*w) +
              "  float *kt = " + floatsAt(*w) +
              formatv(", *vt = kt + (size_t)rows * {0};\n  int32_t lo, hi;\n", nkv).str() +
              part(0, nq) + "  if (lo < hi) {\n" +
-             indent(matmulColumns(k, prefix, *w, "w0", "y", nq, "lo", "hi") + roped("y", nq)) + "  }\n" +
+             indent(columns("w0", "y", nq) + roped("y", nq)) + "  }\n" +
              part(nq, nkv) + "  if (lo < hi) {\n" +
-             indent(matmulColumns(k, prefix, *w, "w1", "kt", nkv, "lo", "hi") + roped("kt", nkv) +
-                    store("keys", "kt")) +
+             indent(columns("w1", "kt", nkv) + roped("kt", nkv) + store("keys", "kt")) +
              "  }\n" + part(nq + nkv, nkv) + "  if (lo < hi) {\n" +
-             indent(matmulColumns(k, prefix, *w, "w2", "vt", nkv, "lo", "hi") + store("values", "vt")) +
+             indent(columns("w2", "vt", nkv) + store("values", "vt")) +
              "  }\n";
     k.helpers.push_back(rope);
     return success();
