@@ -105,18 +105,72 @@ static inline void kiln_uk_rms_norm_rows(const float *x, const float *w, float *
       kiln_uk_rms_norm_row(x + (size_t)r * (size_t)d + i, w, y + (size_t)r * (size_t)d + i, g, eps);
 }
 
+/* Reductions over a row in KILN_UK_LANES partial results side by side, then
+ * combined in lane order: compilers vectorize the lanes without reordering a
+ * float operation (one chain of n dependent adds is what a plain loop is
+ * without -ffast-math), so every target computes the same bits. */
+#define KILN_UK_LANES 16
+
+/* The largest of x[0..n-1] (-inf for none; a NaN is passed over). */
+static inline float kiln_uk_max_of(const float *x, int32_t n) {
+  float part[KILN_UK_LANES], m = -INFINITY;
+  int32_t i = 0, l;
+  for (l = 0; l < KILN_UK_LANES; ++l)
+    part[l] = -INFINITY;
+  for (; i + KILN_UK_LANES <= n; i += KILN_UK_LANES)
+    for (l = 0; l < KILN_UK_LANES; ++l)
+      part[l] = x[i + l] > part[l] ? x[i + l] : part[l];
+  for (; i < n; ++i)
+    m = x[i] > m ? x[i] : m;
+  for (l = 0; l < KILN_UK_LANES; ++l)
+    m = part[l] > m ? part[l] : m;
+  return m;
+}
+
+/* The sum of x[0..n-1]. */
+static inline float kiln_uk_sum_of(const float *x, int32_t n) {
+  float part[KILN_UK_LANES], sum = 0.0f;
+  int32_t i = 0, l;
+  for (l = 0; l < KILN_UK_LANES; ++l)
+    part[l] = 0.0f;
+  for (; i + KILN_UK_LANES <= n; i += KILN_UK_LANES)
+    for (l = 0; l < KILN_UK_LANES; ++l)
+      part[l] += x[i + l];
+  for (l = 0; l < KILN_UK_LANES; ++l)
+    sum += part[l];
+  for (; i < n; ++i)
+    sum += x[i];
+  return sum;
+}
+
+/* The sum of (x[i] - c)^p over x[0..n-1] in double, p 1 or 2. */
+KILN_UK_INLINE double kiln_uk_moment_of(const float *x, int32_t n, double c, int p) {
+  double part[KILN_UK_LANES], sum = 0.0, v;
+  int32_t i = 0, l;
+  for (l = 0; l < KILN_UK_LANES; ++l)
+    part[l] = 0.0;
+  for (; i + KILN_UK_LANES <= n; i += KILN_UK_LANES)
+    for (l = 0; l < KILN_UK_LANES; ++l) {
+      v = (double)x[i + l] - c;
+      part[l] += p == 2 ? v * v : v;
+    }
+  for (l = 0; l < KILN_UK_LANES; ++l)
+    sum += part[l];
+  for (; i < n; ++i) {
+    v = (double)x[i] - c;
+    sum += p == 2 ? v * v : v;
+  }
+  return sum;
+}
+
 /* y = (x - mean) / sqrt(var + eps) * w + b over one row of d, the mean and the
  * variance in double (BERT-style encoders' layer norm). */
 static inline void kiln_uk_layer_norm_row(const float *x, const float *w, const float *b, float *y,
                                   int32_t d, float eps) {
-  double sum = 0.0, ss = 0.0, mean;
+  const double mean = kiln_uk_moment_of(x, d, 0.0, 1) / d;
+  const double ss = kiln_uk_moment_of(x, d, mean, 2);
   float m, scale;
   int32_t i;
-  for (i = 0; i < d; ++i)
-    sum += (double)x[i];
-  mean = sum / d;
-  for (i = 0; i < d; ++i)
-    ss += ((double)x[i] - mean) * ((double)x[i] - mean);
   m = (float)mean;
   scale = (float)(1.0 / sqrt(ss / d + (double)eps));
   for (i = 0; i < d; ++i)
@@ -132,13 +186,10 @@ static inline void kiln_uk_layer_norm_rows(const float *x, const float *w, const
 
 /* y = exp(x - max) / sum over one row of d (y may be x). */
 static inline void kiln_uk_softmax_row(const float *x, float *y, int32_t d) {
-  float mx = -INFINITY, sum = 0.0f;
+  float sum;
   int32_t i;
-  for (i = 0; i < d; ++i)
-    mx = x[i] > mx ? x[i] : mx;
-  kiln_uk_exp_block(x, mx, y, d);
-  for (i = 0; i < d; ++i)
-    sum += y[i];
+  kiln_uk_exp_block(x, kiln_uk_max_of(x, d), y, d);
+  sum = kiln_uk_sum_of(y, d);
   for (i = 0; i < d; ++i)
     y[i] /= sum;
 }

@@ -378,22 +378,20 @@ static inline void kiln_uk_attend_bidirectional(const float *q, const float *kt,
                             t, scale);
       for (r = 0; r < rows; ++r) {
         float *sr = scores + r * t;
-        float peak = -INFINITY, sum = 0, inv;
+        float peak, sum, inv;
         if (bias) {
           const float *br = bias + (b * bias_rows + (bias_rows == 1 ? 0 : i0 + r)) * t;
           for (j = 0; j < t; ++j)
             sr[j] += br[j];
         }
-        for (j = 0; j < t; ++j)
-          peak = sr[j] > peak ? sr[j] : peak;
+        peak = kiln_uk_max_of(sr, (int32_t)t);
         if (peak == -INFINITY) { /* every key masked: NaN, whatever exp_block makes of -inf */
           for (j = 0; j < t; ++j)
             sr[j] = NAN;
           continue;
         }
         kiln_uk_exp_block(sr, peak, sr, (int32_t)t);
-        for (j = 0; j < t; ++j)
-          sum += sr[j];
+        sum = kiln_uk_sum_of(sr, (int32_t)t);
         inv = sum > 0 ? 1.0f / sum : NAN;
         for (j = 0; j < t; ++j)
           sr[j] *= inv;
