@@ -242,7 +242,7 @@ static inline void kiln_uk_copy_strided(int32_t size, const uint8_t *src,
     uint8_t *b = dst + w.b * size;
     if (sa == size && sb == size)
       memcpy(b, a, (size_t)(inner * size));
-    else if (size == 4)
+    else if (size == 4) /* floats: a 4-byte move each, not a memcpy call */
       for (j = 0; j < inner; ++j)
         memcpy(b + j * sb, a + j * sa, 4);
     else
