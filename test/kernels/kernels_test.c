@@ -68,11 +68,14 @@ static void random_weights(int family, uint8_t *w, int32_t n, int32_t k, int32_t
             row[b * gb + i] = 0x81; /* int8 weights are in [-127, 127], as ggml writes them */
         }
       }
-      /* Extreme values: an all -127 (i8) / all -8 (i4) group, then a zero scale. */
+      /* Extreme values: an all -127 (i8) / all -8 (i4) group, a zero scale,
+       * an all 127 (i8) / all 7 (i4) group. */
       if (r == 0)
         memset(row + 2, family == KILN_UK_I8 ? 0x81 : 0x00, gb - 2);
       if (r == 1)
         memset(row, 0, 2);
+      if (r == 2)
+        memset(row + 2, family == KILN_UK_I8 ? 0x7f : 0xff, gb - 2);
     }
   }
 }
@@ -150,6 +153,8 @@ static void test_matmul(int family, int32_t rows, int32_t n, int32_t k, int32_t 
   random_weights(family, w_rows, n, k, g);
   for (i = 0; i < rows * k; ++i)
     x[i] = uniform() * (i % 7 == 0 ? 4.0f : 1.0f);
+  for (i = 0; i < k; ++i) /* all int8 codes 127: the integer sums' largest magnitudes */
+    x[i] = 1.0f;
   ref_matmul(family, x, w_rows, y_ref, scratch, rows, n, k, g);
   isa_matmul(family, rows, n, k, g, 8, k, 1, y);
   for (r = 0; r < rows; ++r) {

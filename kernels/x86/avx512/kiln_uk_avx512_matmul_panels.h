@@ -601,6 +601,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
   const int32_t groups = k / g;
   const size_t group_bytes = 32u + (size_t)(family == KILN_UK_I8 ? 16 * g : 8 * g);
   const int32_t bias = family == KILN_UK_I8 ? 128 : 8;
+  const int wide = family == KILN_UK_I8 && g > 128; /* a group's sum may pass 2^22 */
   const __m512i low = _mm512_set1_epi8(15);
   __m512 acc[KILN_UK_MR_MAX];
   int32_t r, b, c;
@@ -627,45 +628,58 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
   for (r = 0; r < mr; ++r)
     acc[r] = b0 == 0 ? _mm512_setzero_ps()
                      : _mm512_maskz_loadu_ps(valid, y + (size_t)r * (size_t)ldy);
-  for (b = b0; b < b1; ++b) {
-    const uint8_t *gp = panel + (size_t)b * group_bytes;
-    __m512i is[KILN_UK_MR_MAX];
-    __m512 ws;
-    kiln_uk_prefetch_share(gp, (int32_t)group_bytes, 0, 1, mr);
-    for (r = 0; r < mr; ++r)
-      is[r] = _mm512_setzero_si512();
-    if (family == KILN_UK_I8) {
-      for (c = 0; c < g / 4; ++c) {
-        __m512i v = _mm512_loadu_si512(gp + 32 + 64 * c);
-        for (r = 0; r < mr; ++r) {
-          const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
-          is[r] = _mm512_dpbusd_epi32(is[r], v, _mm512_set1_epi32(kiln_uk_load_i32(q + g * b + 4 * c)));
-        }
-      }
-    } else {
-      __m512i js[KILN_UK_MR_MAX];
-      for (r = 0; r < mr; ++r)
-        js[r] = _mm512_setzero_si512();
-      for (c = 0; c < g / 8; ++c) {
-        __m512i v = _mm512_loadu_si512(gp + 32 + 64 * c);
-        __m512i lo = _mm512_and_si512(v, low), hi = _mm512_andnot_si512(low, v);
-        for (r = 0; r < mr; ++r) {
-          const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
-          is[r] = _mm512_dpbusd_epi32(is[r], lo, _mm512_set1_epi32(kiln_uk_load_i32(q + g * b + 4 * c)));
-          js[r] = _mm512_dpbusd_epi32(js[r], hi,
-                                      _mm512_set1_epi32(kiln_uk_load_i32(q + g * b + g / 2 + 4 * c)));
-        }
-      }
-      for (r = 0; r < mr; ++r)
-        is[r] = _mm512_add_epi32(is[r], _mm512_srai_epi32(js[r], 4));
-    }
-    ws = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)gp));
+  for (b = b0; b < b1; b += 16) {
+    const int32_t nb = b1 - b < 16 ? b1 - b : 16;
+    float base[KILN_UK_MR_MAX][16];
+    int32_t j;
     for (r = 0; r < mr; ++r) {
-      const float *xd = (const float *)(const void *)(xs + r * stride);
-      const int32_t *xsum = (const int32_t *)(const void *)(xd + groups);
-      __m512i exact = _mm512_sub_epi32(is[r], _mm512_set1_epi32(bias * xsum[b]));
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(ws, _mm512_set1_ps(xd[b])),
-                               acc[r]);
+      const int32_t *xsum = (const int32_t *)(const void *)(xs + r * stride) + groups;
+      const __m512i sums = _mm512_maskz_loadu_epi32((__mmask16)((1u << nb) - 1u), xsum + b);
+      _mm512_storeu_ps(base[r], _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_set1_ps((float)bias),
+                                                _mm512_set1_ps(KILN_UK_MAGIC)));
+    }
+    kiln_uk_reload_barrier();
+    for (j = 0; j < nb; ++j) {
+      const uint8_t *gp = panel + (size_t)(b + j) * group_bytes;
+      __m512i is[KILN_UK_MR_MAX];
+      __m512 ws;
+      kiln_uk_prefetch_share(gp, (int32_t)group_bytes, 0, 1, mr);
+      for (r = 0; r < mr; ++r)
+        is[r] = _mm512_set1_epi32(KILN_UK_MAGIC_BITS);
+      if (family == KILN_UK_I8) {
+        for (c = 0; c < g / 4; ++c) {
+          __m512i v = _mm512_loadu_si512(gp + 32 + 64 * c);
+          for (r = 0; r < mr; ++r) {
+            const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
+            is[r] = _mm512_dpbusd_epi32(is[r], v, _mm512_set1_epi32(kiln_uk_load_i32(q + g * (b + j) + 4 * c)));
+          }
+        }
+      } else {
+        __m512i js[KILN_UK_MR_MAX];
+        for (r = 0; r < mr; ++r)
+          js[r] = _mm512_setzero_si512();
+        for (c = 0; c < g / 8; ++c) {
+          __m512i v = _mm512_loadu_si512(gp + 32 + 64 * c);
+          __m512i lo = _mm512_and_si512(v, low), hi = _mm512_andnot_si512(low, v);
+          for (r = 0; r < mr; ++r) {
+            const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
+            is[r] = _mm512_dpbusd_epi32(is[r], lo, _mm512_set1_epi32(kiln_uk_load_i32(q + g * (b + j) + 4 * c)));
+            js[r] = _mm512_dpbusd_epi32(js[r], hi,
+                                        _mm512_set1_epi32(kiln_uk_load_i32(q + g * (b + j) + g / 2 + 4 * c)));
+          }
+        }
+        for (r = 0; r < mr; ++r)
+          is[r] = _mm512_add_epi32(is[r], _mm512_srai_epi32(js[r], 4));
+      }
+      ws = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)gp));
+      for (r = 0; r < mr; ++r) {
+        const float *xd = (const float *)(const void *)(xs + r * stride);
+        const __m512 exact =
+            wide ? _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(is[r], _mm512_set1_epi32(KILN_UK_MAGIC_BITS))),
+                                 _mm512_set1_ps(base[r][j] - KILN_UK_MAGIC))
+                 : _mm512_sub_ps(_mm512_castsi512_ps(is[r]), _mm512_set1_ps(base[r][j]));
+        acc[r] = _mm512_fmadd_ps(exact, _mm512_mul_ps(ws, _mm512_set1_ps(xd[b + j])), acc[r]);
+      }
     }
   }
   for (r = 0; r < mr; ++r)
