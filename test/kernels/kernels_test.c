@@ -15,7 +15,11 @@
 #include <stdlib.h>
 
 #define MAX_N 160
+#ifdef KILN_UK_NR
+#define MAX_K 1280 /* the panel tiles take groups 16 at a time: more than 32 of them */
+#else
 #define MAX_K 512
+#endif
 #define MAX_ROWS 17
 
 static int passed, failed;
@@ -1427,7 +1431,7 @@ int main(void) {
       for (a = 0; a < sizeof hds / sizeof hds[0]; ++a)
         test_attend_q4t(1 + (int32_t)(b % 3) * 4, hds[a], spans[b][0], spans[b][1]);
   }
-  for (hd = 1; hd <= MAX_K; hd = hd * 2 + 1)
+  for (hd = 1; hd <= 511; hd = hd * 2 + 1)
     test_rows(hd);
   test_rows_exact(32, 32);
   test_rows_exact(96, 32);
@@ -1513,6 +1517,18 @@ int main(void) {
       test_attend_bidirectional(1, 1, keys[a], 16, 17, 1);
     }
   }
+#ifdef KILN_UK_NR
+  { /* more than 32 groups, which the panel tiles take 16 at a time */
+    static const int32_t rows_of[] = {1, 9};
+    for (a = 0; a < 2; ++a) {
+      test_matmul(KILN_UK_I8, rows_of[a], 17, 37 * 32, 32);
+      test_matmul(KILN_UK_I4, rows_of[a], 17, 37 * 32, 32);
+    }
+    for (a = 0; a < sizeof block_formats / sizeof block_formats[0]; ++a)
+      if (kiln_uk_block_elements(block_formats[a]) == 32)
+        test_blocks(block_formats[a], 9, 33, 37 * 32);
+  }
+#endif
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
