@@ -14,37 +14,48 @@
 #define KILN_UK_ATTEND_COLS 48
 
 /* As the portable tile, over `blocks` vectors of 16 columns (the last one
- * masked to n): each lane sums over k in order whatever the blocks. */
+ * masked to n): each lane sums over k in order whatever the blocks. The sums
+ * are three arrays of eight, their loops unrolled and every index a constant:
+ * otherwise GCC keeps them in memory and stores all 24 at every step. */
 KILN_UK_INLINE void kiln_uk_attend_tile_blocks(const float *a, int64_t lda, const float *b,
                                                int64_t ldb, int64_t k, int64_t col, int64_t n,
                                                int64_t rows, float *out, int64_t ldo, float scale,
                                                int blocks) {
-  __mmask16 m[3];
+  const __mmask16 m0 = kiln_uk_tail_mask((int32_t)(n < 16 ? n : 16));
+  const __mmask16 m1 = blocks > 1 ? kiln_uk_tail_mask((int32_t)(n - 16 < 16 ? n - 16 : 16)) : 0;
+  const __mmask16 m2 = blocks > 2 ? kiln_uk_tail_mask((int32_t)(n - 32 < 16 ? n - 32 : 16)) : 0;
   const float *ar[8];
-  __m512 acc[3][8];
+  __m512 acc0[8], acc1[8], acc2[8];
   int64_t l, r;
-  int c;
-  for (c = 0; c < blocks; ++c)
-    m[c] = kiln_uk_tail_mask((int32_t)(n - 16 * c < 16 ? n - 16 * c : 16));
   for (r = 0; r < 8; ++r) {
     ar[r] = a + (r < rows ? r : rows - 1) * lda;
-    for (c = 0; c < blocks; ++c)
-      acc[c][r] = _mm512_setzero_ps();
+    acc0[r] = acc1[r] = acc2[r] = _mm512_setzero_ps();
   }
   for (l = 0; l < k; ++l) {
-    __m512 x[3];
-    for (c = 0; c < blocks; ++c)
-      x[c] = _mm512_maskz_loadu_ps(m[c], b + l * ldb + col + 16 * c);
+    const float *bl = b + l * ldb + col;
+    const __m512 x0 = _mm512_maskz_loadu_ps(m0, bl);
+    const __m512 x1 = blocks > 1 ? _mm512_maskz_loadu_ps(m1, bl + 16) : x0;
+    const __m512 x2 = blocks > 2 ? _mm512_maskz_loadu_ps(m2, bl + 32) : x0;
+#pragma GCC unroll 8
     for (r = 0; r < 8; ++r) {
       const __m512 w = _mm512_set1_ps(ar[r][l]);
-      for (c = 0; c < blocks; ++c)
-        acc[c][r] = _mm512_fmadd_ps(w, x[c], acc[c][r]);
+      acc0[r] = _mm512_fmadd_ps(w, x0, acc0[r]);
+      if (blocks > 1)
+        acc1[r] = _mm512_fmadd_ps(w, x1, acc1[r]);
+      if (blocks > 2)
+        acc2[r] = _mm512_fmadd_ps(w, x2, acc2[r]);
     }
   }
-  for (r = 0; r < rows; ++r)
-    for (c = 0; c < blocks; ++c)
-      _mm512_mask_storeu_ps(out + r * ldo + col + 16 * c, m[c],
-                            _mm512_mul_ps(acc[c][r], _mm512_set1_ps(scale)));
+#pragma GCC unroll 8
+  for (r = 0; r < 8; ++r) {
+    if (r >= rows)
+      break;
+    _mm512_mask_storeu_ps(out + r * ldo + col, m0, _mm512_mul_ps(acc0[r], _mm512_set1_ps(scale)));
+    if (blocks > 1)
+      _mm512_mask_storeu_ps(out + r * ldo + col + 16, m1, _mm512_mul_ps(acc1[r], _mm512_set1_ps(scale)));
+    if (blocks > 2)
+      _mm512_mask_storeu_ps(out + r * ldo + col + 32, m2, _mm512_mul_ps(acc2[r], _mm512_set1_ps(scale)));
+  }
 }
 
 static inline void kiln_uk_attend_tile(const float *a, int64_t lda, const float *b, int64_t ldb,
