@@ -188,7 +188,9 @@ def PartitionWork : Pass<"kiln-partition-work", "mlir::ModuleOp"> {
   let description = [{
     For `threads` workers, gives every op whose kernel can have at least
     `min-work` of work (multiply-adds for matmuls and attention, elements for
-    row-wise ops, at the largest row count and context) a split into `threads`
+    row-wise ops weighted by their cost in multiply-adds: 16 for an
+    exponential or division per element, 4 for a normalization; at the
+    largest row count and context) a split into `threads`
     shares, decided here once:
     - matmuls: output columns, in whole weight panels (four at a time when
       every share gets at least four, so decode streams four panels at once);

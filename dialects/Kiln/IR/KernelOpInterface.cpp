@@ -75,9 +75,13 @@ static int64_t matmulScratchBytes(Operation *op) {
 }
 
 /// Row-wise ops: elements of a result row (its innermost dimension: a
-/// graph's tensors may have leading dimensions).
-static std::optional<KernelWork> rowWork(Operation *op) {
-  return KernelWork{cast<RankedTensorType>(op->getResult(0).getType()).getShape().back()};
+/// graph's tensors may have leading dimensions) times what one element costs
+/// in multiply-adds of a matmul, roughly: an exponential or a division per
+/// element is about as long as 16 of them (an exact GELU runs at a
+/// hundredth of an int8 matmul's multiply-adds per second), a normalization
+/// reads each element twice.
+static std::optional<KernelWork> rowWork(Operation *op, int64_t cost = 1) {
+  return KernelWork{cost * cast<RankedTensorType>(op->getResult(0).getType()).getShape().back()};
 }
 
 OperandRange MatmulOp::getMatmulWeights() { return getOperation()->getOperands().slice(1, 1); }
@@ -116,16 +120,16 @@ std::optional<KernelWork> AttentionOp::getKernelWork() {
 
 std::optional<KernelWork> KvWriteOp::getKernelWork() { return KernelWork{dim(getRows(), 1)}; }
 std::optional<KernelWork> EmbedOp::getKernelWork() { return rowWork(*this); }
-std::optional<KernelWork> RmsNormOp::getKernelWork() { return rowWork(*this); }
-std::optional<KernelWork> LayerNormOp::getKernelWork() { return rowWork(*this); }
-std::optional<KernelWork> RopeOp::getKernelWork() { return rowWork(*this); }
+std::optional<KernelWork> RmsNormOp::getKernelWork() { return rowWork(*this, 4); }
+std::optional<KernelWork> LayerNormOp::getKernelWork() { return rowWork(*this, 4); }
+std::optional<KernelWork> RopeOp::getKernelWork() { return rowWork(*this, 4); }
 std::optional<KernelWork> AddOp::getKernelWork() { return rowWork(*this); }
 std::optional<KernelWork> MulOp::getKernelWork() { return rowWork(*this); }
 std::optional<KernelWork> BiasAddOp::getKernelWork() { return rowWork(*this); }
-std::optional<KernelWork> SiluOp::getKernelWork() { return rowWork(*this); }
-std::optional<KernelWork> GeluOp::getKernelWork() { return rowWork(*this); }
-std::optional<KernelWork> SoftmaxOp::getKernelWork() { return rowWork(*this); }
-std::optional<KernelWork> GeluErfOp::getKernelWork() { return rowWork(*this); }
+std::optional<KernelWork> SiluOp::getKernelWork() { return rowWork(*this, 16); }
+std::optional<KernelWork> GeluOp::getKernelWork() { return rowWork(*this, 16); }
+std::optional<KernelWork> SoftmaxOp::getKernelWork() { return rowWork(*this, 16); }
+std::optional<KernelWork> GeluErfOp::getKernelWork() { return rowWork(*this, 16); }
 
 int64_t kiln::rowCount(Value v) {
   auto type = cast<RankedTensorType>(v.getType());

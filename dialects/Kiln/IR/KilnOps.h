@@ -12,9 +12,9 @@
 namespace kiln {
 
 /// The work of an op's kernel, as partition-work measures it: `perRow` per
-/// input row (multiply-adds, or elements for row-wise ops), times the context
-/// attended over (the position plus the rows, at most `window` when set) if
-/// `overContext`.
+/// input row (multiply-adds, or elements for row-wise ops weighted by their
+/// cost in multiply-adds), times the context attended over (the position plus
+/// the rows, at most `window` when set) if `overContext`.
 struct KernelWork {
   int64_t perRow = 0;
   bool overContext = false;

@@ -266,10 +266,11 @@ KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, con
       const __m512i s1 = _mm512_maskz_loadu_epi32((__mmask16)(halves >> 16), sums + 16);
       const __m512 isum = _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_permutex2var_epi32(s0, evens, s1),
                                                               _mm512_permutex2var_epi32(s0, odds, s1)));
-      _mm512_storeu_ps(base[r], _mm512_fmadd_ps(isum, _mm512_set1_ps((float)bias), _mm512_set1_ps(KILN_UK_MAGIC)));
+      const float *xd = (const float *)(const void *)(xs + r * stride) + j0;
+      _mm512_storeu_ps(base[r],
+                       _mm512_fmadd_ps(isum, _mm512_set1_ps((float)bias), _mm512_set1_ps(KILN_UK_MAGIC)));
       if (mins)
-        _mm512_storeu_ps(scaled[r], _mm512_mul_ps(_mm512_maskz_loadu_ps(blocks, (const float *)(const void *)(xs + r * stride) + j0),
-                                                  isum));
+        _mm512_storeu_ps(scaled[r], _mm512_mul_ps(_mm512_maskz_loadu_ps(blocks, xd), isum));
     }
     kiln_uk_reload_barrier();
     for (b = j0; b < j0 + nb; ++b) {
@@ -680,7 +681,8 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
           __m512i v = _mm512_loadu_si512(gp + 32 + 64 * c);
           for (r = 0; r < mr; ++r) {
             const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
-            is[r] = _mm512_dpbusd_epi32(is[r], v, _mm512_set1_epi32(kiln_uk_load_i32(q + g * (b + j) + 4 * c)));
+            is[r] = _mm512_dpbusd_epi32(is[r], v,
+                                        _mm512_set1_epi32(kiln_uk_load_i32(q + g * (b + j) + 4 * c)));
           }
         }
       } else if (mr > 6) { /* high nibbles shifted once for all rows: one chain a row */
@@ -689,7 +691,8 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
           __m512i lo = _mm512_and_si512(v, low), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
           for (r = 0; r < mr; ++r) {
             const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
-            is[r] = _mm512_dpbusd_epi32(is[r], lo, _mm512_set1_epi32(kiln_uk_load_i32(q + g * (b + j) + 4 * c)));
+            is[r] = _mm512_dpbusd_epi32(is[r], lo,
+                                        _mm512_set1_epi32(kiln_uk_load_i32(q + g * (b + j) + 4 * c)));
             is[r] = _mm512_dpbusd_epi32(is[r], hi,
                                         _mm512_set1_epi32(kiln_uk_load_i32(q + g * (b + j) + g / 2 + 4 * c)));
           }
@@ -703,7 +706,8 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
           __m512i lo = _mm512_and_si512(v, low), hi = _mm512_andnot_si512(low, v);
           for (r = 0; r < mr; ++r) {
             const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
-            is[r] = _mm512_dpbusd_epi32(is[r], lo, _mm512_set1_epi32(kiln_uk_load_i32(q + g * (b + j) + 4 * c)));
+            is[r] = _mm512_dpbusd_epi32(is[r], lo,
+                                        _mm512_set1_epi32(kiln_uk_load_i32(q + g * (b + j) + 4 * c)));
             js[r] = _mm512_dpbusd_epi32(js[r], hi,
                                         _mm512_set1_epi32(kiln_uk_load_i32(q + g * (b + j) + g / 2 + 4 * c)));
           }
@@ -714,10 +718,10 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
       ws = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)gp));
       for (r = 0; r < mr; ++r) {
         const float *xd = (const float *)(const void *)(xs + r * stride);
+        const __m512i sum = wide ? _mm512_sub_epi32(is[r], _mm512_set1_epi32(KILN_UK_MAGIC_BITS)) : is[r];
         const __m512 exact =
-            wide ? _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(is[r], _mm512_set1_epi32(KILN_UK_MAGIC_BITS))),
-                                 _mm512_set1_ps(base[r][j] - KILN_UK_MAGIC))
-                 : _mm512_sub_ps(_mm512_castsi512_ps(is[r]), _mm512_set1_ps(base[r][j]));
+            wide ? _mm512_sub_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(base[r][j] - KILN_UK_MAGIC))
+                 : _mm512_sub_ps(_mm512_castsi512_ps(sum), _mm512_set1_ps(base[r][j]));
         acc[r] = _mm512_fmadd_ps(exact, _mm512_mul_ps(ws, _mm512_set1_ps(xd[b + j])), acc[r]);
       }
     }
