@@ -685,35 +685,31 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
                                         _mm512_set1_epi32(kiln_uk_load_i32(q + g * (b + j) + 4 * c)));
           }
         }
-      } else if (mr > 6) { /* high nibbles shifted once for all rows: one chain a row */
-        for (c = 0; c < g / 8; ++c) {
-          __m512i v = _mm512_loadu_si512(gp + 32 + 64 * c);
-          __m512i lo = _mm512_and_si512(v, low), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
-          for (r = 0; r < mr; ++r) {
-            const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
-            is[r] = _mm512_dpbusd_epi32(is[r], lo,
-                                        _mm512_set1_epi32(kiln_uk_load_i32(q + g * (b + j) + 4 * c)));
-            is[r] = _mm512_dpbusd_epi32(is[r], hi,
-                                        _mm512_set1_epi32(kiln_uk_load_i32(q + g * (b + j) + g / 2 + 4 * c)));
-          }
-        }
       } else {
+        /* 7-8 rows: the high nibbles shifted down once for all rows, one chain a
+         * row; fewer: kept in place (16 times the code) in a chain of their own. */
+        const int one_chain = mr > 6;
         __m512i js[KILN_UK_MR_MAX];
         for (r = 0; r < mr; ++r)
           js[r] = _mm512_setzero_si512();
         for (c = 0; c < g / 8; ++c) {
-          __m512i v = _mm512_loadu_si512(gp + 32 + 64 * c);
-          __m512i lo = _mm512_and_si512(v, low), hi = _mm512_andnot_si512(low, v);
+          const __m512i v = _mm512_loadu_si512(gp + 32 + 64 * c);
+          const __m512i lo = _mm512_and_si512(v, low);
+          const __m512i hi = one_chain ? _mm512_and_si512(_mm512_srli_epi16(v, 4), low) : _mm512_andnot_si512(low, v);
           for (r = 0; r < mr; ++r) {
             const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
+            const __m512i a_hi = _mm512_set1_epi32(kiln_uk_load_i32(q + g * (b + j) + g / 2 + 4 * c));
             is[r] = _mm512_dpbusd_epi32(is[r], lo,
                                         _mm512_set1_epi32(kiln_uk_load_i32(q + g * (b + j) + 4 * c)));
-            js[r] = _mm512_dpbusd_epi32(js[r], hi,
-                                        _mm512_set1_epi32(kiln_uk_load_i32(q + g * (b + j) + g / 2 + 4 * c)));
+            if (one_chain)
+              is[r] = _mm512_dpbusd_epi32(is[r], hi, a_hi);
+            else
+              js[r] = _mm512_dpbusd_epi32(js[r], hi, a_hi);
           }
         }
-        for (r = 0; r < mr; ++r)
-          is[r] = _mm512_add_epi32(is[r], _mm512_srai_epi32(js[r], 4));
+        if (!one_chain)
+          for (r = 0; r < mr; ++r)
+            is[r] = _mm512_add_epi32(is[r], _mm512_srai_epi32(js[r], 4));
       }
       ws = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)gp));
       for (r = 0; r < mr; ++r) {
