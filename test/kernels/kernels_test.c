@@ -665,9 +665,16 @@ static void test_quantize_sums(int32_t k, int32_t g) {
   char what[80];
   for (i = 0; i < k; ++i)
     x[i] = uniform() * 3.0f;
-  x[0] = 0.5f * 127.0f / 3.0f; /* ties of the rounding once the scale is set */
-  x[1] = 3.0f;
-  x[2] = -1.5f * 127.0f / 3.0f / 127.0f * 3.0f;
+  for (b = 0; b < k / g; ++b) { /* in every group: ties of the rounding once its scale is set */
+    float *xb = x + b * g;
+    xb[0] = b % 3 == 2 ? 0.0f : 3.0f; /* the scale 3 / 127 (a zero group at b % 3 == 2) */
+    xb[1] = 0.5f * 3.0f / 127.0f;
+    xb[2] = -(float)(b % 100 + 1) * 0.5f * 3.0f / 127.0f;
+    xb[3] = -3.0f * (float)(b % 2);
+    if (b % 3 == 2)
+      for (i = 1; i < g; ++i)
+        xb[i] = 0.0f;
+  }
   kiln_uk_quantize_act_sums(x, d, s, q, k, g);
   ref_quantize_act(x, d_ref, q_ref, k, g);
   for (b = 0; b < k / g; ++b) {
@@ -732,7 +739,7 @@ static double block_panel_error(int fmt, const float *yp, int32_t rows, int32_t 
 /* Bit i of a panel's bytes (-1 for none) whose flip test_block_panels
  * expects to see: first row, first block; the top mantissa bit of its scale,
  * of its min (m, dmin), a bit of its fifth bits or sub-block scales, the
- * lowest bit of its first code. */
+ * lowest bit of its first code (q6_k: bit 3). */
 static int32_t block_panel_mutation(int fmt, int32_t i) {
   const int32_t nr = KILN_UK_NR;
   if (kiln_uk_is_b32_family(fmt)) {
@@ -743,7 +750,7 @@ static int32_t block_panel_mutation(int fmt, int32_t i) {
     return at[i];
   }
   if (fmt == KILN_UK_Q6_K) {
-    const int32_t at[4] = {8 * 208 * nr + 8 + 1, -1, 8 * 192 * nr + 4, 0};
+    const int32_t at[4] = {8 * 208 * nr + 8 + 1, -1, 8 * 192 * nr + 4, 3}; /* a code's bit 3: its lowest can hide under the bound */
     return at[i];
   }
   if (fmt == KILN_UK_Q3_K) { /* d, bit 3 of a scale, a high bit, a code */
@@ -1459,6 +1466,9 @@ int main(void) {
   test_quantize_sums(64, 32);
   test_quantize_sums(512, 64);
   test_quantize_sums(256, 256);
+  test_quantize_sums(1280, 32); /* 16 groups at a time: two whole sets and 8 */
+  test_quantize_sums(1152, 64);
+  test_quantize_sums(1024, 16);
 #endif
 #ifdef KILN_UK_HAS_PANEL_B32
   test_iq4nl_codebook();
