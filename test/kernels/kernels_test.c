@@ -750,7 +750,8 @@ static int32_t block_panel_mutation(int fmt, int32_t i) {
     return at[i];
   }
   if (fmt == KILN_UK_Q6_K) {
-    const int32_t at[4] = {8 * 208 * nr + 8 + 1, -1, 8 * 192 * nr + 4, 3}; /* a code's bit 3: its lowest can hide under the bound */
+    /* a code's bit 3: a flip of its lowest can stay under the bound */
+    const int32_t at[4] = {8 * 208 * nr + 8 + 1, -1, 8 * 192 * nr + 4, 3};
     return at[i];
   }
   if (fmt == KILN_UK_Q3_K) { /* d, bit 3 of a scale, a high bit, a code */

@@ -732,7 +732,8 @@ KILN_UK_INLINE void kiln_uk_attend(int family, const float *q, int32_t nq, const
      * q4_0, four sessions batched, 1.03-1.04x; for a head's contiguous rows
      * 0.93x in bench/attend.c, so not there) */
     for (t = 16; pages && h0 == 0 && t < 16 * KILN_UK_ATTEND_AHEAD && t0 + t <= t1; t += 16)
-      kiln_uk_attend_prefetch(keys, values, stride, head_bytes, ring, kiln_uk_kv_slot(t0 + t, ring, pages, page));
+      kiln_uk_attend_prefetch(keys, values, stride, head_bytes, ring,
+                      kiln_uk_kv_slot(t0 + t, ring, pages, page));
     for (t = t0; t <= t1; t += CR) {
       const int32_t nt = t1 - t + 1 < CR ? t1 - t + 1 : CR, nblk = (nt + 15) / 16;
       size_t off[CR];
@@ -762,7 +763,8 @@ KILN_UK_INLINE void kiln_uk_attend(int family, const float *q, int32_t nq, const
         const int32_t nb = nt - 16 * b < 16 ? nt - 16 * b : 16;
         if (t + 16 * (b + KILN_UK_ATTEND_AHEAD) <= t1) /* the rows a few blocks on */
           kiln_uk_attend_prefetch(keys, values, stride, head_bytes, ring,
-                          pages ? kiln_uk_kv_slot(t + 16 * (b + KILN_UK_ATTEND_AHEAD), ring, pages, page)
+                          pages ? kiln_uk_kv_slot(t + 16 * (b + KILN_UK_ATTEND_AHEAD), ring, pages,
+                                                  page)
                                 : (int32_t)(off[16 * b] / stride) + 16 * KILN_UK_ATTEND_AHEAD);
         if (family == KILN_UK_I8) /* each value row's scale */
           _mm512_storeu_ps(vs + 16 * b, kiln_uk_attend_halves(kiln_uk_attend_words(values, off + 16 * b, 0), 0,
