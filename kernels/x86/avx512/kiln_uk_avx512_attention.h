@@ -424,13 +424,12 @@ KILN_UK_INLINE void kiln_uk_attend_block_scores(int family, const attend_query *
   }
 }
 
-/* Asks for the key and value rows of 16 positions from ring row pr on: line
- * by line when they are contiguous (a head-major cache, no wrap), else row by
- * row. */
+/* Asks for the key and value rows of 16 positions from row pr (< ring, as
+ * kv_slot gives it) on: line by line when they are contiguous (a head-major
+ * cache, no wrap), else row by row. */
 KILN_UK_INLINE void kiln_uk_attend_prefetch(const uint8_t *keys, const uint8_t *values, size_t stride,
                                     size_t head_bytes, int32_t ring, int32_t pr) {
   int32_t i;
-  pr %= ring;
   if (stride == head_bytes && pr + 16 <= ring) {
     const size_t at = (size_t)pr * stride, end = at + 16 * stride;
     size_t c;
@@ -763,9 +762,7 @@ KILN_UK_INLINE void kiln_uk_attend(int family, const float *q, int32_t nq, const
         const int32_t nb = nt - 16 * b < 16 ? nt - 16 * b : 16;
         if (t + 16 * (b + KILN_UK_ATTEND_AHEAD) <= t1) /* the rows a few blocks on */
           kiln_uk_attend_prefetch(keys, values, stride, head_bytes, ring,
-                          pages ? kiln_uk_kv_slot(t + 16 * (b + KILN_UK_ATTEND_AHEAD), ring, pages,
-                                                  page)
-                                : (int32_t)(off[16 * b] / stride) + 16 * KILN_UK_ATTEND_AHEAD);
+                          kiln_uk_kv_slot(t + 16 * (b + KILN_UK_ATTEND_AHEAD), ring, pages, page));
         if (family == KILN_UK_I8) /* each value row's scale */
           _mm512_storeu_ps(vs + 16 * b, kiln_uk_attend_halves(kiln_uk_attend_words(values, off + 16 * b, 0), 0,
                                                       kiln_uk_tail_mask(nb)));

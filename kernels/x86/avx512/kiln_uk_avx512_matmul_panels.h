@@ -695,7 +695,8 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
         for (c = 0; c < g / 8; ++c) {
           const __m512i v = _mm512_loadu_si512(gp + 32 + 64 * c);
           const __m512i lo = _mm512_and_si512(v, low);
-          const __m512i hi = one_chain ? _mm512_and_si512(_mm512_srli_epi16(v, 4), low) : _mm512_andnot_si512(low, v);
+          const __m512i hi =
+              one_chain ? _mm512_and_si512(_mm512_srli_epi16(v, 4), low) : _mm512_andnot_si512(low, v);
           for (r = 0; r < mr; ++r) {
             const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
             const __m512i a_hi = _mm512_set1_epi32(kiln_uk_load_i32(q + g * (b + j) + g / 2 + 4 * c));
