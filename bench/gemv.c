@@ -5,7 +5,7 @@
  * the ratio says how much of the read bandwidth the kernel keeps.
  *
  *   cc -O3 -march=native -pthread -I. -Iruntime/include bench/gemv.c -o gemv -lm
- *   ./gemv q4_0 [n=5632] [k=2048] [matrices=48] [passes=9] [threads=1] [rows=1]
+ *   ./gemv q4_0 [n=5632] [k=2048] [matrices=48] [passes=9] [threads=1] [rows=1] [mr]
  *
  * q4_0, q8_0, f16, or a GGUF block format the panels read (q4_1, q5_0, q5_1,
  * iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k; k a multiple of its block).
@@ -15,7 +15,8 @@
  * each matrix is split as --threads splits it (whole panels; the read: the
  * same bytes) with a barrier after it, as a schedule's shares run. The kernels
  * come from the best panel library the compiler flags allow (AVX-512, AVX2),
- * or from -DKILN_BENCH_HEADER='"kernels/..."'. */
+ * or from -DKILN_BENCH_HEADER='"kernels/..."'. mr is the register tile's rows (default
+ * the kernels' largest, KILN_UK_MR_MAX), as tile-for-cache would pin it. */
 #define _DEFAULT_SOURCE /* madvise is not in strict POSIX on glibc */
 #include <pthread.h>
 #include <stdint.h>
@@ -62,11 +63,13 @@ static void fill_rows(int family, uint8_t *w, int32_t n, int32_t k, int32_t g) {
     memcpy(w + at, &h, sizeof h);
 }
 
+static int32_t tile_rows = KILN_UK_MR_MAX;
+
 /* Panels p0..p1 of the decode matmul with the family a constant, as
  * generated code calls it. */
 static void gemv(int family, const uint8_t *w, const float *x, const void *scratch, float *y,
                  int32_t rows, int32_t n, int32_t k, int32_t p0, int32_t p1) {
-#define GEMV_INT(f, g) kiln_uk_matmul_panel_int(f, w, y, scratch, rows, n, k, g, KILN_UK_MR_MAX, k, p0, p1)
+#define GEMV_INT(f, g) kiln_uk_matmul_panel_int(f, w, y, scratch, rows, n, k, g, tile_rows, k, p0, p1)
   switch (family) {
   case KILN_UK_I4: GEMV_INT(KILN_UK_I4, GROUP); break;
   case KILN_UK_I8: GEMV_INT(KILN_UK_I8, GROUP); break;
@@ -79,7 +82,7 @@ static void gemv(int family, const uint8_t *w, const float *x, const void *scrat
   case KILN_UK_Q4_K: GEMV_INT(KILN_UK_Q4_K, 256); break;
   case KILN_UK_Q5_K: GEMV_INT(KILN_UK_Q5_K, 256); break;
   case KILN_UK_Q6_K: GEMV_INT(KILN_UK_Q6_K, 256); break;
-  default: kiln_uk_matmul_panel_float(KILN_UK_F16, x, w, y, rows, n, k, KILN_UK_MR_MAX, k, p0, p1);
+  default: kiln_uk_matmul_panel_float(KILN_UK_F16, x, w, y, rows, n, k, tile_rows, k, p0, p1);
   }
 #undef GEMV_INT
 }
@@ -183,6 +186,7 @@ int main(int argc, char **argv) {
   const int matrices = argc > 4 ? atoi(argv[4]) : 48, passes = argc > 5 ? atoi(argv[5]) : 9;
   const int threads = argc > 6 ? atoi(argv[6]) : 1;
   const int32_t act_rows = argc > 7 ? atoi(argv[7]) : 1;
+  tile_rows = argc > 8 ? atoi(argv[8]) : KILN_UK_MR_MAX;
   size_t bytes, total;
   uint8_t *rows, *w, *scratch;
   float *x, *y, check = 0.0f;
@@ -191,11 +195,12 @@ int main(int argc, char **argv) {
   gemv_pass p;
   int32_t i, r, m;
   if (family < 0 || n < 1 || k < g || k % (g < GROUP ? GROUP : g) != 0 || matrices < 1 ||
-      passes < 1 || threads < 1 || threads > MAX_THREADS || act_rows < 1 || act_rows > 64) {
+      passes < 1 || threads < 1 || threads > MAX_THREADS || act_rows < 1 || act_rows > 64 ||
+      tile_rows < 1 || tile_rows > KILN_UK_MR_MAX) {
     fprintf(stderr,
             "usage: %s q4_0|q8_0|f16|<block format> [n] [k, a multiple of %d or of the block] "
-            "[matrices] [passes] [threads, 1..%d] [rows, 1..64]\n",
-            argv[0], GROUP, MAX_THREADS);
+            "[matrices] [passes] [threads, 1..%d] [rows, 1..64] [mr, 1..%d]\n",
+            argv[0], GROUP, MAX_THREADS, KILN_UK_MR_MAX);
     return 2;
   }
   bytes = kiln_uk_panel_bytes(family, n, k, g, KILN_UK_NR);

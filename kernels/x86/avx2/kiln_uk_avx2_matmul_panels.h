@@ -109,6 +109,83 @@ static inline __m256i kiln_uk_q6k_codes(const uint8_t *gp, int32_t s, int32_t t)
                          _mm256_and_si256(hi, _mm256_set1_epi8(0x30)));
 }
 
+#if !KILN_UK_VNNI
+/* Without VNNI, 8 output rows: two vpmaddubsw of 6-bit codes against int8
+ * activations sum in int16 lanes (4 products of at most 63 x 127), and
+ * vpmaddwd multiplies those by the sub-block's scale as an int16 pair: 6
+ * multiplies per row and 16 columns where a dot product a step took 8 and a
+ * vpmulld. The codes' offset of 32 meets the activations' sums once per
+ * super-block: the scales and the sums as int16 pairs, 8 vpmaddwd a row. The
+ * same integers as the VNNI form. */
+KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size_t stride,
+                                   int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
+                                   int32_t ldy, int32_t valid) {
+  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256);
+  const size_t sums_at = kiln_uk_act_blocks_sums_at(k, 256);
+  /* where the sums of sub-blocks 4q and 4q + 2 sit as an int16 pair once packed below */
+  static const int32_t pair_at[4] = {0, 4, 2, 6};
+  __m256 acc[KILN_UK_MR_MAX];
+  int32_t r, b, s, t, q;
+  for (r = 0; r < mr; ++r)
+    acc[r] = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * 210u * 8u;
+    __m256i is[KILN_UK_MR_MAX];
+    int32_t pairs[KILN_UK_MR_MAX][8];
+    __m256 d;
+    for (r = 0; r < mr; ++r) {
+      const int32_t *sums = (const int32_t *)(const void *)(xs + r * stride + sums_at) + 16 * b;
+      const __m256i lo = _mm256_shuffle_epi32(_mm256_loadu_si256((const __m256i *)(const void *)sums), 0xd8);
+      const __m256i hi = _mm256_shuffle_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(sums + 8)), 0xd8);
+      _mm256_storeu_si256((__m256i *)(void *)pairs[r], _mm256_packs_epi32(lo, hi));
+      is[r] = _mm256_setzero_si256();
+    }
+    for (q = 0; q < 4; ++q) { /* scale words: sub-blocks 4q..4q+3, a byte each */
+      const __m256i words = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 * (48 + q)));
+      const __m256i even = _mm256_srai_epi16(_mm256_slli_epi16(words, 8), 8);
+      const __m256i odd = _mm256_srai_epi16(words, 8);
+      for (r = 0; r < mr; ++r) {
+        is[r] = _mm256_add_epi32(is[r], _mm256_madd_epi16(even, _mm256_set1_epi32(pairs[r][pair_at[q]])));
+        is[r] = _mm256_add_epi32(is[r], _mm256_madd_epi16(odd, _mm256_set1_epi32(pairs[r][pair_at[q] + 1])));
+      }
+    }
+    for (r = 0; r < mr; ++r)
+      is[r] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(is[r], 5));
+#pragma GCC unroll 16
+    for (s = 0; s < 16; ++s) {
+      kiln_uk_prefetch_share(gp, 210 * 8, s, 16, mr);
+      /* the scale's byte in the high byte of both int16 halves, then sign-extended */
+      const int8_t j = (int8_t)(s % 4);
+      const __m256i pick = _mm256_setr_epi8(-1, j, -1, j, -1, 4 + j, -1, 4 + j, -1, 8 + j, -1, 8 + j, -1,
+                                            12 + j, -1, 12 + j, -1, j, -1, j, -1, 4 + j, -1, 4 + j, -1,
+                                            8 + j, -1, 8 + j, -1, 12 + j, -1, 12 + j);
+      const __m256i sc = _mm256_srai_epi16(
+          _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 * (48 + s / 4))),
+                              pick),
+          8);
+      const int32_t col = 128 * (s / 8) + 32 * ((s % 8) / 2) + 16 * (s % 2);
+      for (t = 0; t < 4; t += 2) {
+        const __m256i v0 = kiln_uk_q6k_codes(gp, s, t), v1 = kiln_uk_q6k_codes(gp, s, t + 1);
+        for (r = 0; r < mr; ++r) {
+          const int8_t *x = (const int8_t *)(const void *)(xs + r * stride + xq_at) + 256 * b + col + 4 * t;
+          const __m256i p = _mm256_add_epi16(
+              _mm256_maddubs_epi16(v0, _mm256_set1_epi32(kiln_uk_load_i32(x))),
+              _mm256_maddubs_epi16(v1, _mm256_set1_epi32(kiln_uk_load_i32(x + 4))));
+          is[r] = _mm256_add_epi32(is[r], _mm256_madd_epi16(p, sc));
+        }
+      }
+    }
+    d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gp + 208 * 8)));
+    for (r = 0; r < mr; ++r) {
+      const float xd = ((const float *)(const void *)(xs + r * stride))[b];
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[r]), _mm256_mul_ps(d, _mm256_set1_ps(xd)),
+                               acc[r]);
+    }
+  }
+  for (r = 0; r < mr; ++r)
+    kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+}
+#else
 /* As the AVX-512 panel_tile_q6k, 8 output rows. */
 KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size_t stride,
                                    int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
@@ -156,6 +233,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *
   for (r = 0; r < mr; ++r)
     kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
 }
+#endif
 
 /* acc plus the dots of int4 codes lo and hi with activations xl and xh: int32
  * lanes with VNNI; without it vpmaddubsw's int16 pairs, summed in int16 lanes
