@@ -110,6 +110,37 @@ static inline __m256i kiln_uk_q6k_codes(const uint8_t *gp, int32_t s, int32_t t)
 }
 
 #if !KILN_UK_VNNI
+/* Without VNNI the k-quant tiles sum vpmaddubsw's pairs of small codes in
+ * int16 lanes and scale them by one vpmaddwd a sub-block, the scale an int16
+ * in both halves of a lane: byte j of each 32-bit lane of the scale words,
+ * moved by this vpshufb control into the low bytes of both halves (high = 0),
+ * or into the high bytes (high = 1, for an arithmetic shift down). */
+static inline __m256i kiln_uk_lane_byte_twice(int32_t j, int32_t high) {
+  const uint32_t twice = (uint32_t)j * 0x10001u, zeros = 0x80008000u; /* bit 7 set: a zero byte */
+  const __m256i lane = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0c0c0c0c, 0, 0x04040404, 0x08080808,
+                                         0x0c0c0c0c);
+  return _mm256_add_epi8(_mm256_set1_epi32((int32_t)(high ? twice << 8 | zeros >> 8 : twice | zeros)), lane);
+}
+
+/* The 16 activation sums of a super-block as 8 int16 pairs (sub-blocks 4q and
+ * 4q + 2 at pairs[kiln_uk_pair_at(q)], 4q + 1 and 4q + 3 after them), the
+ * other operand of the scale pairs a scale word's even and odd bytes make. */
+static inline void kiln_uk_sum_pairs(const int32_t *sums, int32_t *pairs) {
+  const __m256i lo = _mm256_shuffle_epi32(_mm256_loadu_si256((const __m256i *)(const void *)sums), 0xd8);
+  const __m256i hi = _mm256_shuffle_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(sums + 8)), 0xd8);
+  _mm256_storeu_si256((__m256i *)(void *)pairs, _mm256_packs_epi32(lo, hi));
+}
+
+static inline int32_t kiln_uk_pair_at(int32_t q) { return q == 1 ? 4 : q == 2 ? 2 : q == 3 ? 6 : 0; }
+
+/* acc plus the scales of sub-blocks 4q..4q+3 (int16 pairs: even = 4q and
+ * 4q + 2, odd = 4q + 1 and 4q + 3) against their activation sums. */
+static inline __m256i kiln_uk_scaled_sums(__m256i acc, __m256i even, __m256i odd, const int32_t *pairs,
+                                          int32_t q) {
+  acc = _mm256_add_epi32(acc, _mm256_madd_epi16(even, _mm256_set1_epi32(pairs[kiln_uk_pair_at(q)])));
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(odd, _mm256_set1_epi32(pairs[kiln_uk_pair_at(q) + 1])));
+}
+
 /* Without VNNI, 8 output rows: two vpmaddubsw of 6-bit codes against int8
  * activations sum in int16 lanes (4 products of at most 63 x 127), and
  * vpmaddwd multiplies those by the sub-block's scale as an int16 pair: 6
@@ -122,8 +153,6 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *
                                    int32_t ldy, int32_t valid) {
   const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256);
   const size_t sums_at = kiln_uk_act_blocks_sums_at(k, 256);
-  /* where the sums of sub-blocks 4q and 4q + 2 sit as an int16 pair once packed below */
-  static const int32_t pair_at[4] = {0, 4, 2, 6};
   __m256 acc[KILN_UK_MR_MAX];
   int32_t r, b, s, t, q;
   for (r = 0; r < mr; ++r)
@@ -134,34 +163,25 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *
     int32_t pairs[KILN_UK_MR_MAX][8];
     __m256 d;
     for (r = 0; r < mr; ++r) {
-      const int32_t *sums = (const int32_t *)(const void *)(xs + r * stride + sums_at) + 16 * b;
-      const __m256i lo = _mm256_shuffle_epi32(_mm256_loadu_si256((const __m256i *)(const void *)sums), 0xd8);
-      const __m256i hi = _mm256_shuffle_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(sums + 8)), 0xd8);
-      _mm256_storeu_si256((__m256i *)(void *)pairs[r], _mm256_packs_epi32(lo, hi));
+      kiln_uk_sum_pairs((const int32_t *)(const void *)(xs + r * stride + sums_at) + 16 * b, pairs[r]);
       is[r] = _mm256_setzero_si256();
     }
+#pragma GCC unroll 4
     for (q = 0; q < 4; ++q) { /* scale words: sub-blocks 4q..4q+3, a byte each */
       const __m256i words = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 * (48 + q)));
       const __m256i even = _mm256_srai_epi16(_mm256_slli_epi16(words, 8), 8);
       const __m256i odd = _mm256_srai_epi16(words, 8);
-      for (r = 0; r < mr; ++r) {
-        is[r] = _mm256_add_epi32(is[r], _mm256_madd_epi16(even, _mm256_set1_epi32(pairs[r][pair_at[q]])));
-        is[r] = _mm256_add_epi32(is[r], _mm256_madd_epi16(odd, _mm256_set1_epi32(pairs[r][pair_at[q] + 1])));
-      }
+      for (r = 0; r < mr; ++r)
+        is[r] = kiln_uk_scaled_sums(is[r], even, odd, pairs[r], q);
     }
     for (r = 0; r < mr; ++r)
       is[r] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(is[r], 5));
 #pragma GCC unroll 16
     for (s = 0; s < 16; ++s) {
       kiln_uk_prefetch_share(gp, 210 * 8, s, 16, mr);
-      /* the scale's byte in the high byte of both int16 halves, then sign-extended */
-      const int8_t j = (int8_t)(s % 4);
-      const __m256i pick = _mm256_setr_epi8(-1, j, -1, j, -1, 4 + j, -1, 4 + j, -1, 8 + j, -1, 8 + j, -1,
-                                            12 + j, -1, 12 + j, -1, j, -1, j, -1, 4 + j, -1, 4 + j, -1,
-                                            8 + j, -1, 8 + j, -1, 12 + j, -1, 12 + j);
-      const __m256i sc = _mm256_srai_epi16(
+      const __m256i sc = _mm256_srai_epi16( /* signed: in the high bytes, shifted down */
           _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 * (48 + s / 4))),
-                              pick),
+                              kiln_uk_lane_byte_twice(s % 4, 1)),
           8);
       const int32_t col = 128 * (s / 8) + 32 * ((s % 8) / 2) + 16 * (s % 2);
       for (t = 0; t < 4; t += 2) {
@@ -435,6 +455,66 @@ KILN_UK_INLINE void kiln_uk_panel_row_q2k(const uint8_t *panel, const uint8_t *x
   kiln_uk_store_lanes(y, acc, valid);
 }
 
+#if !KILN_UK_VNNI
+/* Without VNNI, 8 output rows: the 2-bit codes of a sub-block against int8
+ * activations, four vpmaddubsw summed in int16 lanes (16 products of at most
+ * 3 x 127), then one vpmaddwd by the sub-block's scale as an int16 pair,
+ * where the table form multiplied scale x code bytes in three instructions
+ * a step. The same integers. */
+KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *xs, size_t stride,
+                                   int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
+                                   int32_t ldy, int32_t valid) {
+  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256);
+  const size_t sums_at = kiln_uk_act_blocks_sums_at(k, 256);
+  const __m256i three = _mm256_set1_epi8(3), nib = _mm256_set1_epi16(15);
+  __m256 acc[KILN_UK_MR_MAX];
+  int32_t r, b, s, t;
+  if (mr == 1) {
+    kiln_uk_panel_row_q2k(panel, xs, k, b0, b1, y, valid);
+    return;
+  }
+  for (r = 0; r < mr; ++r)
+    acc[r] = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * 84u * 8u;
+    __m256i is[KILN_UK_MR_MAX], w[4];
+    __m256 d, dmin;
+    for (s = 0; s < 4; ++s)
+      w[s] = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 + 32 * s));
+    for (r = 0; r < mr; ++r)
+      is[r] = _mm256_setzero_si256();
+#pragma GCC unroll 16
+    for (s = 0; s < 16; ++s) {
+      const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2;
+      const __m256i sc = _mm256_and_si256(_mm256_shuffle_epi8(w[s / 4], kiln_uk_lane_byte_twice(s % 4, 0)), nib);
+      __m256i code[4];
+      kiln_uk_prefetch_share(gp, 84 * 8, s, 16, mr);
+      for (t = 0; t < 4; ++t)
+        code[t] = _mm256_and_si256(
+            _mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 20 * 8 + 32 * (8 * h + 4 * half + t))),
+                             _mm_cvtsi32_si128(2 * j)),
+            three);
+      for (r = 0; r < mr; ++r) {
+        const int8_t *x = (const int8_t *)(const void *)(xs + r * stride + xq_at) + 256 * b + 128 * h + 32 * j + 16 * half;
+        __m256i p = _mm256_maddubs_epi16(code[0], _mm256_set1_epi32(kiln_uk_load_i32(x)));
+        for (t = 1; t < 4; ++t)
+          p = _mm256_add_epi16(p, _mm256_maddubs_epi16(code[t], _mm256_set1_epi32(kiln_uk_load_i32(x + 4 * t))));
+        is[r] = _mm256_add_epi32(is[r], _mm256_madd_epi16(p, sc));
+      }
+    }
+    d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp));
+    dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gp + 16)));
+    for (r = 0; r < mr; ++r) {
+      const float xd = ((const float *)(const void *)(xs + r * stride))[b];
+      const int32_t *x16 = (const int32_t *)(const void *)(xs + r * stride + sums_at) + 16 * b;
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[r]), _mm256_mul_ps(d, _mm256_set1_ps(xd)), acc[r]);
+      acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(kiln_uk_q2k_mins(w, x16)), _mm256_mul_ps(dmin, _mm256_set1_ps(xd)), acc[r]);
+    }
+  }
+  for (r = 0; r < mr; ++r)
+    kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+}
+#else
 /* As the AVX-512 panel_tile_q2k, 8 output rows. */
 KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *xs, size_t stride,
                                    int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
@@ -484,6 +564,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *
   for (r = 0; r < mr; ++r)
     kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
 }
+#endif
 #define KILN_UK_HAS_PANEL_Q2K 1
 
 /* As the AVX-512 panel_row_q3k, 8 output rows (codes at
@@ -536,6 +617,84 @@ KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *x
   kiln_uk_store_lanes(y, acc, valid);
 }
 
+#if !KILN_UK_VNNI
+/* Without VNNI, 8 output rows, as panel_tile_q2k: the 3-bit codes (the code
+ * plus 4) in int16 lanes over a sub-block, one vpmaddwd by its scale as an
+ * int16 pair; the offset of 4 meets the activations' sums once per
+ * super-block (kiln_uk_scaled_sums). The same integers. */
+KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *xs, size_t stride,
+                                   int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
+                                   int32_t ldy, int32_t valid) {
+  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256);
+  const size_t sums_at = kiln_uk_act_blocks_sums_at(k, 256);
+  const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4), bias = _mm256_set1_epi16(32);
+  const __m256i low = _mm256_set1_epi8(15), high = _mm256_set1_epi8(0x30);
+  __m256 acc[KILN_UK_MR_MAX];
+  int32_t r, b, s, t, q;
+  if (mr == 1) {
+    kiln_uk_panel_row_q3k(panel, xs, k, b0, b1, y, valid);
+    return;
+  }
+  for (r = 0; r < mr; ++r)
+    acc[r] = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * 110u * 8u;
+    const __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 16)),
+                  w1 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 48)),
+                  w2 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 80));
+    __m256i is[KILN_UK_MR_MAX], bytes[4];
+    int32_t pairs[KILN_UK_MR_MAX][8];
+    __m256 d;
+    /* byte i of a lane of bytes[q]: scale 4q + i plus 32, as kiln_uk_q3k_scales */
+    bytes[0] = _mm256_or_si256(_mm256_and_si256(w0, low), _mm256_and_si256(_mm256_slli_epi16(w2, 4), high));
+    bytes[1] = _mm256_or_si256(_mm256_and_si256(w1, low), _mm256_and_si256(_mm256_slli_epi16(w2, 2), high));
+    bytes[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(w0, 4), low), _mm256_and_si256(w2, high));
+    bytes[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(w1, 4), low),
+                               _mm256_and_si256(_mm256_srli_epi16(w2, 2), high));
+    for (r = 0; r < mr; ++r) {
+      kiln_uk_sum_pairs((const int32_t *)(const void *)(xs + r * stride + sums_at) + 16 * b, pairs[r]);
+      is[r] = _mm256_setzero_si256();
+    }
+#pragma GCC unroll 4
+    for (q = 0; q < 4; ++q) {
+      const __m256i even = _mm256_sub_epi16(_mm256_and_si256(bytes[q], _mm256_set1_epi16(0xff)), bias);
+      const __m256i odd = _mm256_sub_epi16(_mm256_srli_epi16(bytes[q], 8), bias);
+      for (r = 0; r < mr; ++r)
+        is[r] = kiln_uk_scaled_sums(is[r], even, odd, pairs[r], q);
+    }
+    for (r = 0; r < mr; ++r)
+      is[r] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(is[r], 2));
+#pragma GCC unroll 16
+    for (s = 0; s < 16; ++s) {
+      const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2;
+      const int32_t bit = 4 * h + j;
+      const __m256i sc = _mm256_sub_epi16(_mm256_shuffle_epi8(bytes[s / 4], kiln_uk_lane_byte_twice(s % 4, 0)), bias);
+      __m256i code[4];
+      kiln_uk_prefetch_share(gp, 110 * 8, s, 16, mr);
+      for (t = 0; t < 4; ++t) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 46 * 8 + 32 * (8 * h + 4 * half + t)));
+        const __m256i hm = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 14 * 8 + 32 * (4 * half + t)));
+        code[t] = _mm256_or_si256(_mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * j)), three),
+                                  _mm256_and_si256(kiln_uk_blocks_shift16(hm, 2 - bit), four));
+      }
+      for (r = 0; r < mr; ++r) {
+        const int8_t *x = (const int8_t *)(const void *)(xs + r * stride + xq_at) + 256 * b + 128 * h + 32 * j + 16 * half;
+        __m256i p = _mm256_maddubs_epi16(code[0], _mm256_set1_epi32(kiln_uk_load_i32(x)));
+        for (t = 1; t < 4; ++t)
+          p = _mm256_add_epi16(p, _mm256_maddubs_epi16(code[t], _mm256_set1_epi32(kiln_uk_load_i32(x + 4 * t))));
+        is[r] = _mm256_add_epi32(is[r], _mm256_madd_epi16(p, sc));
+      }
+    }
+    d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp));
+    for (r = 0; r < mr; ++r) {
+      const float xd = ((const float *)(const void *)(xs + r * stride))[b];
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[r]), _mm256_mul_ps(d, _mm256_set1_ps(xd)), acc[r]);
+    }
+  }
+  for (r = 0; r < mr; ++r)
+    kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+}
+#else
 /* As the AVX-512 panel_tile_q3k, 8 output rows. */
 KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *xs, size_t stride,
                                    int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
@@ -592,6 +751,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *
   for (r = 0; r < mr; ++r)
     kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
 }
+#endif
 #define KILN_UK_HAS_PANEL_Q3K 1
 
 #define KILN_UK_HAS_PANEL_B32 1
