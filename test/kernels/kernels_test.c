@@ -878,8 +878,11 @@ static void test_blocks(int fmt, int32_t rows, int32_t n, int32_t k) {
   int32_t i, r, j, b, same = 1;
   char what[96];
   kiln_uk_block_scales_at(fmt, scale_at);
+  /* The first weight row with every bit set but its scales' (each code its
+   * largest) against a first activation row of int8 codes 127: the integer
+   * sums' largest magnitudes, where int16 lanes would overflow first. */
   for (i = 0; i < (int32_t)rb * n; ++i)
-    w_rows[i] = byte();
+    w_rows[i] = i < (int32_t)rb ? 0xff : byte();
   for (i = 0; i < n * (k / e); ++i) { /* scales of 0.01 to 0.05, either sign: every block counts */
     uint8_t *blk = w_rows + (size_t)i * (size_t)bb;
     float u = uniform();
@@ -890,7 +893,7 @@ static void test_blocks(int fmt, int32_t rows, int32_t n, int32_t k) {
     }
   }
   for (i = 0; i < rows * k; ++i)
-    x[i] = uniform() * 2.0f;
+    x[i] = i < k ? 1.0f : uniform() * 2.0f;
   for (r = 0; r < rows; ++r)
     kiln_uk_blocks_quantize_row(x + (size_t)r * (size_t)k, scratch + (size_t)r * stride, k, e);
   kiln_uk_matmul_blocks(fmt, w_rows, y, scratch, rows, n, k, 0, n);

@@ -18,6 +18,39 @@ static inline __m256i kiln_uk_panel_shift32(__m256i v, int32_t left) {
                    : _mm256_srl_epi32(v, _mm_cvtsi32_si128(-left));
 }
 
+#if !KILN_UK_VNNI
+/* Without VNNI the k-quant tiles sum vpmaddubsw's pairs of small codes in
+ * int16 lanes and scale them by one vpmaddwd a sub-block, the scale an int16
+ * in both halves of a lane: byte j of each 32-bit lane of the scale words,
+ * moved by this vpshufb control into the low bytes of both halves (high = 0),
+ * or into the high bytes (high = 1, for an arithmetic shift down). */
+static inline __m256i kiln_uk_lane_byte_twice(int32_t j, int32_t high) {
+  const uint32_t twice = (uint32_t)j * 0x10001u, zeros = 0x80008000u; /* bit 7 set: a zero byte */
+  const __m256i lane = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0c0c0c0c, 0, 0x04040404, 0x08080808,
+                                         0x0c0c0c0c);
+  return _mm256_add_epi8(_mm256_set1_epi32((int32_t)(high ? twice << 8 | zeros >> 8 : twice | zeros)), lane);
+}
+
+/* The 16 activation sums of a super-block as 8 int16 pairs (sub-blocks 4q and
+ * 4q + 2 at pairs[kiln_uk_pair_at(q)], 4q + 1 and 4q + 3 after them), the
+ * other operand of the scale pairs a scale word's even and odd bytes make. */
+static inline void kiln_uk_sum_pairs(const int32_t *sums, int32_t *pairs) {
+  const __m256i lo = _mm256_shuffle_epi32(_mm256_loadu_si256((const __m256i *)(const void *)sums), 0xd8);
+  const __m256i hi = _mm256_shuffle_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(sums + 8)), 0xd8);
+  _mm256_storeu_si256((__m256i *)(void *)pairs, _mm256_packs_epi32(lo, hi));
+}
+
+static inline int32_t kiln_uk_pair_at(int32_t q) { return q == 1 ? 4 : q == 2 ? 2 : q == 3 ? 6 : 0; }
+
+/* acc plus the scales of sub-blocks 4q..4q+3 (int16 pairs: even = 4q and
+ * 4q + 2, odd = 4q + 1 and 4q + 3) against their activation sums. */
+static inline __m256i kiln_uk_scaled_sums(__m256i acc, __m256i even, __m256i odd, const int32_t *pairs,
+                                          int32_t q) {
+  acc = _mm256_add_epi32(acc, _mm256_madd_epi16(even, _mm256_set1_epi32(pairs[kiln_uk_pair_at(q)])));
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(odd, _mm256_set1_epi32(pairs[kiln_uk_pair_at(q) + 1])));
+}
+#endif
+
 /* As the AVX-512 panel_tile_q45k, 8 output rows: mr k-quant activation rows
  * against super-blocks b0..b1-1 of one q4_k (five = 0) or q5_k panel. */
 KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, const uint8_t *xs,
@@ -25,7 +58,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, 
                                     float *y, int32_t ldy, int32_t valid) {
   const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256), pairs_at = xq_at + (size_t)k;
   const size_t bytes = five ? 176u * 8u : 144u * 8u, codes_at = five ? 48u * 8u : 16u * 8u;
-  const __m256i low = _mm256_set1_epi8(15), six = _mm256_set1_epi32(63);
+  const __m256i low = _mm256_set1_epi8(15);
   __m256 acc[KILN_UK_MR_MAX];
   int32_t r, b, i, h, c;
   for (r = 0; r < mr; ++r)
@@ -43,29 +76,48 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, 
     for (i = 0; i < 4; ++i)
       for (h = 0; h < 2; ++h) { /* sub-block 2i + h: the low or the high nibbles */
         kiln_uk_prefetch_share(gp, (int32_t)bytes, 2 * i + h, 8, mr);
-        const __m256i sc = _mm256_and_si256(kiln_uk_panel_shift32(h ? s1 : s0, -8 * i), six);
-        for (r = 0; r < mr; ++r)
-          part[r] = _mm256_setzero_si256();
-        for (c = 0; c < 8; ++c) {
-          __m256i v = _mm256_loadu_si256(
-              (const __m256i *)(const void *)(gp + codes_at + 32 * (8 * i + c)));
-          v = _mm256_and_si256(h ? _mm256_srli_epi16(v, 4) : v, low);
-          if (five) /* bit 2i + h of qh: the fifth bit of sub-block 2i + h */
-            v = _mm256_or_si256(
-                v, _mm256_and_si256(
-                       kiln_uk_blocks_shift16(_mm256_loadu_si256(
-                                          (const __m256i *)(const void *)(gp + 128 + 32 * c)),
-                                      4 - 2 * i - h),
-                       _mm256_set1_epi8(0x10)));
-          for (r = 0; r < mr; ++r) {
-            const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at);
-            part[r] = kiln_uk_dot_u8s8(part[r], v,
-                               _mm256_set1_epi32(kiln_uk_load_i32(q + 256 * b + 64 * i + 32 * h + 4 * c)));
+#if KILN_UK_VNNI
+        const __m256i sc = _mm256_and_si256(kiln_uk_panel_shift32(h ? s1 : s0, -8 * i), _mm256_set1_epi32(63));
+        const int32_t run = 8;
+#else
+        /* vpmaddubsw's pairs summed in int16 lanes over runs of 16 products
+         * (of a 4-bit code, 8 of a 5-bit one) times at most 127, then vpmaddwd
+         * by the scale as an int16 pair: the same integers as a vpmulld */
+        const __m256i sc = _mm256_and_si256(_mm256_shuffle_epi8(h ? s1 : s0, kiln_uk_lane_byte_twice(i, 0)),
+                                            _mm256_set1_epi16(63));
+        const int32_t run = five ? 4 : 8;
+#endif
+        int32_t c0;
+        for (c0 = 0; c0 < 8; c0 += run) {
+          for (r = 0; r < mr; ++r)
+            part[r] = _mm256_setzero_si256();
+          for (c = c0; c < c0 + run; ++c) {
+            __m256i v = _mm256_loadu_si256(
+                (const __m256i *)(const void *)(gp + codes_at + 32 * (8 * i + c)));
+            v = _mm256_and_si256(h ? _mm256_srli_epi16(v, 4) : v, low);
+            if (five) /* bit 2i + h of qh: the fifth bit of sub-block 2i + h */
+              v = _mm256_or_si256(
+                  v, _mm256_and_si256(
+                         kiln_uk_blocks_shift16(_mm256_loadu_si256(
+                                            (const __m256i *)(const void *)(gp + 128 + 32 * c)),
+                                        4 - 2 * i - h),
+                         _mm256_set1_epi8(0x10)));
+            for (r = 0; r < mr; ++r) {
+              const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at);
+              const __m256i x = _mm256_set1_epi32(kiln_uk_load_i32(q + 256 * b + 64 * i + 32 * h + 4 * c));
+#if KILN_UK_VNNI
+              part[r] = kiln_uk_dot_u8s8(part[r], v, x);
+#else
+              part[r] = _mm256_add_epi16(part[r], _mm256_maddubs_epi16(v, x));
+#endif
+            }
           }
-        }
-        for (r = 0; r < mr; ++r) {
-          __m256i t = _mm256_mullo_epi32(part[r], sc);
-          is[r] = _mm256_add_epi32(is[r], t);
+          for (r = 0; r < mr; ++r)
+#if KILN_UK_VNNI
+            is[r] = _mm256_add_epi32(is[r], _mm256_mullo_epi32(part[r], sc));
+#else
+            is[r] = _mm256_add_epi32(is[r], _mm256_madd_epi16(part[r], sc));
+#endif
         }
       }
     /* mins 2i and 2i+1 as 16-bit pairs: low nibbles from S2, top bits from S0 / S1 */
@@ -110,37 +162,6 @@ static inline __m256i kiln_uk_q6k_codes(const uint8_t *gp, int32_t s, int32_t t)
 }
 
 #if !KILN_UK_VNNI
-/* Without VNNI the k-quant tiles sum vpmaddubsw's pairs of small codes in
- * int16 lanes and scale them by one vpmaddwd a sub-block, the scale an int16
- * in both halves of a lane: byte j of each 32-bit lane of the scale words,
- * moved by this vpshufb control into the low bytes of both halves (high = 0),
- * or into the high bytes (high = 1, for an arithmetic shift down). */
-static inline __m256i kiln_uk_lane_byte_twice(int32_t j, int32_t high) {
-  const uint32_t twice = (uint32_t)j * 0x10001u, zeros = 0x80008000u; /* bit 7 set: a zero byte */
-  const __m256i lane = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0c0c0c0c, 0, 0x04040404, 0x08080808,
-                                         0x0c0c0c0c);
-  return _mm256_add_epi8(_mm256_set1_epi32((int32_t)(high ? twice << 8 | zeros >> 8 : twice | zeros)), lane);
-}
-
-/* The 16 activation sums of a super-block as 8 int16 pairs (sub-blocks 4q and
- * 4q + 2 at pairs[kiln_uk_pair_at(q)], 4q + 1 and 4q + 3 after them), the
- * other operand of the scale pairs a scale word's even and odd bytes make. */
-static inline void kiln_uk_sum_pairs(const int32_t *sums, int32_t *pairs) {
-  const __m256i lo = _mm256_shuffle_epi32(_mm256_loadu_si256((const __m256i *)(const void *)sums), 0xd8);
-  const __m256i hi = _mm256_shuffle_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(sums + 8)), 0xd8);
-  _mm256_storeu_si256((__m256i *)(void *)pairs, _mm256_packs_epi32(lo, hi));
-}
-
-static inline int32_t kiln_uk_pair_at(int32_t q) { return q == 1 ? 4 : q == 2 ? 2 : q == 3 ? 6 : 0; }
-
-/* acc plus the scales of sub-blocks 4q..4q+3 (int16 pairs: even = 4q and
- * 4q + 2, odd = 4q + 1 and 4q + 3) against their activation sums. */
-static inline __m256i kiln_uk_scaled_sums(__m256i acc, __m256i even, __m256i odd, const int32_t *pairs,
-                                          int32_t q) {
-  acc = _mm256_add_epi32(acc, _mm256_madd_epi16(even, _mm256_set1_epi32(pairs[kiln_uk_pair_at(q)])));
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(odd, _mm256_set1_epi32(pairs[kiln_uk_pair_at(q) + 1])));
-}
-
 /* Without VNNI, 8 output rows: two vpmaddubsw of 6-bit codes against int8
  * activations sum in int16 lanes (4 products of at most 63 x 127), and
  * vpmaddwd multiplies those by the sub-block's scale as an int16 pair: 6
@@ -294,41 +315,49 @@ KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, con
   const __m256i low = _mm256_set1_epi8(15), bit4 = _mm256_set1_epi8(0x10);
   const __m256i table = _mm256_broadcastsi128_si256(
       _mm_loadu_si128((const __m128i *)(const void *)kiln_uk_iq4nl_values));
+  /* Without VNNI, q4_pairs' int16 lanes sum 16 products of a 4-bit code,
+   * 8 of a 5-bit one, before they widen (iq4_nl's signed values: at once) */
+  const int32_t run = KILN_UK_VNNI || nl || !five ? 4 : 2;
   __m256 acc[KILN_UK_MR_MAX];
-  int32_t r, b, c;
+  int32_t r, b, c, c0;
   for (r = 0; r < mr; ++r)
     acc[r] = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * (size_t)bytes;
     const __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(const void *)(gp + 16 * (1 + mins)))
                             : _mm256_setzero_si256();
-    __m256i is[KILN_UK_MR_MAX];
+    __m256i is[KILN_UK_MR_MAX], part[KILN_UK_MR_MAX];
     __m256 d, m;
     kiln_uk_prefetch_share(gp, bytes, 0, 1, mr);
     for (r = 0; r < mr; ++r)
       is[r] = _mm256_setzero_si256();
-    for (c = 0; c < 4; ++c) {
-      const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 8 * head + 32 * c));
-      __m256i lo = _mm256_and_si256(v, low), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
-      if (five) {
-        lo = _mm256_or_si256(lo, _mm256_and_si256(kiln_uk_panel_shift32(qh, 4 - c), bit4));
-        hi = _mm256_or_si256(hi, _mm256_and_si256(kiln_uk_panel_shift32(qh, -c), bit4));
-      }
-      if (nl) {
-        lo = _mm256_shuffle_epi8(table, lo);
-        hi = _mm256_shuffle_epi8(table, hi);
-      }
-      for (r = 0; r < mr; ++r) {
-        const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at) + 32 * b + 4 * c;
-        const __m256i x0 = _mm256_set1_epi32(kiln_uk_load_i32(q)), x1 = _mm256_set1_epi32(kiln_uk_load_i32(q + 16));
+    for (c0 = 0; c0 < 4; c0 += run) {
+      for (r = 0; r < mr; ++r)
+        part[r] = _mm256_setzero_si256();
+      for (c = c0; c < c0 + run; ++c) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 8 * head + 32 * c));
+        __m256i lo = _mm256_and_si256(v, low), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+        if (five) {
+          lo = _mm256_or_si256(lo, _mm256_and_si256(kiln_uk_panel_shift32(qh, 4 - c), bit4));
+          hi = _mm256_or_si256(hi, _mm256_and_si256(kiln_uk_panel_shift32(qh, -c), bit4));
+        }
         if (nl) {
-          is[r] = kiln_uk_dot_u8s8(is[r], _mm256_sign_epi8(x0, x0), _mm256_sign_epi8(lo, x0));
-          is[r] = kiln_uk_dot_u8s8(is[r], _mm256_sign_epi8(x1, x1), _mm256_sign_epi8(hi, x1));
-        } else {
-          is[r] = kiln_uk_dot_u8s8(is[r], lo, x0);
-          is[r] = kiln_uk_dot_u8s8(is[r], hi, x1);
+          lo = _mm256_shuffle_epi8(table, lo);
+          hi = _mm256_shuffle_epi8(table, hi);
+        }
+        for (r = 0; r < mr; ++r) {
+          const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at) + 32 * b + 4 * c;
+          const __m256i x0 = _mm256_set1_epi32(kiln_uk_load_i32(q)), x1 = _mm256_set1_epi32(kiln_uk_load_i32(q + 16));
+          if (nl) {
+            part[r] = kiln_uk_dot_u8s8(part[r], _mm256_sign_epi8(x0, x0), _mm256_sign_epi8(lo, x0));
+            part[r] = kiln_uk_dot_u8s8(part[r], _mm256_sign_epi8(x1, x1), _mm256_sign_epi8(hi, x1));
+          } else {
+            part[r] = kiln_uk_q4_pairs(part[r], lo, x0, hi, x1);
+          }
         }
       }
+      for (r = 0; r < mr; ++r)
+        is[r] = _mm256_add_epi32(is[r], nl ? part[r] : kiln_uk_q4_widen(part[r]));
     }
     d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp));
     m = mins ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gp + 16))) : d;
