@@ -42,6 +42,21 @@ static inline void kiln_uk_sum_pairs(const int32_t *sums, int32_t *pairs) {
 
 static inline int32_t kiln_uk_pair_at(int32_t q) { return q == 1 ? 4 : q == 2 ? 2 : q == 3 ? 6 : 0; }
 
+/* is[r] plus row r's products of a sub-block's four code vectors with its
+ * 16 activations (row r's at x + r * stride), summed in int16 lanes, times
+ * the scale pair sc. */
+static inline void kiln_uk_sub_block_rows(__m256i *is, const __m256i *code, __m256i sc, const uint8_t *x,
+                                          size_t stride, int32_t mr) {
+  int32_t r, t;
+  for (r = 0; r < mr; ++r) {
+    const int8_t *xr = (const int8_t *)(const void *)(x + (size_t)r * stride);
+    __m256i p = _mm256_maddubs_epi16(code[0], _mm256_set1_epi32(kiln_uk_load_i32(xr)));
+    for (t = 1; t < 4; ++t)
+      p = _mm256_add_epi16(p, _mm256_maddubs_epi16(code[t], _mm256_set1_epi32(kiln_uk_load_i32(xr + 4 * t))));
+    is[r] = _mm256_add_epi32(is[r], _mm256_madd_epi16(p, sc));
+  }
+}
+
 /* acc plus the scales of sub-blocks 4q..4q+3 (int16 pairs: even = 4q and
  * 4q + 2, odd = 4q + 1 and 4q + 3) against their activation sums. */
 static inline __m256i kiln_uk_scaled_sums(__m256i acc, __m256i even, __m256i odd, const int32_t *pairs,
@@ -523,13 +538,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *
             _mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 20 * 8 + 32 * (8 * h + 4 * half + t))),
                              _mm_cvtsi32_si128(2 * j)),
             three);
-      for (r = 0; r < mr; ++r) {
-        const int8_t *x = (const int8_t *)(const void *)(xs + r * stride + xq_at) + 256 * b + 128 * h + 32 * j + 16 * half;
-        __m256i p = _mm256_maddubs_epi16(code[0], _mm256_set1_epi32(kiln_uk_load_i32(x)));
-        for (t = 1; t < 4; ++t)
-          p = _mm256_add_epi16(p, _mm256_maddubs_epi16(code[t], _mm256_set1_epi32(kiln_uk_load_i32(x + 4 * t))));
-        is[r] = _mm256_add_epi32(is[r], _mm256_madd_epi16(p, sc));
-      }
+      kiln_uk_sub_block_rows(is, code, sc, xs + xq_at + 256 * b + 128 * h + 32 * j + 16 * half, stride, mr);
     }
     d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp));
     dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gp + 16)));
@@ -706,13 +715,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *
         code[t] = _mm256_or_si256(_mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * j)), three),
                                   _mm256_and_si256(kiln_uk_blocks_shift16(hm, 2 - bit), four));
       }
-      for (r = 0; r < mr; ++r) {
-        const int8_t *x = (const int8_t *)(const void *)(xs + r * stride + xq_at) + 256 * b + 128 * h + 32 * j + 16 * half;
-        __m256i p = _mm256_maddubs_epi16(code[0], _mm256_set1_epi32(kiln_uk_load_i32(x)));
-        for (t = 1; t < 4; ++t)
-          p = _mm256_add_epi16(p, _mm256_maddubs_epi16(code[t], _mm256_set1_epi32(kiln_uk_load_i32(x + 4 * t))));
-        is[r] = _mm256_add_epi32(is[r], _mm256_madd_epi16(p, sc));
-      }
+      kiln_uk_sub_block_rows(is, code, sc, xs + xq_at + 256 * b + 128 * h + 32 * j + 16 * half, stride, mr);
     }
     d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp));
     for (r = 0; r < mr; ++r) {
