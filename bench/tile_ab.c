@@ -17,6 +17,7 @@
 #endif
 #include KILN_BENCH_HEADER
 #include "kernels/c99/kiln_uk_matmul_panels.h"
+#include "bench/bench_formats.h"
 
 typedef void tile_run(int, const uint8_t *, float *, const void *, int32_t, int32_t, int32_t, int32_t);
 
@@ -45,32 +46,19 @@ void KILN_TILE_AB_VARIANT(int family, const uint8_t *w, float *y, const void *sc
 #else
 tile_run run_old, run_new;
 
-static int family_of(const char *name) {
-  int f;
-  if (strcmp(name, "q4_0") == 0)
-    return KILN_UK_I4;
-  if (strcmp(name, "q8_0") == 0)
-    return KILN_UK_I8;
-  for (f = 0; f < KILN_UK_FAMILIES; ++f)
-    if (kiln_uk_is_block_family(f) && f != KILN_UK_TQ2_0 && strcmp(name, kiln_uk_family_name(f)) == 0)
-      return f;
-  return -1;
-}
-
 int main(int argc, char **argv) {
   const int family = family_of(argc > 1 ? argv[1] : "q4_0");
   const int32_t n = argc > 2 ? atoi(argv[2]) : 256, k = argc > 3 ? atoi(argv[3]) : 2048;
   const int32_t rows = argc > 4 ? atoi(argv[4]) : 64, mr = argc > 5 ? atoi(argv[5]) : 4;
   const int passes = argc > 6 ? atoi(argv[6]) : 41;
   const int32_t g = family >= 0 && kiln_uk_is_block_family(family) ? kiln_uk_block_elements(family) : 32;
-  const uint16_t h = kiln_f32_to_f16(0.01f);
-  size_t rb, stride, i, at;
+  size_t rb, stride, i;
   uint8_t *src, *w, *scratch;
   float *x, *y0, *y1;
   double *ratio, best[2] = {1e30, 1e30};
   int p;
-  if (family < 0 || n < 1 || k < g || k % g != 0 || rows < 1 || mr < 1 || mr > KILN_UK_MR_MAX ||
-      passes < 1) {
+  if (family < 0 || family == KILN_UK_F16 || n < 1 || k < g || k % g != 0 || rows < 1 || mr < 1 ||
+      mr > KILN_UK_MR_MAX || passes < 1) {
     fprintf(stderr, "usage: %s q4_0|q8_0|<block format> [n] [k] [rows] [mr, 1..%d] [passes]\n", argv[0],
             KILN_UK_MR_MAX);
     return 2;
@@ -88,19 +76,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: out of memory\n", argv[0]);
     return 1;
   }
-  for (i = 0; i < rb * (size_t)n; ++i) /* random codes, every scale 0.01 (no NaN) */
-    src[i] = (uint8_t)rand();
-  if (kiln_uk_is_block_family(family)) {
-    int32_t scales[2], j;
-    kiln_uk_block_scales_at(family, scales);
-    for (at = 0; at < rb * (size_t)n; at += (size_t)kiln_uk_block_bytes(family))
-      for (j = 0; j < 2; ++j)
-        if (scales[j] >= 0)
-          memcpy(src + at + scales[j], &h, sizeof h);
-  } else {
-    for (at = 0; at < rb * (size_t)n; at += rb / (size_t)(k / g))
-      memcpy(src + at, &h, sizeof h);
-  }
+  fill_rows(family, src, n, k, g);
   kiln_uk_pack_panels(family, src, w, n, k, g, KILN_UK_NR);
   for (i = 0; i < (size_t)k * (size_t)rows; ++i)
     x[i] = (float)rand() / (float)RAND_MAX - 0.5f;

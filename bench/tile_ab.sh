@@ -11,9 +11,9 @@ shift
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/old"
-git -C "$root" archive "$rev" kernels runtime/include bench | tar -x -C "$work/old"
+git -C "$root" archive "$rev" kernels runtime/include | tar -x -C "$work/old"
 flags=(-O3 -march=native)
-cc "${flags[@]}" -I"$work/old" -I"$work/old/runtime/include" -DKILN_TILE_AB_VARIANT=run_old \
+cc "${flags[@]}" -I"$work/old" -I"$work/old/runtime/include" -I"$root" -DKILN_TILE_AB_VARIANT=run_old \
   -c "$root/bench/tile_ab.c" -o "$work/old.o"
 cc "${flags[@]}" -I"$root" -I"$root/runtime/include" -DKILN_TILE_AB_VARIANT=run_new \
   -c "$root/bench/tile_ab.c" -o "$work/new.o"
