@@ -448,9 +448,59 @@ static inline __m256i kiln_uk_low2_codes(__m256i v, int32_t j) {
                : _mm256_and_si256(_mm256_srli_epi16(v, 2), _mm256_set1_epi8(0x30));
 }
 
-/* As the AVX-512 panel_row_q2k, 8 output rows, the codes at kiln_uk_code_at
- * (j = 3 shifted down: 16 x its codes, at most 48, so that vpmaddubsw's
- * pairs stay below 32767 where there is no VNNI). */
+#if !KILN_UK_VNNI
+/* Without VNNI, 8 output rows: the 2-bit codes of a sub-block against int8
+ * activations, four vpmaddubsw summed in int16 lanes (16 products of at most
+ * 3 x 127), then one vpmaddwd by the sub-block's scale as an int16 pair,
+ * where the table form multiplied scale x code bytes in three instructions
+ * a step. The same integers. */
+KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *xs, size_t stride,
+                                   int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
+                                   int32_t ldy, int32_t valid) {
+  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256);
+  const size_t sums_at = kiln_uk_act_blocks_sums_at(k, 256);
+  const __m256i three = _mm256_set1_epi8(3), nib = _mm256_set1_epi16(15);
+  __m256 acc[KILN_UK_MR_MAX];
+  int32_t r, b, s, t;
+  for (r = 0; r < mr; ++r)
+    acc[r] = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * 84u * 8u;
+    __m256i is[KILN_UK_MR_MAX], w[4];
+    __m256 d, dmin;
+    for (s = 0; s < 4; ++s)
+      w[s] = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 + 32 * s));
+    for (r = 0; r < mr; ++r)
+      is[r] = _mm256_setzero_si256();
+#pragma GCC unroll 16
+    for (s = 0; s < 16; ++s) {
+      const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2;
+      const __m256i sc = _mm256_and_si256(_mm256_shuffle_epi8(w[s / 4], kiln_uk_lane_byte_twice(s % 4, 0)), nib);
+      __m256i code[4];
+      kiln_uk_prefetch_share(gp, 84 * 8, s, 16, mr);
+      for (t = 0; t < 4; ++t)
+        code[t] = _mm256_and_si256(
+            _mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 20 * 8 + 32 * (8 * h + 4 * half + t))),
+                             _mm_cvtsi32_si128(2 * j)),
+            three);
+      kiln_uk_sub_block_rows(is, code, sc, xs + xq_at + 256 * b + 128 * h + 32 * j + 16 * half, stride, mr);
+    }
+    d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp));
+    dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gp + 16)));
+    for (r = 0; r < mr; ++r) {
+      const float xd = ((const float *)(const void *)(xs + r * stride))[b];
+      const int32_t *x16 = (const int32_t *)(const void *)(xs + r * stride + sums_at) + 16 * b;
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[r]), _mm256_mul_ps(d, _mm256_set1_ps(xd)), acc[r]);
+      acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(kiln_uk_q2k_mins(w, x16)), _mm256_mul_ps(dmin, _mm256_set1_ps(xd)), acc[r]);
+    }
+  }
+  for (r = 0; r < mr; ++r)
+    kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+}
+#else
+/* As the AVX-512 panel_row_q2k, 8 output rows, the codes at kiln_uk_code_at:
+ * decode's one row with VNNI (without it the tile's int16 sums are faster at
+ * one row too). */
 KILN_UK_INLINE void kiln_uk_panel_row_q2k(const uint8_t *panel, const uint8_t *xs, int32_t k,
                                   int32_t b0, int32_t b1, float *y, int32_t valid) {
   const int8_t *q = (const int8_t *)(const void *)(xs + kiln_uk_act_blocks_q_at(k, 256));
@@ -499,60 +549,6 @@ KILN_UK_INLINE void kiln_uk_panel_row_q2k(const uint8_t *panel, const uint8_t *x
   kiln_uk_store_lanes(y, acc, valid);
 }
 
-#if !KILN_UK_VNNI
-/* Without VNNI, 8 output rows: the 2-bit codes of a sub-block against int8
- * activations, four vpmaddubsw summed in int16 lanes (16 products of at most
- * 3 x 127), then one vpmaddwd by the sub-block's scale as an int16 pair,
- * where the table form multiplied scale x code bytes in three instructions
- * a step. The same integers. */
-KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *xs, size_t stride,
-                                   int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
-                                   int32_t ldy, int32_t valid) {
-  const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256);
-  const size_t sums_at = kiln_uk_act_blocks_sums_at(k, 256);
-  const __m256i three = _mm256_set1_epi8(3), nib = _mm256_set1_epi16(15);
-  __m256 acc[KILN_UK_MR_MAX];
-  int32_t r, b, s, t;
-  if (mr == 1) {
-    kiln_uk_panel_row_q2k(panel, xs, k, b0, b1, y, valid);
-    return;
-  }
-  for (r = 0; r < mr; ++r)
-    acc[r] = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
-  for (b = b0; b < b1; ++b) {
-    const uint8_t *gp = panel + (size_t)b * 84u * 8u;
-    __m256i is[KILN_UK_MR_MAX], w[4];
-    __m256 d, dmin;
-    for (s = 0; s < 4; ++s)
-      w[s] = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 + 32 * s));
-    for (r = 0; r < mr; ++r)
-      is[r] = _mm256_setzero_si256();
-#pragma GCC unroll 16
-    for (s = 0; s < 16; ++s) {
-      const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2;
-      const __m256i sc = _mm256_and_si256(_mm256_shuffle_epi8(w[s / 4], kiln_uk_lane_byte_twice(s % 4, 0)), nib);
-      __m256i code[4];
-      kiln_uk_prefetch_share(gp, 84 * 8, s, 16, mr);
-      for (t = 0; t < 4; ++t)
-        code[t] = _mm256_and_si256(
-            _mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 20 * 8 + 32 * (8 * h + 4 * half + t))),
-                             _mm_cvtsi32_si128(2 * j)),
-            three);
-      kiln_uk_sub_block_rows(is, code, sc, xs + xq_at + 256 * b + 128 * h + 32 * j + 16 * half, stride, mr);
-    }
-    d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp));
-    dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gp + 16)));
-    for (r = 0; r < mr; ++r) {
-      const float xd = ((const float *)(const void *)(xs + r * stride))[b];
-      const int32_t *x16 = (const int32_t *)(const void *)(xs + r * stride + sums_at) + 16 * b;
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[r]), _mm256_mul_ps(d, _mm256_set1_ps(xd)), acc[r]);
-      acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(kiln_uk_q2k_mins(w, x16)), _mm256_mul_ps(dmin, _mm256_set1_ps(xd)), acc[r]);
-    }
-  }
-  for (r = 0; r < mr; ++r)
-    kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
-}
-#else
 /* As the AVX-512 panel_tile_q2k, 8 output rows. */
 KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *xs, size_t stride,
                                    int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
@@ -605,56 +601,6 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *
 #endif
 #define KILN_UK_HAS_PANEL_Q2K 1
 
-/* As the AVX-512 panel_row_q3k, 8 output rows (codes at
- * kiln_uk_code_at, at most 7 x 16, so vpmaddubsw's pairs stay below
- * 32767 where there is no VNNI). */
-KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *xs, int32_t k,
-                                  int32_t b0, int32_t b1, float *y, int32_t valid) {
-  const int8_t *q = (const int8_t *)(const void *)(xs + kiln_uk_act_blocks_q_at(k, 256));
-  const int32_t *x16 = (const int32_t *)(const void *)(xs + kiln_uk_act_blocks_sums_at(k, 256));
-  const float *xd = (const float *)(const void *)xs;
-  __m256 acc = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y, valid);
-  int32_t b, h, half, t, j, c;
-  for (b = b0; b < b1; ++b) {
-    const uint8_t *gp = panel + (size_t)b * 110u * 8u;
-    __m256i sc[16], is[2];
-    for (c = 0; c < 110 * 8; c += 64)
-      KILN_UK_PREFETCH_ROW(gp + c);
-    kiln_uk_q3k_scales(gp, sc);
-    is[0] = is[1] = _mm256_setzero_si256();
-#pragma GCC unroll 2
-    for (h = 0; h < 2; ++h)
-#pragma GCC unroll 2
-      for (half = 0; half < 2; ++half) {
-        __m256i part[4];
-        for (j = 0; j < 4; ++j)
-          part[j] = _mm256_setzero_si256();
-        for (t = 0; t < 4; ++t) {
-          const __m256i v =
-              _mm256_loadu_si256((const __m256i *)(const void *)(gp + 46 * 8 + 32 * (8 * h + 4 * half + t)));
-          const __m256i hm = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 14 * 8 + 32 * (4 * half + t)));
-          for (j = 0; j < 4; ++j) {
-            const int32_t at = kiln_uk_code_at(j);
-            const __m256i code = _mm256_or_si256(
-                kiln_uk_low2_codes(v, j), _mm256_and_si256(kiln_uk_blocks_shift16(hm, at + 2 - 4 * h - j), _mm256_set1_epi8((char)(4 << at))));
-            part[j] = kiln_uk_dot_u8s8(
-                part[j], code, _mm256_set1_epi32(kiln_uk_load_i32(q + 256 * b + 128 * h + 32 * j + 16 * half + 4 * t)));
-          }
-        }
-        for (j = 0; j < 4; ++j) { /* less the codes' offset, back down, at most 8192: an int16 */
-          const int32_t sb = 8 * h + 2 * j + half, at = kiln_uk_code_at(j);
-          const __m256i exact = _mm256_sub_epi32(part[j], _mm256_set1_epi32((4 << at) * x16[16 * b + sb]));
-          is[half] = kiln_uk_blocks_madd_acc(is[half], _mm256_srai_epi32(exact, at), sc[sb]);
-        }
-      }
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(is[0], is[1])),
-                          _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp)),
-                                        _mm256_set1_ps(xd[b])),
-                          acc);
-  }
-  kiln_uk_store_lanes(y, acc, valid);
-}
-
 #if !KILN_UK_VNNI
 /* Without VNNI, 8 output rows, as panel_tile_q2k: the 3-bit codes (the code
  * plus 4) in int16 lanes over a sub-block, one vpmaddwd by its scale as an
@@ -669,10 +615,6 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *
   const __m256i low = _mm256_set1_epi8(15), high = _mm256_set1_epi8(0x30);
   __m256 acc[KILN_UK_MR_MAX];
   int32_t r, b, s, t, q;
-  if (mr == 1) {
-    kiln_uk_panel_row_q3k(panel, xs, k, b0, b1, y, valid);
-    return;
-  }
   for (r = 0; r < mr; ++r)
     acc[r] = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
   for (b = b0; b < b1; ++b) {
@@ -727,6 +669,55 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *
     kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
 }
 #else
+/* As the AVX-512 panel_row_q3k, 8 output rows, the codes at kiln_uk_code_at:
+ * decode's one row with VNNI, as panel_row_q2k. */
+KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *xs, int32_t k,
+                                  int32_t b0, int32_t b1, float *y, int32_t valid) {
+  const int8_t *q = (const int8_t *)(const void *)(xs + kiln_uk_act_blocks_q_at(k, 256));
+  const int32_t *x16 = (const int32_t *)(const void *)(xs + kiln_uk_act_blocks_sums_at(k, 256));
+  const float *xd = (const float *)(const void *)xs;
+  __m256 acc = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y, valid);
+  int32_t b, h, half, t, j, c;
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * 110u * 8u;
+    __m256i sc[16], is[2];
+    for (c = 0; c < 110 * 8; c += 64)
+      KILN_UK_PREFETCH_ROW(gp + c);
+    kiln_uk_q3k_scales(gp, sc);
+    is[0] = is[1] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+    for (h = 0; h < 2; ++h)
+#pragma GCC unroll 2
+      for (half = 0; half < 2; ++half) {
+        __m256i part[4];
+        for (j = 0; j < 4; ++j)
+          part[j] = _mm256_setzero_si256();
+        for (t = 0; t < 4; ++t) {
+          const __m256i v =
+              _mm256_loadu_si256((const __m256i *)(const void *)(gp + 46 * 8 + 32 * (8 * h + 4 * half + t)));
+          const __m256i hm = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 14 * 8 + 32 * (4 * half + t)));
+          for (j = 0; j < 4; ++j) {
+            const int32_t at = kiln_uk_code_at(j);
+            const __m256i code = _mm256_or_si256(
+                kiln_uk_low2_codes(v, j), _mm256_and_si256(kiln_uk_blocks_shift16(hm, at + 2 - 4 * h - j), _mm256_set1_epi8((char)(4 << at))));
+            part[j] = kiln_uk_dot_u8s8(
+                part[j], code, _mm256_set1_epi32(kiln_uk_load_i32(q + 256 * b + 128 * h + 32 * j + 16 * half + 4 * t)));
+          }
+        }
+        for (j = 0; j < 4; ++j) { /* less the codes' offset, back down, at most 8192: an int16 */
+          const int32_t sb = 8 * h + 2 * j + half, at = kiln_uk_code_at(j);
+          const __m256i exact = _mm256_sub_epi32(part[j], _mm256_set1_epi32((4 << at) * x16[16 * b + sb]));
+          is[half] = kiln_uk_blocks_madd_acc(is[half], _mm256_srai_epi32(exact, at), sc[sb]);
+        }
+      }
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(is[0], is[1])),
+                          _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp)),
+                                        _mm256_set1_ps(xd[b])),
+                          acc);
+  }
+  kiln_uk_store_lanes(y, acc, valid);
+}
+
 /* As the AVX-512 panel_tile_q3k, 8 output rows. */
 KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *xs, size_t stride,
                                    int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
