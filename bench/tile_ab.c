@@ -51,6 +51,7 @@ int main(int argc, char **argv) {
   const int32_t n = argc > 2 ? atoi(argv[2]) : 256, k = argc > 3 ? atoi(argv[3]) : 2048;
   const int32_t rows = argc > 4 ? atoi(argv[4]) : 64, mr = argc > 5 ? atoi(argv[5]) : 4;
   const int passes = argc > 6 ? atoi(argv[6]) : 41;
+  const int32_t mr_new = argc > 7 ? atoi(argv[7]) : mr; /* another tile height for the new build */
   const int32_t g = family >= 0 && kiln_uk_is_block_family(family) ? kiln_uk_block_elements(family) : 32;
   size_t rb, stride, i;
   uint8_t *src, *w, *scratch;
@@ -58,9 +59,9 @@ int main(int argc, char **argv) {
   double *ratio, best[2] = {1e30, 1e30};
   int p;
   if (family < 0 || family == KILN_UK_F16 || n < 1 || k < g || k % g != 0 || rows < 1 || mr < 1 ||
-      mr > KILN_UK_MR_MAX || passes < 1) {
-    fprintf(stderr, "usage: %s q4_0|q8_0|<block format> [n] [k] [rows] [mr, 1..%d] [passes]\n", argv[0],
-            KILN_UK_MR_MAX);
+      mr > KILN_UK_MR_MAX || passes < 1 || mr_new < 1 || mr_new > KILN_UK_MR_MAX) {
+    fprintf(stderr, "usage: %s q4_0|q8_0|<block format> [n] [k] [rows] [mr, 1..%d] [passes] [new mr]\n",
+            argv[0], KILN_UK_MR_MAX);
     return 2;
   }
   rb = kiln_uk_row_bytes(family, k, g);
@@ -89,9 +90,9 @@ int main(int argc, char **argv) {
     double t[3], spent[2];
     int first = p % 2;
     t[0] = now();
-    (first ? run_new : run_old)(family, w, first ? y1 : y0, scratch, rows, n, k, mr);
+    (first ? run_new : run_old)(family, w, first ? y1 : y0, scratch, rows, n, k, first ? mr_new : mr);
     t[1] = now();
-    (first ? run_old : run_new)(family, w, first ? y0 : y1, scratch, rows, n, k, mr);
+    (first ? run_old : run_new)(family, w, first ? y0 : y1, scratch, rows, n, k, first ? mr : mr_new);
     t[2] = now();
     spent[first] = t[1] - t[0];
     spent[!first] = t[2] - t[1];
@@ -100,9 +101,9 @@ int main(int argc, char **argv) {
     best[1] = spent[1] < best[1] ? spent[1] : best[1];
   }
   qsort(ratio, (size_t)passes, sizeof(double), by_value);
-  printf("%s %d x %d, %d rows, mr %d: new / old time %.3f (median of %d pairs); best old %.1f, new %.1f "
+  printf("%s %d x %d, %d rows, mr %d (new %d): new / old time %.3f (median of %d pairs); best old %.1f, new %.1f "
          "GMAC/s; %s\n",
-         argv[1], (int)n, (int)k, (int)rows, (int)mr, ratio[passes / 2], passes,
+         argv[1], (int)n, (int)k, (int)rows, (int)mr, (int)mr_new, ratio[passes / 2], passes,
          1e-9 * n * k * rows / best[0], 1e-9 * n * k * rows / best[1],
          memcmp(y0, y1, sizeof(float) * (size_t)n * (size_t)rows) ? "DIFFERENT outputs" : "the same bits");
   return 0;

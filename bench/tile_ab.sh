@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds bench/tile_ab.c against the kernels of git revision REV (old) and of
 # the work tree (new), then runs it with the remaining arguments:
-#   bash bench/tile_ab.sh REV q6_k [n=256] [k=2048] [rows=64] [mr=4] [passes=41]
+#   bash bench/tile_ab.sh REV q6_k [n=256] [k=2048] [rows=64] [mr=4] [passes=41] [new mr=mr]
+# (REV = HEAD with a new mr: the tile heights of the same kernels against each other)
 # KILN_TILE_AB_CALLGRIND=1 prints each build's instruction count instead
 # (valgrind's callgrind: the same count whatever else the machine is doing).
 set -euo pipefail
