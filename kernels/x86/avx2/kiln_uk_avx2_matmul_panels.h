@@ -423,20 +423,26 @@ static inline __m256i kiln_uk_q2k_rows(void) {
                            0x0404040400000000LL);
 }
 
-/* q3_k's 16 scales of super-block gp in every lane, signed 6 bits in the low
- * half of each and 0 in the high half: vpmaddwd's (vpdpwssd's) other operand. */
-static inline void kiln_uk_q3k_scales(const uint8_t *gp, __m256i *sc) {
+/* q3_k's scale bytes of super-block gp: byte i of a lane of bytes[g] is
+ * scale 4g + i plus 32, as the AVX-512 scale bytes. */
+static inline void kiln_uk_q3k_scale_bytes(const uint8_t *gp, __m256i *bytes) {
   const __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 16)),
                 w1 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 48)),
                 w2 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 80));
   const __m256i low = _mm256_set1_epi8(15), high = _mm256_set1_epi8(0x30);
-  __m256i bytes[4]; /* byte i of a lane of bytes[g]: scale 4g + i plus 32, as the AVX-512 scale bytes */
-  int32_t s;
   bytes[0] = _mm256_or_si256(_mm256_and_si256(w0, low), _mm256_and_si256(_mm256_slli_epi16(w2, 4), high));
   bytes[1] = _mm256_or_si256(_mm256_and_si256(w1, low), _mm256_and_si256(_mm256_slli_epi16(w2, 2), high));
   bytes[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(w0, 4), low), _mm256_and_si256(w2, high));
   bytes[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(w1, 4), low),
                              _mm256_and_si256(_mm256_srli_epi16(w2, 2), high));
+}
+
+/* q3_k's 16 scales of super-block gp in every lane, signed 6 bits in the low
+ * half of each and 0 in the high half: vpmaddwd's (vpdpwssd's) other operand. */
+static inline void kiln_uk_q3k_scales(const uint8_t *gp, __m256i *sc) {
+  __m256i bytes[4];
+  int32_t s;
+  kiln_uk_q3k_scale_bytes(gp, bytes);
   for (s = 0; s < 16; ++s)
     sc[s] = _mm256_sub_epi16(_mm256_shuffle_epi8(bytes[s / 4], _mm256_broadcastsi128_si256(kiln_uk_lane_byte128(s % 4))),
                              _mm256_set1_epi32(32));
@@ -612,25 +618,16 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *
   const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256);
   const size_t sums_at = kiln_uk_act_blocks_sums_at(k, 256);
   const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4), bias = _mm256_set1_epi16(32);
-  const __m256i low = _mm256_set1_epi8(15), high = _mm256_set1_epi8(0x30);
   __m256 acc[KILN_UK_MR_MAX];
   int32_t r, b, s, t, q;
   for (r = 0; r < mr; ++r)
     acc[r] = b0 == 0 ? _mm256_setzero_ps() : kiln_uk_load_lanes(y + (size_t)r * (size_t)ldy, valid);
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * 110u * 8u;
-    const __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 16)),
-                  w1 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 48)),
-                  w2 = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 80));
     __m256i is[KILN_UK_MR_MAX], bytes[4];
     int32_t pairs[KILN_UK_MR_MAX][8];
     __m256 d;
-    /* byte i of a lane of bytes[q]: scale 4q + i plus 32, as kiln_uk_q3k_scales */
-    bytes[0] = _mm256_or_si256(_mm256_and_si256(w0, low), _mm256_and_si256(_mm256_slli_epi16(w2, 4), high));
-    bytes[1] = _mm256_or_si256(_mm256_and_si256(w1, low), _mm256_and_si256(_mm256_slli_epi16(w2, 2), high));
-    bytes[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(w0, 4), low), _mm256_and_si256(w2, high));
-    bytes[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(w1, 4), low),
-                               _mm256_and_si256(_mm256_srli_epi16(w2, 2), high));
+    kiln_uk_q3k_scale_bytes(gp, bytes);
     for (r = 0; r < mr; ++r) {
       kiln_uk_sum_pairs((const int32_t *)(const void *)(xs + r * stride + sums_at) + 16 * b, pairs[r]);
       is[r] = _mm256_setzero_si256();
