@@ -11,5 +11,6 @@
 #include "kernels/x86/avx2/kiln_uk_avx2_matmul_blocks.h"
 #include "kernels/x86/avx2/kiln_uk_avx2_matmul_panels.h"
 #include "kernels/x86/avx2/kiln_uk_avx2_attention.h"
+#include "kernels/x86/avx2/kiln_uk_avx2_graph.h"
 
 #endif /* KILN_UK_AVX2_H */
