@@ -1522,13 +1522,15 @@ int main(void) {
   test_norm_quantize(64, 32);
   test_norm_quantize(512, 64);
   {
-    static const int32_t keys[] = {1, 5, 16, 17, 32, 33, 48, 49, 97, 100};
+    /* every count of valid lanes in a tile's last vector, for vectors of 4 and 8 */
+    static const int32_t keys[] = {1, 2, 3, 5, 6, 7, 14, 15, 16, 17, 23, 31, 32, 33, 48, 49, 97, 100};
     size_t a;
     for (a = 0; a < sizeof keys / sizeof keys[0]; ++a) {
       test_attend_bidirectional(2, 9, keys[a], 8, 8, 0);
       test_attend_bidirectional(2, 12, keys[a], 40, 40, 12);
       test_attend_bidirectional(2, 7, keys[a], 32, 33, 1);
       test_attend_bidirectional(1, 1, keys[a], 16, 17, 1);
+      test_attend_bidirectional(1, 5, keys[a], 16, 22, 0);
     }
   }
 #ifdef KILN_UK_NR

@@ -11,5 +11,6 @@
 #include "kernels/arm/neon/kiln_uk_neon_matmul_blocks.h"
 #include "kernels/arm/neon/kiln_uk_neon_matmul_panels.h"
 #include "kernels/arm/neon/kiln_uk_neon_attention.h"
+#include "kernels/arm/neon/kiln_uk_neon_graph.h"
 
 #endif /* KILN_UK_NEON_H */
