@@ -11,5 +11,6 @@
 #include "kernels/riscv/rvv/kiln_uk_rvv_matmul_blocks.h"
 #include "kernels/riscv/rvv/kiln_uk_rvv_matmul_panels.h"
 #include "kernels/riscv/rvv/kiln_uk_rvv_attention.h"
+#include "kernels/riscv/rvv/kiln_uk_rvv_graph.h"
 
 #endif /* KILN_UK_RVV_H */
