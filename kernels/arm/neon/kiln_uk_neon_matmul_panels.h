@@ -420,6 +420,64 @@ KILN_UK_INLINE void kiln_uk_panel_tile_float(int family, const uint8_t *panel, c
     kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
 }
 
+/* Up to four rows of panel_tile3_float: twelve sums, every index a constant
+ * so that they stay in registers (eight rows would need 24 sums, three
+ * weights and eight scalars: more than the 32 registers). */
+KILN_UK_INLINE void kiln_uk_panel_quad3_float(int family, const uint8_t *panel, size_t panel_bytes,
+                                              const float *x, int32_t rows, int32_t k, int32_t j0,
+                                              int32_t j1, float *y, int32_t ldy) {
+  const size_t es = family == KILN_UK_F32 ? 16u : 8u;
+  float32x4_t a0[4], a1[4], a2[4];
+  int32_t r, j;
+#pragma GCC unroll 4
+  for (r = 0; r < 4; ++r) {
+    const float *yr = y + (size_t)(r < rows ? r : 0) * (size_t)ldy;
+    a0[r] = j0 == 0 || r >= rows ? vdupq_n_f32(0.0f) : vld1q_f32(yr);
+    a1[r] = j0 == 0 || r >= rows ? vdupq_n_f32(0.0f) : vld1q_f32(yr + 4);
+    a2[r] = j0 == 0 || r >= rows ? vdupq_n_f32(0.0f) : vld1q_f32(yr + 8);
+  }
+  for (j = j0; j < j1; ++j) {
+    const uint8_t *c = panel + es * j;
+    const float32x4_t w0 = kiln_uk_panel_load_f(family, c),
+                      w1 = kiln_uk_panel_load_f(family, c + panel_bytes),
+                      w2 = kiln_uk_panel_load_f(family, c + 2 * panel_bytes);
+#pragma GCC unroll 4
+    for (r = 0; r < 4; ++r) {
+      float xv;
+      if (r >= rows)
+        break;
+      xv = x[(size_t)r * (size_t)k + j];
+      a0[r] = vfmaq_n_f32(a0[r], w0, xv);
+      a1[r] = vfmaq_n_f32(a1[r], w1, xv);
+      a2[r] = vfmaq_n_f32(a2[r], w2, xv);
+    }
+  }
+#pragma GCC unroll 4
+  for (r = 0; r < 4; ++r) {
+    float *yr = y + (size_t)r * (size_t)ldy;
+    if (r >= rows)
+      break;
+    vst1q_f32(yr, a0[r]);
+    vst1q_f32(yr + 4, a1[r]);
+    vst1q_f32(yr + 8, a2[r]);
+  }
+}
+
+/* As panel_tile_float over three whole panels side by side, the panels
+ * panel_bytes apart, four rows at a time as the x86 tiles take them: three
+ * weight loads and four scalars per 12 FMAs, where the one-panel tile loads
+ * a weight vector and a scalar per FMA. Each lane sums in column order as
+ * the one-panel tile does, so a column's outputs do not depend on its tile. */
+KILN_UK_INLINE void kiln_uk_panel_tile3_float(int family, const uint8_t *panel, size_t panel_bytes,
+                                              const float *x, int32_t mr, int32_t k, int32_t j0,
+                                              int32_t j1, float *y, int32_t ldy) {
+  int32_t h;
+  for (h = 0; h < mr; h += 4)
+    kiln_uk_panel_quad3_float(family, panel, panel_bytes, x + (size_t)h * (size_t)k,
+                              mr - h < 4 ? mr - h : 4, k, j0, j1, y + (size_t)h * (size_t)ldy, ldy);
+}
+#define KILN_UK_HAS_PANEL_TILE3_FLOAT 1
+
 /* One activation row against four whole panels: four FMA chains. */
 KILN_UK_INLINE void kiln_uk_panel_row4_float(int family, const uint8_t *panel, size_t panel_bytes,
                                      const float *x, int32_t k, float *y) {
