@@ -325,7 +325,19 @@ static inline void kiln_uk_batch_matmul(const float *a, const float *c, float *y
 #define KILN_UK_ATTEND_COLS 16
 #endif
 
-#ifndef KILN_UK_HAS_ATTEND_TILES
+#if defined(KILN_UK_HAS_ATTEND_QUADS)
+/* The ISA's tile of four rows (kiln_uk_attend_quad_tile, the same contract
+ * for at most four rows) over the block's rows: four rows of sums fit the
+ * registers of AVX2, NEON and RVV where eight do not. */
+static inline void kiln_uk_attend_tile(const float *a, int64_t lda, const float *b, int64_t ldb,
+                                       int64_t k, int64_t col, int64_t n, int64_t rows, float *out,
+                                       int64_t ldo, float scale) {
+  int64_t h;
+  for (h = 0; h < rows; h += 4)
+    kiln_uk_attend_quad_tile(a + h * lda, lda, b, ldb, k, col, n, rows - h < 4 ? rows - h : 4,
+                             out + h * ldo, ldo, scale);
+}
+#elif !defined(KILN_UK_HAS_ATTEND_TILES)
 /* out[r][col..col+n) = scale * sum_k a[r][k] b[k][col..col+n) for `rows`
  * rows of a (its rows lda apart, b's ldb, out's ldo): a block of queries'
  * scores (a = q, b = kt) or their weighted values (a = p, b = v). */

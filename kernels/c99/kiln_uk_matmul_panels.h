@@ -13,7 +13,9 @@
  * and may define kiln_uk_panel_row_int(family, panel, xs, k, g, y), one quantized row
  * against one whole int8/int4 panel (decode), with KILN_UK_HAS_PANEL_ROW_INT, and
  * kiln_uk_panel_tile3_float(family, panel, panel_bytes, x, mr, k, j0, j1, y, ldy), mr
- * float rows against three whole panels, with KILN_UK_HAS_PANEL_TILE3_FLOAT;
+ * float rows against three whole panels, with KILN_UK_HAS_PANEL_TILE3_FLOAT, or the
+ * same for at most four rows, kiln_uk_panel_quad3_float with KILN_UK_HAS_PANEL_QUAD3_FLOAT
+ * (this header then takes mr rows in quads);
  * where a tile adds to the `valid` first outputs of y unless it starts the K
  * range, so the K block never changes the order of the additions. */
 #ifndef KILN_UK_MATMUL_PANELS_H
@@ -124,6 +126,24 @@ KILN_UK_INLINE void kiln_uk_matmul_panel_int(int family, const uint8_t *w, float
     }
   }
 }
+
+#ifdef KILN_UK_HAS_PANEL_QUAD3_FLOAT
+/* Float rows against three whole panels side by side (the panels
+ * panel_bytes apart), four rows at a time by the ISA's
+ * kiln_uk_panel_quad3_float: three weight loads and four broadcasts per 12
+ * vector FMAs, where a one-panel tile loads a weight vector per mr FMAs and a
+ * broadcast per FMA. Each lane sums in column order as the one-panel tile
+ * does, so a column's outputs do not depend on its tile. */
+KILN_UK_INLINE void kiln_uk_panel_tile3_float(int family, const uint8_t *panel, size_t panel_bytes,
+                                              const float *x, int32_t mr, int32_t k, int32_t j0,
+                                              int32_t j1, float *y, int32_t ldy) {
+  int32_t h;
+  for (h = 0; h < mr; h += 4)
+    kiln_uk_panel_quad3_float(family, panel, panel_bytes, x + (size_t)h * (size_t)k,
+                              mr - h < 4 ? mr - h : 4, k, j0, j1, y + (size_t)h * (size_t)ldy, ldy);
+}
+#define KILN_UK_HAS_PANEL_TILE3_FLOAT 1
+#endif
 
 /* Columns [p0 * NR, p1 * NR) of y (rows x n) = x (rows x k) times the
  * transpose of f32/f16 panels p0..p1-1, in register tiles of mr_max rows and K

@@ -9,7 +9,7 @@
 
 #include "kernels/arm/neon/kiln_uk_neon_base.h"
 
-#define KILN_UK_HAS_ATTEND_TILES 1
+#define KILN_UK_HAS_ATTEND_QUADS 1
 #define KILN_UK_ATTEND_COLS 16
 
 /* The first `valid` (1 to 4) floats at p, lane by lane: the ragged vector
@@ -75,27 +75,21 @@ KILN_UK_INLINE void kiln_uk_attend_quad(const float *a, int64_t lda, const float
   }
 }
 
-static inline void kiln_uk_attend_tile(const float *a, int64_t lda, const float *b, int64_t ldb,
-                                       int64_t k, int64_t col, int64_t n, int64_t rows, float *out,
-                                       int64_t ldo, float scale) {
+/* Four rows (kiln_uk_graph.h takes the block's rows in quads). */
+static inline void kiln_uk_attend_quad_tile(const float *a, int64_t lda, const float *b,
+                                            int64_t ldb, int64_t k, int64_t col, int64_t n,
+                                            int64_t rows, float *out, int64_t ldo, float scale) {
   const int blocks = (int)((n + 3) / 4);
-  const int ragged = n % 4 != 0;
-  int64_t h;
-  for (h = 0; h < rows; h += 4) {
-    const float *ah = a + h * lda;
-    float *oh = out + h * ldo;
-    const int64_t quad = rows - h < 4 ? rows - h : 4;
-    if (blocks == 4 && !ragged)
-      kiln_uk_attend_quad(ah, lda, b, ldb, k, col, n, quad, oh, ldo, scale, 4, 0);
-    else if (blocks == 4)
-      kiln_uk_attend_quad(ah, lda, b, ldb, k, col, n, quad, oh, ldo, scale, 4, 1);
-    else if (blocks == 3)
-      kiln_uk_attend_quad(ah, lda, b, ldb, k, col, n, quad, oh, ldo, scale, 3, 1);
-    else if (blocks == 2)
-      kiln_uk_attend_quad(ah, lda, b, ldb, k, col, n, quad, oh, ldo, scale, 2, 1);
-    else
-      kiln_uk_attend_quad(ah, lda, b, ldb, k, col, n, quad, oh, ldo, scale, 1, 1);
-  }
+  if (n == 16)
+    kiln_uk_attend_quad(a, lda, b, ldb, k, col, n, rows, out, ldo, scale, 4, 0);
+  else if (blocks == 4)
+    kiln_uk_attend_quad(a, lda, b, ldb, k, col, n, rows, out, ldo, scale, 4, 1);
+  else if (blocks == 3)
+    kiln_uk_attend_quad(a, lda, b, ldb, k, col, n, rows, out, ldo, scale, 3, 1);
+  else if (blocks == 2)
+    kiln_uk_attend_quad(a, lda, b, ldb, k, col, n, rows, out, ldo, scale, 2, 1);
+  else
+    kiln_uk_attend_quad(a, lda, b, ldb, k, col, n, rows, out, ldo, scale, 1, 1);
 }
 
 #endif /* KILN_UK_NEON_GRAPH_H */

@@ -463,20 +463,7 @@ KILN_UK_INLINE void kiln_uk_panel_quad3_float(int family, const uint8_t *panel, 
   }
 }
 
-/* As panel_tile_float over three whole panels side by side, the panels
- * panel_bytes apart, four rows at a time as the x86 tiles take them: three
- * weight loads and four scalars per 12 FMAs, where the one-panel tile loads
- * a weight vector and a scalar per FMA. Each lane sums in column order as
- * the one-panel tile does, so a column's outputs do not depend on its tile. */
-KILN_UK_INLINE void kiln_uk_panel_tile3_float(int family, const uint8_t *panel, size_t panel_bytes,
-                                              const float *x, int32_t mr, int32_t k, int32_t j0,
-                                              int32_t j1, float *y, int32_t ldy) {
-  int32_t h;
-  for (h = 0; h < mr; h += 4)
-    kiln_uk_panel_quad3_float(family, panel, panel_bytes, x + (size_t)h * (size_t)k,
-                              mr - h < 4 ? mr - h : 4, k, j0, j1, y + (size_t)h * (size_t)ldy, ldy);
-}
-#define KILN_UK_HAS_PANEL_TILE3_FLOAT 1
+#define KILN_UK_HAS_PANEL_QUAD3_FLOAT 1
 
 /* One activation row against four whole panels: four FMA chains. */
 KILN_UK_INLINE void kiln_uk_panel_row4_float(int family, const uint8_t *panel, size_t panel_bytes,

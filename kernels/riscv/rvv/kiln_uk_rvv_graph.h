@@ -9,38 +9,37 @@
 
 #include "kernels/riscv/rvv/kiln_uk_rvv_base.h"
 
-#define KILN_UK_HAS_ATTEND_TILES 1
+#define KILN_UK_HAS_ATTEND_QUADS 1
 
-/* As the portable tile: each lane sums over k in order. Four named sums,
- * as RVV's vector types cannot be kept in an array; a quad with fewer rows
- * repeats its last row in the unused sums, which are not stored. */
-static inline void kiln_uk_attend_tile(const float *a, int64_t lda, const float *b, int64_t ldb,
-                                       int64_t k, int64_t col, int64_t n, int64_t rows, float *out,
-                                       int64_t ldo, float scale) {
+/* Four rows (kiln_uk_graph.h takes the block's rows in quads), as the
+ * portable tile: each lane sums over k in order. Four named sums, as RVV's
+ * vector types cannot be kept in an array; with fewer rows the last one is
+ * repeated in the unused sums, which are not stored. */
+static inline void kiln_uk_attend_quad_tile(const float *a, int64_t lda, const float *b,
+                                            int64_t ldb, int64_t k, int64_t col, int64_t n,
+                                            int64_t rows, float *out, int64_t ldo, float scale) {
   const size_t vl = __riscv_vsetvl_e32m4((size_t)n);
-  int64_t h, l;
-  for (h = 0; h < rows; h += 4) {
-    const float *a0 = a + h * lda;
-    const float *a1 = h + 1 < rows ? a0 + lda : a0;
-    const float *a2 = h + 2 < rows ? a1 + lda : a1;
-    const float *a3 = h + 3 < rows ? a2 + lda : a2;
-    float *o = out + h * ldo + col;
-    vfloat32m4_t s0 = __riscv_vfmv_v_f_f32m4(0.0f, vl), s1 = s0, s2 = s0, s3 = s0;
-    for (l = 0; l < k; ++l) {
-      const vfloat32m4_t x = __riscv_vle32_v_f32m4(b + l * ldb + col, vl);
-      s0 = __riscv_vfmacc_vf_f32m4(s0, a0[l], x, vl);
-      s1 = __riscv_vfmacc_vf_f32m4(s1, a1[l], x, vl);
-      s2 = __riscv_vfmacc_vf_f32m4(s2, a2[l], x, vl);
-      s3 = __riscv_vfmacc_vf_f32m4(s3, a3[l], x, vl);
-    }
-    __riscv_vse32_v_f32m4(o, __riscv_vfmul_vf_f32m4(s0, scale, vl), vl);
-    if (h + 1 < rows)
-      __riscv_vse32_v_f32m4(o + ldo, __riscv_vfmul_vf_f32m4(s1, scale, vl), vl);
-    if (h + 2 < rows)
-      __riscv_vse32_v_f32m4(o + 2 * ldo, __riscv_vfmul_vf_f32m4(s2, scale, vl), vl);
-    if (h + 3 < rows)
-      __riscv_vse32_v_f32m4(o + 3 * ldo, __riscv_vfmul_vf_f32m4(s3, scale, vl), vl);
+  const float *a0 = a;
+  const float *a1 = rows > 1 ? a0 + lda : a0;
+  const float *a2 = rows > 2 ? a1 + lda : a1;
+  const float *a3 = rows > 3 ? a2 + lda : a2;
+  float *o = out + col;
+  vfloat32m4_t s0 = __riscv_vfmv_v_f_f32m4(0.0f, vl), s1 = s0, s2 = s0, s3 = s0;
+  int64_t l;
+  for (l = 0; l < k; ++l) {
+    const vfloat32m4_t x = __riscv_vle32_v_f32m4(b + l * ldb + col, vl);
+    s0 = __riscv_vfmacc_vf_f32m4(s0, a0[l], x, vl);
+    s1 = __riscv_vfmacc_vf_f32m4(s1, a1[l], x, vl);
+    s2 = __riscv_vfmacc_vf_f32m4(s2, a2[l], x, vl);
+    s3 = __riscv_vfmacc_vf_f32m4(s3, a3[l], x, vl);
   }
+  __riscv_vse32_v_f32m4(o, __riscv_vfmul_vf_f32m4(s0, scale, vl), vl);
+  if (rows > 1)
+    __riscv_vse32_v_f32m4(o + ldo, __riscv_vfmul_vf_f32m4(s1, scale, vl), vl);
+  if (rows > 2)
+    __riscv_vse32_v_f32m4(o + 2 * ldo, __riscv_vfmul_vf_f32m4(s2, scale, vl), vl);
+  if (rows > 3)
+    __riscv_vse32_v_f32m4(o + 3 * ldo, __riscv_vfmul_vf_f32m4(s3, scale, vl), vl);
 }
 
 #endif /* KILN_UK_RVV_GRAPH_H */

@@ -9,7 +9,7 @@
 
 #include "kernels/x86/avx2/kiln_uk_avx2_base.h"
 
-#define KILN_UK_HAS_ATTEND_TILES 1
+#define KILN_UK_HAS_ATTEND_QUADS 1
 #define KILN_UK_ATTEND_COLS 24
 
 /* Lanes below n (clamped to 0..8) all ones: maskload's mask. */
@@ -78,24 +78,19 @@ KILN_UK_INLINE void kiln_uk_attend_quad(const float *a, int64_t lda, const float
   }
 }
 
-static inline void kiln_uk_attend_tile(const float *a, int64_t lda, const float *b, int64_t ldb,
-                                       int64_t k, int64_t col, int64_t n, int64_t rows, float *out,
-                                       int64_t ldo, float scale) {
+/* Four rows (kiln_uk_graph.h takes the block's rows in quads). */
+static inline void kiln_uk_attend_quad_tile(const float *a, int64_t lda, const float *b,
+                                            int64_t ldb, int64_t k, int64_t col, int64_t n,
+                                            int64_t rows, float *out, int64_t ldo, float scale) {
   const int blocks = (int)((n + 7) / 8);
-  int64_t h;
-  for (h = 0; h < rows; h += 4) {
-    const float *ah = a + h * lda;
-    float *oh = out + h * ldo;
-    const int64_t quad = rows - h < 4 ? rows - h : 4;
-    if (n == 24)
-      kiln_uk_attend_quad(ah, lda, b, ldb, k, col, n, quad, oh, ldo, scale, 3, 0);
-    else if (blocks == 3)
-      kiln_uk_attend_quad(ah, lda, b, ldb, k, col, n, quad, oh, ldo, scale, 3, 1);
-    else if (blocks == 2)
-      kiln_uk_attend_quad(ah, lda, b, ldb, k, col, n, quad, oh, ldo, scale, 2, 1);
-    else
-      kiln_uk_attend_quad(ah, lda, b, ldb, k, col, n, quad, oh, ldo, scale, 1, 1);
-  }
+  if (n == 24)
+    kiln_uk_attend_quad(a, lda, b, ldb, k, col, n, rows, out, ldo, scale, 3, 0);
+  else if (blocks == 3)
+    kiln_uk_attend_quad(a, lda, b, ldb, k, col, n, rows, out, ldo, scale, 3, 1);
+  else if (blocks == 2)
+    kiln_uk_attend_quad(a, lda, b, ldb, k, col, n, rows, out, ldo, scale, 2, 1);
+  else
+    kiln_uk_attend_quad(a, lda, b, ldb, k, col, n, rows, out, ldo, scale, 1, 1);
 }
 
 #endif /* KILN_UK_AVX2_GRAPH_H */
