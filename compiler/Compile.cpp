@@ -7,6 +7,7 @@
 #include "compiler/pack/PackWriter.h"
 #include "compiler/pack/VocabSegment.h"
 #include "compiler/quant/BudgetPolicy.h"
+#include "compiler/quant/Gptq.h"
 #include "compiler/quant/Imatrix.h"
 #include "compiler/quant/QuantPolicy.h"
 #include "compiler/report/Compare.h"
@@ -238,7 +239,7 @@ static void printReport(ModuleOp module, const PackInfo &pack, const Vocabulary 
   for (const TensorReport &t : pack.tensors) {
     std::string err = t.converted ? llvm::formatv("{0:e3}", t.rmsError).str() : "as stored";
     os << llvm::formatv("{0,-32} {1,-7} {2,12} {3,12}{4}\n", t.name, t.format, t.bytes, err,
-                        t.weighted ? " (imatrix)" : "");
+                        t.feedback ? " (moments)" : t.weighted ? " (imatrix)" : "");
     weights += t.bytes;
   }
   auto value = [](IntegerAttr a) { return a ? a.getInt() : 0; };
@@ -485,9 +486,12 @@ private:
   std::vector<float> storedAs(const BudgetTensor &t, const quant::FormatSpec &format,
                               const std::vector<float> &values) const {
     const std::vector<float> *columns = imatrix ? imatrix->find(t.name) : nullptr;
+    const std::vector<float> *moments = imatrix ? imatrix->findMoments(t.name) : nullptr;
     std::vector<uint8_t> bytes(quant::rowBytes(format, values.size()));
-    quant::quantizeWeighted(format, values.data(), values.size(),
-                            columns ? columns->data() : nullptr, size_t(t.cols), bytes.data());
+    const size_t cols = size_t(t.cols);
+    quant::WeightEncoder(format, cols, columns ? columns->data() : nullptr,
+                         moments ? moments->data() : nullptr)
+        .encode(values.data(), values.size() / cols, bytes.data());
     std::vector<float> stored(values.size());
     quant::dequantize(format, bytes.data(), values.size(), stored.data());
     return stored;
@@ -554,8 +558,9 @@ private:
 };
 
 /// --calibration: the model as stored runs over the text in its own
-/// generated code in a new folder `dir`; `imatrixPath` gets the importance
-/// matrix it wrote (--imatrix-out, or a file in `dir`).
+/// generated code in a new folder `dir`; `imatrixPath` gets the second
+/// moments it wrote (--moments-out, or a file in `dir`), which hold the
+/// importance too; --imatrix-out gets llama.cpp's form of that.
 static LogicalResult calibrate(const CompileOptions &options, const gguf::File &file,
                                llvm::raw_ostream &errs, llvm::SmallString<128> &dir,
                                std::string &imatrixPath) {
@@ -569,10 +574,12 @@ static LogicalResult calibrate(const CompileOptions &options, const gguf::File &
   if (failed(build))
     return failure();
   llvm::SmallString<128> written(dir);
-  llvm::sys::path::append(written, "imatrix.dat");
-  imatrixPath = options.imatrixOut.empty() ? written.str().str() : options.imatrixOut;
-  if (llvm::Error e = runWithTaps(build->generate, build->pack, *text,
-                                  {"--imatrix-out", imatrixPath}, build->dir))
+  llvm::sys::path::append(written, "moments.bin");
+  imatrixPath = options.momentsOut.empty() ? written.str().str() : options.momentsOut;
+  std::vector<std::string> outputs = {"--moments-out", imatrixPath};
+  if (!options.imatrixOut.empty())
+    outputs.insert(outputs.end(), {"--imatrix-out", options.imatrixOut});
+  if (llvm::Error e = runWithTaps(build->generate, build->pack, *text, outputs, build->dir))
     return report(errs, options.input,
                   llvm::toString(std::move(e)) + " (its files are in " + dir.str() + ")");
   return success();
@@ -665,6 +672,7 @@ static LogicalResult compare(const CompileOptions &options, const gguf::File &fi
     alone.calibration = {};
     alone.imatrix = imatrixPath.str(); // the matrix the compiled model was made with
     alone.imatrixOut.clear();
+    alone.momentsOut.clear();
     FailureOr<TappedBuild> build = tappedBuild(alone, aloneDir, errs);
     if (failed(build))
       return failure();
@@ -742,8 +750,9 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
                                          "--imatrix gives: use one");
     if (failed(calibrate(options, *file, errs, calibrationDir, imatrixPath)))
       return failure();
-  } else if (!options.imatrixOut.empty()) {
-    return report(errs, options.input, "--imatrix-out writes what --calibration computes");
+  } else if (!options.imatrixOut.empty() || !options.momentsOut.empty()) {
+    return report(errs, options.input,
+                  "--imatrix-out and --moments-out write what --calibration computes");
   }
   std::optional<Imatrix> imatrix;
   if (!imatrixPath.empty()) {
@@ -1107,6 +1116,7 @@ LogicalResult kiln::compile(const CompileOptions &options, llvm::raw_ostream &ou
   d.imatrix.clear(); // the target's columns, not the draft's
   d.calibration = {};
   d.imatrixOut.clear();
+  d.momentsOut.clear();
   d.compare = {};
   d.report = false;
   d.reportDir.clear();

@@ -51,13 +51,16 @@ static cl::opt<std::string> imatrix(
     "imatrix",
     cl::desc("An importance matrix (llama.cpp's .dat or GGUF form, or Kiln's): the "
              "quantizers choose scales by the error weighted with each column's "
-             "importance"),
+             "importance; or Kiln's second moments (--moments-out), with which the "
+             "one-scale formats (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, i4g, i8g) are "
+             "also encoded with error feedback (GPTQ)"),
     cl::value_desc("file"), cl::cat(category));
 static cl::opt<std::string> calibration(
     "calibration",
     cl::desc("A text to calibrate the quantizers on: the model as stored runs over it "
              "in its own generated host code (built with taps; needs cmake and a C "
-             "compiler) and every matmul's input gives its columns' importance"),
+             "compiler) and every matmul's input gives its columns' importance and its "
+             "second moments (as --imatrix with a moments file)"),
     cl::value_desc("file.txt"), cl::cat(category));
 static cl::opt<std::string> calibrationTokens(
     "calibration-tokens",
@@ -73,6 +76,10 @@ static cl::opt<int64_t> calibrationChunks(
 static cl::opt<std::string> imatrixOut(
     "imatrix-out",
     cl::desc("Also write --calibration's importance matrix (llama.cpp's .dat form) here"),
+    cl::value_desc("file"), cl::cat(category));
+static cl::opt<std::string> momentsOut(
+    "moments-out",
+    cl::desc("Also write --calibration's second moments (Kiln's form, for --imatrix) here"),
     cl::value_desc("file"), cl::cat(category));
 static cl::opt<std::string> compareText(
     "compare",
@@ -256,6 +263,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.imatrixOut = imatrixOut;
+  options.momentsOut = momentsOut;
   options.compare = {compareText, 0, 1};
   options.compareThreshold = compareThreshold;
   options.kvType = kvType;

@@ -3,6 +3,7 @@
 #include "kernels/c99/kiln_uk_pack.h"
 
 #include "compiler/pack/VocabSegment.h"
+#include "compiler/quant/Gptq.h"
 #include "compiler/quant/Quantize.h"
 #include "compiler/pack/kiln_pack_generated.h"
 #include "dialects/Kiln/IR/KilnOps.h"
@@ -127,7 +128,7 @@ struct RowCodec {
   size_t cols, fromRow, toRow;
   int family;
   int32_t group, panel;
-  const float *importance; // per column, or nullptr: the plain encoders
+  const quant::WeightEncoder *encoder; // the converted rows' encoder
 
   /// Rows [begin, begin + count) of the model's rows at `src` into the
   /// segment at `dst` (`begin` a whole number of panels); adds the squared
@@ -146,7 +147,7 @@ struct RowCodec {
       scratch.values.resize(n);
       scratch.decoded.resize(n);
       quant::dequantize(from, rows, n, scratch.values.data());
-      quant::quantizeWeighted(to, scratch.values.data(), n, importance, cols, out);
+      encoder->encode(scratch.values.data(), count, out);
       quant::dequantize(to, out, n, scratch.decoded.data());
       double e = 0, r = 0;
       for (size_t i = 0; i < n; ++i) {
@@ -216,13 +217,19 @@ Expected<llvm::ArrayRef<uint8_t>> encodeSegment(const gguf::File &model, const S
   RowCodec codec{from, to, convert, cols, quant::rowBytes(from, cols), quant::rowBytes(to, cols),
                  getKernelFamily(element), int32_t(getBlockElements(element)),
                  int32_t(s.panelRows), nullptr};
-  if (const std::vector<float> *columns = imatrix ? imatrix->find(s.name) : nullptr) {
-    if (columns->size() != cols)
-      return fail(llvm::formatv("tensor '{0}' has {1} columns but its importance has {2}",
-                                s.name, cols, columns->size()));
-    codec.importance = columns->data();
-    report.weighted = convert;
-  }
+  const std::vector<float> *columns = imatrix ? imatrix->find(s.name) : nullptr;
+  const std::vector<float> *moments = imatrix ? imatrix->findMoments(s.name) : nullptr;
+  if (columns && columns->size() != cols)
+    return fail(llvm::formatv("tensor '{0}' has {1} columns but its importance has {2}",
+                              s.name, cols, columns->size()));
+  if (moments && moments->size() != cols * cols)
+    return fail(llvm::formatv("tensor '{0}' has {1} columns but its moments have {2} values",
+                              s.name, cols, moments->size()));
+  quant::WeightEncoder encoder(to, cols, columns ? columns->data() : nullptr,
+                               moments ? moments->data() : nullptr);
+  codec.encoder = &encoder;
+  report.weighted = convert && columns;
+  report.feedback = convert && encoder.feedback();
   if (codec.panel > 0) {
     size_t bytes = kiln_uk_panel_bytes(codec.family, int32_t(rows), int32_t(cols), codec.group,
                                        codec.panel);

@@ -21,6 +21,7 @@ struct TensorReport {
   double rmsError = 0; // relative to the model file's values; 0 when stored as read
   bool converted = false;
   bool weighted = false; // encoded against an importance matrix
+  bool feedback = false; // and with error feedback from its input's moments
 };
 
 /// The quantizer's description of a GGUF tensor type (F32, F16, Q8_0, Q4_0).
@@ -49,7 +50,8 @@ struct PackInfo {
 /// the largest weight's, whatever the model's size; the bytes are the same
 /// for any `jobs`.
 /// With `imatrix`, a converted weight it has an entry for is encoded by
-/// quant::quantizeWeighted with that entry's column importances.
+/// quant::WeightEncoder with that entry's column importances (and its input's
+/// second moments, when the matrix has them).
 /// The model hash covers the layout and the bytes, so a pack only opens with
 /// the code generated alongside it.
 llvm::Expected<PackInfo> writePack(mlir::ModuleOp module, const gguf::File &model,

@@ -613,6 +613,59 @@ void encodeBlock(Format format, unsigned group, const float *x, const float *w, 
   }
 }
 
+bool hasOneScale(Format format) {
+  switch (format) {
+  case Format::Q8_0:
+  case Format::I8G:
+  case Format::Q4_0:
+  case Format::I4G:
+  case Format::Q4_1:
+  case Format::Q5_0:
+  case Format::Q5_1:
+  case Format::IQ4_NL: return true;
+  default: return false;
+  }
+}
+
+void roundElement(Format format, unsigned group, uint8_t *block, int j, float x) {
+  static const Codebook book;
+  const float d = f16ToF32(static_cast<uint16_t>(block[0] | block[1] << 8));
+  const float m = f16ToF32(static_cast<uint16_t>(block[2] | block[3] << 8)); // q4_1, q5_1
+  auto nibble = [](uint8_t *qs, int j, int half, int q) {
+    uint8_t &b = qs[j % half];
+    b = static_cast<uint8_t>(j < half ? (b & 0xF0) | q : (b & 0x0F) | q << 4);
+  };
+  auto fifth = [](uint8_t *qh, int j, int q) {
+    qh[j / 8] = static_cast<uint8_t>((qh[j / 8] & ~(1 << j % 8)) | (q >> 4) << j % 8);
+  };
+  int q;
+  switch (format) {
+  case Format::Q8_0:
+  case Format::I8G:
+    block[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(d != 0 ? code(x / d, -127, 127) : 0));
+    return;
+  case Format::Q4_0:
+  case Format::I4G:
+    q = (d != 0 ? code(x / d, -8, 7) : 0) + 8;
+    return nibble(block + 2, j, format == Format::Q4_0 ? 16 : int(group / 2), q);
+  case Format::Q5_0:
+    q = (d != 0 ? code(x / d, -16, 15) : 0) + 16;
+    nibble(block + 6, j, 16, q & 15);
+    return fifth(block + 2, j, q);
+  case Format::Q4_1:
+    q = d > 0 ? code((x - m) / d, 0, 15) : 0;
+    return nibble(block + 4, j, 16, q);
+  case Format::Q5_1:
+    q = d > 0 ? code((x - m) / d, 0, 31) : 0;
+    nibble(block + 8, j, 16, q & 15);
+    return fifth(block + 4, j, q);
+  case Format::IQ4_NL:
+    q = d != 0 ? book.nearest(x / d) : 8;
+    return nibble(block + 2, j, 16, q);
+  default: assert(false && "not a one-scale format");
+  }
+}
+
 void decodeBlock(Format format, const uint8_t *in, float *y) {
   switch (format) {
   case Format::BF16: return kiln_uk_row_bf16(in, y, 1);

@@ -57,6 +57,14 @@ float roundedProduct(float a, float b);
 /// q5_0's rather than taken from the largest element as ggml does.
 void encodeBlock(Format format, unsigned group, const float *x, const float *w, uint8_t *out);
 
+/// The formats whose block has one scale (and min) for all its elements:
+/// each element's code is its own once the scale is chosen.
+bool hasOneScale(Format format);
+
+/// Element j of a block of such a format encoded as the level nearest x
+/// against the scale (and min) the block holds; the other codes stay.
+void roundElement(Format format, unsigned group, uint8_t *block, int j, float x);
+
 /// Decodes one block with the kernel library's decoder of the format
 /// (kernels/c99/kiln_uk_block_decode.h).
 void decodeBlock(Format format, const uint8_t *in, float *y);

@@ -5,7 +5,9 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 using namespace kiln;
@@ -145,11 +147,61 @@ llvm::Expected<Imatrix> readGguf(StringRef path, llvm::ArrayRef<uint8_t> bytes) 
   return m;
 }
 
+llvm::Expected<Imatrix> readMoments(StringRef path, llvm::ArrayRef<uint8_t> bytes) {
+  Cursor c(bytes.drop_front(8));
+  Imatrix m;
+  int32_t entries;
+  if (!c.i32(entries) || entries <= 0)
+    return fail(path, "a moments file without entries");
+  for (int32_t e = 0; e < entries; ++e) {
+    int32_t length, cols, low, high;
+    std::string names;
+    auto square = std::make_shared<std::vector<float>>();
+    std::vector<float> triangle;
+    if (!c.i32(length) || !c.text(length, names) || !c.i32(cols) || !c.i32(low) ||
+        !c.i32(high) || cols <= 0 || cols > (1 << 20) ||
+        !c.floats(int32_t(std::min<int64_t>(int64_t(cols) * (cols + 1) / 2, INT32_MAX)),
+                  triangle))
+      return fail(path, llvm::formatv("moments entry {0} of {1} is cut short or malformed", e,
+                                      entries));
+    if (int64_t(triangle.size()) != int64_t(cols) * (cols + 1) / 2)
+      return fail(path, llvm::formatv("moments entry {0} ('{1}') is too large", e, names));
+    const size_t n = size_t(cols);
+    square->resize(n * n);
+    std::vector<float> diagonal(n);
+    for (size_t i = 0, at = 0; i < n; ++i)
+      for (size_t j = i; j < n; ++j, ++at)
+        (*square)[i * n + j] = (*square)[j * n + i] = triangle[at];
+    for (size_t i = 0; i < n; ++i)
+      diagonal[i] = (*square)[i * n + i];
+    for (float v : *square)
+      if (!std::isfinite(v))
+        return fail(path, llvm::formatv("moments entry '{0}' holds {1}", names, v));
+    if (llvm::Error err = checkValues(path, names, diagonal))
+      return std::move(err);
+    for (StringRef rest = names; !rest.empty();) {
+      auto [name, next] = rest.split('+');
+      rest = next;
+      if (!m.columns.emplace(name.str(), diagonal).second)
+        return fail(path, llvm::formatv("tensor '{0}' appears twice", name));
+      m.moments.emplace(name.str(), square);
+    }
+  }
+  if (!c.atEnd())
+    return fail(path, "bytes after the last moments entry");
+  return m;
+}
+
 } // namespace
 
 const std::vector<float> *Imatrix::find(StringRef name) const {
   auto it = columns.find(name);
   return it == columns.end() ? nullptr : &it->second;
+}
+
+const std::vector<float> *Imatrix::findMoments(StringRef name) const {
+  auto it = moments.find(name);
+  return it == moments.end() ? nullptr : it->second.get();
 }
 
 llvm::Expected<Imatrix> kiln::readImatrix(StringRef path) {
@@ -161,6 +213,8 @@ llvm::Expected<Imatrix> kiln::readImatrix(StringRef path) {
       reinterpret_cast<const uint8_t *>((*buffer)->getBufferStart()), (*buffer)->getBufferSize());
   if (bytes.size() >= 4 && std::memcmp(bytes.data(), "GGUF", 4) == 0)
     return readGguf(path, bytes);
+  if (bytes.size() >= 8 && std::memcmp(bytes.data(), "KILNMOM1", 8) == 0)
+    return readMoments(path, bytes);
   return readLegacy(path, bytes);
 }
 

@@ -14,12 +14,20 @@
 //     ne = [1, matrices]); imatrix.chunk_count and imatrix.datasets.
 //
 // Kiln writes the legacy form, which every llama.cpp tool reads.
+//
+// Second moments, Kiln's own (kiln-generate --moments-out): per matmul input
+// mean(x x^T) over the calibration rows, which quantization with error
+// feedback needs (compiler/quant/Gptq.h); their diagonal is the importance.
+//   "KILNMOM1", int32 entries; per input int32 length, the names of the
+//   weights it feeds joined by '+', int32 columns, int64 rows, then the
+//   upper triangle row by row as float32.
 
 #include "compiler/import/GGUFReader.h"
 
 #include "llvm/Support/Error.h"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,11 +39,17 @@ struct Imatrix {
   int64_t chunks = 0;  // calibration chunks the means are over
   std::string dataset; // the calibration text's name, when known
 
+  /// Tensor name -> mean(x x^T) of its input (columns x columns, row-major;
+  /// the weights of one input share it), from a moments file.
+  std::map<std::string, std::shared_ptr<const std::vector<float>>, std::less<>> moments;
+
   /// The importance of `name`'s columns, or nullptr.
   const std::vector<float> *find(llvm::StringRef name) const;
+  /// The second moments of `name`'s input, or nullptr.
+  const std::vector<float> *findMoments(llvm::StringRef name) const;
 };
 
-/// Reads either form; errors name `path` and what is wrong (truncation, a
+/// Reads either form, or a moments file; errors name `path` and what is wrong (truncation, a
 /// negative or non-finite value, a count that does not fit the file).
 llvm::Expected<Imatrix> readImatrix(llvm::StringRef path);
 

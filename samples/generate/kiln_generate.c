@@ -58,7 +58,7 @@ static void usage(void) {
           "       kiln-generate [--pack FILE] --tokens ID,ID,... [-n N] [--no-prefill] [--keep N]\n"
           "       kiln-generate [--pack FILE] --perplexity TEXTFILE [--ctx N] [--chunks K]\n"
           "                     [--dump-logits FILE] [--kl-base FILE]\n"
-          "                     [--imatrix-out FILE] [--taps-out FILE]\n"
+          "                     [--imatrix-out FILE] [--moments-out FILE] [--taps-out FILE]\n"
           "       kiln-generate [--pack FILE] --tokenize -p TEXT\n"
           "       kiln-generate [--pack FILE] --chat [-sys TEXT] [-n N] [sampling options]\n"
           "       kiln-generate [--pack FILE] -p TEXT --draft-lookup D [--draft-ngram G] [-n N]\n"
@@ -77,6 +77,8 @@ static void usage(void) {
           "                 (--perplexity-ids FILE: token ids instead of a text)\n"
           "  --imatrix-out  (a KILN_TAPS build) with --perplexity: write every matmul's\n"
           "                 input mean squares per column (llama.cpp's .dat form)\n"
+          "  --moments-out  (a KILN_TAPS build) with --perplexity: write every matmul's\n"
+          "                 input second moments, mean x x^T (Kiln's form)\n"
           "  --taps-out     (a KILN_TAPS build) with --perplexity: write every op's result\n"
           "  --kl-base      logits dumped by a reference run of --perplexity: also\n"
           "                 print the mean KL divergence from them\n"
@@ -148,6 +150,7 @@ static int parse(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--kl-base")) o->kl_base = v, ++i;
     else if (!strcmp(a, "--imatrix-out")) o->imatrix_out = v, ++i;
     else if (!strcmp(a, "--taps-out")) o->taps_out = v, ++i;
+    else if (!strcmp(a, "--moments-out")) o->moments_out = v, ++i;
     else if (!strcmp(a, "--profile")) o->profile = v, ++i;
     else if (!strcmp(a, "--bandwidth")) o->bandwidth_gbs = atof(v), ++i;
     else if (!strcmp(a, "-sys") || !strcmp(a, "--system")) o->system = v, ++i;

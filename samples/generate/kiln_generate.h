@@ -21,7 +21,7 @@ extern const kiln_model_api KILN_MODEL_API;
 
 typedef struct options {
   const char *pack, *prompt, *ids, *dump, *perplexity, *kl_base, *system, *profile;
-  const char *imatrix_out, *taps_out;
+  const char *imatrix_out, *taps_out, *moments_out;
   double bandwidth_gbs;
   const char *draft_pack;
   int32_t n_generate, ctx, chunks, threads, keep, draft, draft_ngram;
@@ -56,9 +56,9 @@ int chat(const kiln_model_api *api, const kiln_tokenizer *t, const options *o);
 int speculate(const kiln_model_api *api, const kiln_tokenizer *t, const options *o);
 /* sessions.c: -p SHARED --session TEXT ... on a model compiled with --sessions. */
 int sessions(const kiln_model_api *api, const kiln_tokenizer *t, const options *o);
-/* taps.c: --imatrix-out and --taps-out; attach sets the model's tap (0: an
- * error, said on stderr), finish writes what it saw after a run that `ran`
- * to the end (0: failed, said; or the run failed). */
+/* taps.c: --imatrix-out, --moments-out and --taps-out; attach sets the
+ * model's tap (0: an error, said on stderr), finish writes what it saw after
+ * a run that `ran` to the end (0: failed, said; or the run failed). */
 int taps_attach(const options *o);
 int taps_finish(const options *o, int ran);
 

@@ -1,0 +1,61 @@
+#ifndef KILN_COMPILER_QUANT_GPTQ_H
+#define KILN_COMPILER_QUANT_GPTQ_H
+
+// Quantization with error feedback (GPTQ): a weight row is encoded one column
+// at a time, and each column's rounding error is spread over the columns not
+// yet encoded in the way that least changes the row's outputs on the
+// calibration inputs. The inputs enter as their second moments H = E[x x^T]
+// (Kiln's calibration writes them, kiln-generate --moments-out); the error
+// measured is (w - y)^T H (w - y) per row, the mean squared change of that
+// row's output. A block's scale (and min) is chosen when its first column
+// comes up, from the columns as the earlier errors left them.
+
+#include "compiler/quant/Quantize.h"
+
+#include <vector>
+
+namespace kiln::quant {
+
+/// The formats encoded with error feedback: those whose block has one scale
+/// (and min), q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, i4g, i8g.
+bool hasErrorFeedback(const FormatSpec &spec);
+
+/// The upper triangular U (cols x cols, row-major) with U^T U = (H + damp)^-1
+/// for second moments H (cols x cols, row-major), damp 1% of H's mean
+/// diagonal. False when H has no positive diagonal or is not positive
+/// semi-definite (not second moments).
+bool feedbackFactor(const float *moments, size_t cols, std::vector<float> &u);
+
+/// Encodes `rows` rows of `cols` values at x with error feedback through U
+/// (feedbackFactor), each block's scale fitted with the importance of its
+/// columns (H's diagonal); a row whose error (w - y)^T H (w - y) would be
+/// larger than quantizeWeighted's keeps quantizeWeighted's blocks.
+void quantizeFeedback(const FormatSpec &spec, const float *x, size_t rows, size_t cols,
+                      const float *moments, const float *importance, const float *u,
+                      uint8_t *out);
+
+/// How a weight's rows are encoded: with error feedback when its input's
+/// second moments are known and its format has one scale, else weighted by
+/// the importance of its columns when that is known, else plainly.
+class WeightEncoder {
+public:
+  WeightEncoder(const FormatSpec &spec, size_t cols, const float *importance,
+                const float *moments);
+  /// Whether the rows are encoded with error feedback.
+  bool feedback() const { return !u.empty(); }
+  /// Encodes `rows` rows of the weight's `cols` values.
+  void encode(const float *x, size_t rows, uint8_t *out) const;
+
+private:
+  FormatSpec spec;
+  size_t cols;
+  const float *importance, *moments;
+  std::vector<float> u; // feedbackFactor's, or empty
+};
+
+/// The error (w - y)^T H (w - y) of one row w (cols values) encoded as y.
+double outputError(const float *w, const float *y, size_t cols, const float *moments);
+
+} // namespace kiln::quant
+
+#endif // KILN_COMPILER_QUANT_GPTQ_H
