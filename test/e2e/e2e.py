@@ -1007,9 +1007,11 @@ def calibration(args):
     # kiln-compile --calibration against llama-imatrix on the same text and
     # chunks (llama.cpp ran the f16 model: the same mean squares to 1e-4).
     kiln_dat = os.path.join(args.work, "kiln.imatrix.dat")
+    kiln_moments = os.path.join(args.work, "kiln.moments")
     calibrated = os.path.join(args.work, "kiln-q4_k_m-calibrated")
     compile_model(args, f32, calibrated, "--quant=q4_k_m", f"--calibration={calib}",
-                  "--calibration-ctx=256", f"--imatrix-out={kiln_dat}")
+                  "--calibration-ctx=256", f"--imatrix-out={kiln_dat}",
+                  f"--moments-out={kiln_moments}")
     ours, theirs = imatrix_means(kiln_dat), imatrix_means(IMATRIX_A)
     res.check(set(theirs) <= set(ours) and set(ours) - set(theirs) <= {"output.weight"},
               f"--calibration's entries: llama-imatrix's {len(theirs)} (and output.weight)")
@@ -1048,6 +1050,25 @@ def calibration(args):
         if quant in ("q3_k_m", "q2_k"):
             res.check(with_[0] < without[0],
                       f"{quant}: perplexity {with_[0]:.4f} with the matrix < {without[0]:.4f}")
+    # The one-scale formats with error feedback from Kiln's second moments
+    # (the calibration's, saved and given back): lower KLD and perplexity
+    # than without calibration and than with llama.cpp's diagonal matrix.
+    fed_dir = os.path.join(args.work, "q4_0-moments")
+    shutil.rmtree(fed_dir, ignore_errors=True)
+    r = run([args.kiln_compile, f32, "-o", fed_dir, f"--target={args.target}", "--quant=q4_0",
+             f"--imatrix={kiln_moments}", "--report"])
+    fed = measure("q4_0-moments", f32, out=fed_dir)
+    rows.append(("--quant=q4_0 --calibration", *fed))
+    without = next(row for row in rows if row[0] == "--quant=q4_0")
+    marked = [line for line in r.stdout.splitlines() if line.startswith("blk.")
+              and "_norm." not in line]
+    res.check(len(marked) == 42 and all(line.endswith("(moments)") for line in marked),
+              f"--imatrix with Kiln's moments: the report marks the {len(marked)} matmul "
+              f"weights encoded with them (42)")
+    res.check(fed[1] < 0.7 * min(without[2], results["q4_0"][1]) and fed[0] < without[1],
+              f"q4_0 with error feedback: KLD {fed[1]:.5g} < 0.7 x {without[2]:.5g} without "
+              f"and {results['q4_0'][1]:.5g} with llama.cpp's matrix; perplexity "
+              f"{fed[0]:.4f} < {without[1]:.4f}")
     own = measure("q4_k_m-calibrated", f32, out=calibrated)
     rows.append(("--quant=q4_k_m --calibration", *own))
     theirs_imx = measure("llamacpp-Q4_K_M-imx", os.path.join(LLAMACPP_A, "imatrix",

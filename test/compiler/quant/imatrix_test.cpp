@@ -297,6 +297,88 @@ void testLlamaCppFile(const char *path, const char *modelPath) {
         "a tensor the model lacks is an error naming it: " + e);
 }
 
+/// Kiln's second moments: q and k share an input of 2 columns, down has 3.
+Bytes moments(float offDiagonal = 1.0f, float diagonal = 4.0f) {
+  Bytes d;
+  d.raw("KILNMOM1");
+  d.u32(2);
+  const std::string qk = "blk.0.attn_q.weight+blk.0.attn_k.weight";
+  d.u32(uint32_t(qk.size()));
+  d.raw(qk);
+  d.u32(2);
+  d.u64(10);
+  for (float v : {diagonal, offDiagonal, 9.0f})
+    d.f32(v);
+  const std::string name = "blk.0.ffn_down.weight";
+  d.u32(uint32_t(name.size()));
+  d.raw(name);
+  d.u32(3);
+  d.u64(10);
+  for (float v : {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f})
+    d.f32(v);
+  return d;
+}
+
+void testMoments() {
+  std::string path = temp("moments");
+  writeBytes(path, moments().b);
+  llvm::Expected<Imatrix> m = readImatrix(path);
+  check(bool(m), "a moments file reads: " + (m ? "" : llvm::toString(m.takeError())));
+  if (!m)
+    return;
+  const std::vector<float> *q = m->findMoments("blk.0.attn_q.weight");
+  const std::vector<float> *k = m->findMoments("blk.0.attn_k.weight");
+  const std::vector<float> *down = m->findMoments("blk.0.ffn_down.weight");
+  check(q && *q == std::vector<float>{4, 1, 1, 9} && q == k,
+        "moments: q and k share their input's square matrix");
+  check(down && *down == std::vector<float>{1, 2, 3, 2, 4, 5, 3, 5, 6},
+        "moments: the upper triangle mirrored");
+  const std::vector<float> *qi = m->find("blk.0.attn_k.weight");
+  const std::vector<float> *di = m->find("blk.0.ffn_down.weight");
+  check(qi && *qi == std::vector<float>{4, 9} && di && *di == std::vector<float>{1, 4, 6},
+        "moments: the diagonal is the importance");
+
+  std::vector<uint8_t> whole = moments().b;
+  size_t bad = 0, named = 0;
+  for (size_t n = 0; n < whole.size(); ++n) {
+    writeBytes(path, std::vector<uint8_t>(whole.begin(), whole.begin() + n));
+    std::string e = errorOf(readImatrix(path));
+    bad += !e.empty();
+    named += e.find(path) != std::string::npos;
+  }
+  whole.push_back(0);
+  writeBytes(path, whole);
+  std::string extra = errorOf(readImatrix(path));
+  check(bad == whole.size() - 1 && named == bad && extra.find("after the last") != std::string::npos,
+        "moments: every truncation and a byte too many are errors naming the file (" +
+            std::to_string(bad) + " of " + std::to_string(whole.size() - 2) + "): " + extra);
+  struct Bad {
+    Bytes bytes;
+    const char *says;
+  } cases[] = {{moments(NAN), "holds nan"}, {moments(1.0f, -4.0f), "is -4"}};
+  for (Bad &c : cases) {
+    writeBytes(path, c.bytes.b);
+    std::string e = errorOf(readImatrix(path));
+    check(e.find(path) != std::string::npos && e.find(c.says) != std::string::npos,
+          std::string("moments with a bad value: ") + e);
+  }
+  // A tensor named twice.
+  Bytes twice;
+  twice.raw("KILNMOM1");
+  twice.u32(2);
+  for (int i = 0; i < 2; ++i) {
+    twice.u32(3);
+    twice.raw("a.w");
+    twice.u32(1);
+    twice.u64(1);
+    twice.f32(1.0f);
+  }
+  writeBytes(path, twice.b);
+  std::string e = errorOf(readImatrix(path));
+  check(e.find("'a.w' appears twice") != std::string::npos, "moments: a name twice: " + e);
+  llvm::sys::fs::remove(path);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -307,6 +389,7 @@ int main(int argc, char **argv) {
   testLegacy();
   testGguf();
   testWriteRead();
+  testMoments();
   testLlamaCppFile(argv[1], argv[2]);
   return kiln::test::finish();
 }
