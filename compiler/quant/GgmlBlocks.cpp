@@ -613,57 +613,72 @@ void encodeBlock(Format format, unsigned group, const float *x, const float *w, 
   }
 }
 
-bool hasOneScale(Format format) {
+int topCode(Format format) {
   switch (format) {
   case Format::Q8_0:
-  case Format::I8G:
+  case Format::I8G: return 254;
   case Format::Q4_0:
   case Format::I4G:
   case Format::Q4_1:
+  case Format::IQ4_NL:
+  case Format::Q4_K: return 15;
   case Format::Q5_0:
   case Format::Q5_1:
-  case Format::IQ4_NL: return true;
-  default: return false;
+  case Format::Q5_K: return 31;
+  case Format::Q6_K: return 63;
+  case Format::Q3_K: return 7;
+  case Format::Q2_K: return 3;
+  case Format::TQ2_0: return 2;
+  default: return 0;
   }
 }
 
-void roundElement(Format format, unsigned group, uint8_t *block, int j, float x) {
-  static const Codebook book;
-  const float d = f16ToF32(static_cast<uint16_t>(block[0] | block[1] << 8));
-  const float m = f16ToF32(static_cast<uint16_t>(block[2] | block[3] << 8)); // q4_1, q5_1
-  auto nibble = [](uint8_t *qs, int j, int half, int q) {
-    uint8_t &b = qs[j % half];
-    b = static_cast<uint8_t>(j < half ? (b & 0xF0) | q : (b & 0x0F) | q << 4);
+void setCode(Format format, unsigned group, uint8_t *block, int j, int q) {
+  // Bits [at, at + width) of byte p set to v.
+  auto put = [](uint8_t &p, int at, int width, int v) {
+    const int mask = ((1 << width) - 1) << at;
+    p = static_cast<uint8_t>((p & ~mask) | ((v << at) & mask));
   };
-  auto fifth = [](uint8_t *qh, int j, int q) {
-    qh[j / 8] = static_cast<uint8_t>((qh[j / 8] & ~(1 << j % 8)) | (q >> 4) << j % 8);
-  };
-  int q;
+  auto nibble = [&](uint8_t *qs, int half, int v) { put(qs[j % half], j < half ? 0 : 4, 4, v); };
+  // Element 128h + 32k + l in bits 2k of qs[32h + l] (q2_k, q3_k, tq2_0).
+  auto pairs = [&](uint8_t *qs, int v) { put(qs[32 * (j / 128) + j % 32], 2 * (j % 128 / 32), 2, v); };
   switch (format) {
   case Format::Q8_0:
-  case Format::I8G:
-    block[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(d != 0 ? code(x / d, -127, 127) : 0));
-    return;
+  case Format::I8G: block[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(q - 127)); return;
   case Format::Q4_0:
-  case Format::I4G:
-    q = (d != 0 ? code(x / d, -8, 7) : 0) + 8;
-    return nibble(block + 2, j, format == Format::Q4_0 ? 16 : int(group / 2), q);
+  case Format::IQ4_NL: return nibble(block + 2, 16, q);
+  case Format::I4G: return nibble(block + 2, int(group / 2), q);
+  case Format::Q4_1: return nibble(block + 4, 16, q);
   case Format::Q5_0:
-    q = (d != 0 ? code(x / d, -16, 15) : 0) + 16;
-    nibble(block + 6, j, 16, q & 15);
-    return fifth(block + 2, j, q);
-  case Format::Q4_1:
-    q = d > 0 ? code((x - m) / d, 0, 15) : 0;
-    return nibble(block + 4, j, 16, q);
-  case Format::Q5_1:
-    q = d > 0 ? code((x - m) / d, 0, 31) : 0;
-    nibble(block + 8, j, 16, q & 15);
-    return fifth(block + 4, j, q);
-  case Format::IQ4_NL:
-    q = d != 0 ? book.nearest(x / d) : 8;
-    return nibble(block + 2, j, 16, q);
-  default: assert(false && "not a one-scale format");
+  case Format::Q5_1: {
+    uint8_t *qh = block + (format == Format::Q5_0 ? 2 : 4);
+    put(qh[j / 8], j % 8, 1, q >> 4);
+    return nibble(qh + 4, 16, q & 15);
   }
+  case Format::Q2_K: return pairs(block + 16, q);
+  case Format::TQ2_0: return pairs(block, q);
+  case Format::Q3_K: // the high bit set: no minus 4
+    put(block[j % 32], j / 32, 1, q >> 2);
+    return pairs(block + 32, q & 3);
+  case Format::Q4_K:
+  case Format::Q5_K: {
+    const int c = j / 64, l = j % 32, high = j % 64 / 32;
+    if (format == Format::Q5_K)
+      put(block[16 + l], 2 * c + high, 1, q >> 4);
+    return put(block[(format == Format::Q5_K ? 48 : 16) + 32 * c + l], 4 * high, 4, q & 15);
+  }
+  case Format::Q6_K: {
+    const int h = j / 128, i = j % 128 / 32, l = j % 32;
+    put(block[64 * h + 32 * (i & 1) + l], i < 2 ? 0 : 4, 4, q & 15);
+    return put(block[128 + 32 * h + l], 2 * i, 2, q >> 4);
+  }
+  default: assert(false && "a format without codes");
+  }
+}
+
+float codeLevel(Format format, int q) {
+  return format == Format::IQ4_NL ? static_cast<float>(kiln_uk_iq4nl_values[q])
+                                  : static_cast<float>(q);
 }
 
 void decodeBlock(Format format, const uint8_t *in, float *y) {

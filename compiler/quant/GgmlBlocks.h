@@ -57,13 +57,18 @@ float roundedProduct(float a, float b);
 /// q5_0's rather than taken from the largest element as ggml does.
 void encodeBlock(Format format, unsigned group, const float *x, const float *w, uint8_t *out);
 
-/// The formats whose block has one scale (and min) for all its elements:
-/// each element's code is its own once the scale is chosen.
-bool hasOneScale(Format format);
+/// The largest code of a block format's elements (0 for the formats without
+/// codes: f32, f16, bf16): codes run 0..topCode, offset as the format's
+/// decoder reads them (q8_0's code q is the int8 q - 127).
+int topCode(Format format);
 
-/// Element j of a block of such a format encoded as the level nearest x
-/// against the scale (and min) the block holds; the other codes stay.
-void roundElement(Format format, unsigned group, uint8_t *block, int j, float x);
+/// Element j's code in a block set to q (0..topCode); the other codes, the
+/// scales and the mins stay.
+void setCode(Format format, unsigned group, uint8_t *block, int j, int q);
+
+/// The level code q stands for: q, or iq4_nl's codebook entry. Decoded,
+/// element j is a * codeLevel(q) + b with a and b from its scales (and min).
+float codeLevel(Format format, int q);
 
 /// Decodes one block with the kernel library's decoder of the format
 /// (kernels/c99/kiln_uk_block_decode.h).

@@ -57,7 +57,7 @@ std::vector<double> inverseOf(const std::vector<double> &l, size_t n) {
 
 } // namespace
 
-bool hasErrorFeedback(const FormatSpec &spec) { return ggml::hasOneScale(spec.format); }
+bool hasErrorFeedback(const FormatSpec &spec) { return ggml::topCode(spec.format) > 0; }
 
 bool feedbackFactor(const float *moments, size_t cols, std::vector<float> &u) {
   double mean = 0;
@@ -97,13 +97,62 @@ double outputError(const float *w, const float *y, size_t cols, const float *mom
   return err;
 }
 
+namespace {
+
+// Element j of a block is a[j] * codeLevel(q) + b[j] against the block's
+// scales (and mins) as they stand: the block decoded with every code 0 and
+// with every code 1 gives both.
+struct Levels {
+  std::vector<float> a, b;
+  std::vector<uint8_t> probe;
+  std::vector<float> y0, y1;
+
+  void of(const FormatSpec &spec, const uint8_t *block) {
+    const size_t per = blockElements(spec);
+    probe.assign(block, block + blockBytes(spec));
+    a.resize(per), b.resize(per), y0.resize(per), y1.resize(per);
+    for (int code = 0; code < 2; ++code) {
+      for (size_t j = 0; j < per; ++j)
+        ggml::setCode(spec.format, spec.group, probe.data(), int(j), code);
+      dequantize(spec, probe.data(), per, code ? y1.data() : y0.data());
+    }
+    const float l0 = ggml::codeLevel(spec.format, 0), l1 = ggml::codeLevel(spec.format, 1);
+    for (size_t j = 0; j < per; ++j) {
+      a[j] = (y1[j] - y0[j]) / (l1 - l0);
+      b[j] = y0[j] - a[j] * l0;
+    }
+  }
+
+  // The code of element j nearest x, and its value.
+  int nearest(const FormatSpec &spec, size_t j, double x, double &value) const {
+    const int top = ggml::topCode(spec.format);
+    int q = 0;
+    if (a[j] != 0 && spec.format == Format::IQ4_NL) {
+      double best = INFINITY;
+      for (int c = 0; c <= top; ++c) {
+        const double e = std::fabs(double(a[j]) * ggml::codeLevel(spec.format, c) + b[j] - x);
+        if (e < best)
+          best = e, q = c;
+      }
+    } else if (a[j] != 0) {
+      const double t = std::nearbyint((x - b[j]) / a[j]);
+      q = int(t < 0 ? 0 : t > top ? top : t);
+    }
+    value = double(a[j]) * ggml::codeLevel(spec.format, q) + b[j];
+    return q;
+  }
+};
+
+} // namespace
+
 void quantizeFeedback(const FormatSpec &spec, const float *x, size_t rows, size_t cols,
                       const float *moments, const float *importance, const float *u,
                       uint8_t *out) {
   const size_t per = blockElements(spec), stride = blockBytes(spec), row = rowBytes(spec, cols);
   std::vector<double> w(cols);
-  std::vector<float> xb(per), weights(per), decoded(per), fed(cols), plain(cols);
+  std::vector<float> xb(per), fed(cols), plain(cols);
   std::vector<uint8_t> kept(row);
+  Levels levels;
   for (size_t r = 0; r < rows; ++r) {
     const float *xr = x + r * cols;
     uint8_t *orow = out + r * row;
@@ -113,19 +162,20 @@ void quantizeFeedback(const FormatSpec &spec, const float *x, size_t rows, size_
       uint8_t *ob = orow + b / per * stride;
       for (size_t j = 0; j < per; ++j)
         xb[j] = float(w[b + j]);
-      // The block's scale from its columns as the earlier errors left them.
+      // The block's scales from its columns as the earlier errors left them.
       quantizeWeighted(spec, xb.data(), per, importance + b, per, ob);
+      levels.of(spec, ob);
       for (size_t j = 0; j < per; ++j) {
-        ggml::roundElement(spec.format, spec.group, ob, int(j), float(w[b + j]));
-        dequantize(spec, ob, per, decoded.data());
         const size_t c = b + j;
-        const double e = (w[c] - decoded[j]) / u[c * cols + c];
+        double value;
+        ggml::setCode(spec.format, spec.group, ob, int(j), levels.nearest(spec, j, w[c], value));
+        const double e = (w[c] - value) / u[c * cols + c];
         const float *uc = u + c * cols;
         for (size_t k = c + 1; k < cols; ++k)
           w[k] -= e * uc[k];
       }
     }
-    // Never worse than the diagonal encoder by the output error.
+    // Never worse than the weighted encoder by the output error.
     quantizeWeighted(spec, xr, cols, importance, cols, kept.data());
     dequantize(spec, orow, cols, fed.data());
     dequantize(spec, kept.data(), cols, plain.data());

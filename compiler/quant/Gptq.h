@@ -7,8 +7,9 @@
 // calibration inputs. The inputs enter as their second moments H = E[x x^T]
 // (Kiln's calibration writes them, kiln-generate --moments-out); the error
 // measured is (w - y)^T H (w - y) per row, the mean squared change of that
-// row's output. A block's scale (and min) is chosen when its first column
-// comes up, from the columns as the earlier errors left them.
+// row's output. A block's scales (and mins) are chosen when its first column
+// comes up, from the columns as the earlier errors left them; its codes then
+// one at a time against them.
 
 #include "compiler/quant/Quantize.h"
 
@@ -16,8 +17,8 @@
 
 namespace kiln::quant {
 
-/// The formats encoded with error feedback: those whose block has one scale
-/// (and min), q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, i4g, i8g.
+/// The formats encoded with error feedback: every block format with codes
+/// (q4_0 ... q8_0, iq4_nl, i4g, i8g, the k-quants, tq2_0).
 bool hasErrorFeedback(const FormatSpec &spec);
 
 /// The upper triangular U (cols x cols, row-major) with U^T U = (H + damp)^-1
