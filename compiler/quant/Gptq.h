@@ -36,7 +36,7 @@ void quantizeFeedback(const FormatSpec &spec, const float *x, size_t rows, size_
                       uint8_t *out);
 
 /// How a weight's rows are encoded: with error feedback when its input's
-/// second moments are known and its format has one scale, else weighted by
+/// second moments are known and its format has codes, else weighted by
 /// the importance of its columns when that is known, else plainly.
 class WeightEncoder {
 public:

@@ -978,8 +978,9 @@ def calibration(args):
     the logits bit for bit; each format with llama.cpp's matrix against
     without it (mean KL divergence from f32, the sensitive measure, lower for
     every format; perplexity lower for the 3- and 2-bit mixes, where the change
-    is above the 4-bit formats' noise), and Kiln's q4_k_m with it against
-    llama.cpp's own Q4_K_M made with that matrix."""
+    is above the 4-bit formats' noise); each with the error feedback of Kiln's
+    own calibration against both; Kiln's q4_k_m against llama.cpp's own Q4_K_M
+    made with that matrix."""
     res = Results()
     f32 = os.path.join(MODEL_A, "tiny-llama-A-f32.gguf")
     calib = os.path.join(MODEL_A, "calib-half1.txt")
@@ -1050,36 +1051,42 @@ def calibration(args):
         if quant in ("q3_k_m", "q2_k"):
             res.check(with_[0] < without[0],
                       f"{quant}: perplexity {with_[0]:.4f} with the matrix < {without[0]:.4f}")
-    # The one-scale formats with error feedback from Kiln's second moments
-    # (the calibration's, saved and given back): lower KLD and perplexity
-    # than without calibration and than with llama.cpp's diagonal matrix.
-    fed_dir = os.path.join(args.work, "q4_0-moments")
-    shutil.rmtree(fed_dir, ignore_errors=True)
-    r = run([args.kiln_compile, f32, "-o", fed_dir, f"--target={args.target}", "--quant=q4_0",
-             f"--imatrix={kiln_moments}", "--report"])
-    fed = measure("q4_0-moments", f32, out=fed_dir)
-    rows.append(("--quant=q4_0 --calibration", *fed))
-    without = next(row for row in rows if row[0] == "--quant=q4_0")
-    marked = [line for line in r.stdout.splitlines() if line.startswith("blk.")
-              and "_norm." not in line]
-    res.check(len(marked) == 42 and all(line.endswith("(moments)") for line in marked),
-              f"--imatrix with Kiln's moments: the report marks the {len(marked)} matmul "
-              f"weights encoded with them (42)")
-    res.check(fed[1] < 0.7 * min(without[2], results["q4_0"][1]) and fed[0] < without[1],
-              f"q4_0 with error feedback: KLD {fed[1]:.5g} < 0.7 x {without[2]:.5g} without "
-              f"and {results['q4_0'][1]:.5g} with llama.cpp's matrix; perplexity "
-              f"{fed[0]:.4f} < {without[1]:.4f}")
+    # Error feedback from Kiln's second moments (the calibration's, saved and
+    # given back; q4_k_m's is the calibrated compile's below): lower KLD and
+    # perplexity than without calibration and than with llama.cpp's matrix.
+    for quant in ("q4_0", "q3_k_m", "q2_k"):
+        fed_dir = os.path.join(args.work, f"{quant}-moments")
+        shutil.rmtree(fed_dir, ignore_errors=True)
+        r = run([args.kiln_compile, f32, "-o", fed_dir, f"--target={args.target}",
+                 f"--quant={quant}", f"--imatrix={kiln_moments}", "--report"])
+        fed = measure(f"{quant}-moments", f32, out=fed_dir)
+        rows.append((f"--quant={quant} --calibration", *fed))
+        without = next(row for row in rows if row[0] == f"--quant={quant}")
+        marked = [line for line in r.stdout.splitlines() if line.startswith("blk.")
+                  and "_norm." not in line]
+        res.check(len(marked) == 42 and all("(moments)" in line for line in marked),
+                  f"{quant} --imatrix with Kiln's moments: the report marks the {len(marked)} "
+                  f"matmul weights encoded with them (42)")
+        res.check(fed[1] < 0.8 * min(without[2], results[quant][1]) and fed[0] < without[1]
+                  and fed[0] < results[quant][0],
+                  f"{quant} with error feedback: KLD {fed[1]:.5g} < 0.8 x {without[2]:.5g} "
+                  f"without and {results[quant][1]:.5g} with llama.cpp's matrix; perplexity "
+                  f"{fed[0]:.4f} < {without[1]:.4f} and {results[quant][0]:.4f}")
     own = measure("q4_k_m-calibrated", f32, out=calibrated)
     rows.append(("--quant=q4_k_m --calibration", *own))
     theirs_imx = measure("llamacpp-Q4_K_M-imx", os.path.join(LLAMACPP_A, "imatrix",
                                                              "A-Q4_K_M-imx.gguf"))
     rows.append(("llama.cpp A-Q4_K_M-imx.gguf", *theirs_imx))
-    for label, (ppl, kld) in (("--imatrix", results["q4_k_m"]), ("--calibration", own)):
-        # Measured 0.00145 / 0.00145 and perplexity 12.3674 / 12.3674 on
-        # Xeon; 2% and 0.01% cover the other targets' int8 activations.
-        res.check(kld <= theirs_imx[1] * 1.02 and ppl <= theirs_imx[0] * 1.0001,
+    # With llama.cpp's matrix Kiln's q4_k_m is as good as llama.cpp's own file
+    # (measured 0.00145 / 0.00145 and perplexity 12.3674 / 12.3674 on Xeon;
+    # 2% and 0.01% cover the other targets' int8 activations); with its own
+    # calibration's error feedback, well ahead of it.
+    for label, (ppl, kld), bound in (("--imatrix", results["q4_k_m"], 1.02),
+                                     ("--calibration", own, 0.8)):
+        res.check(kld <= theirs_imx[1] * bound and ppl <= theirs_imx[0] * 1.0001,
                   f"q4_k_m {label}: KLD {kld:.5g}, perplexity {ppl:.4f}; llama.cpp's "
-                  f"A-Q4_K_M-imx {theirs_imx[1]:.5g}, {theirs_imx[0]:.4f} (+2%, +0.01%)")
+                  f"A-Q4_K_M-imx {theirs_imx[1]:.5g}, {theirs_imx[0]:.4f} (KLD x {bound}, "
+                  f"perplexity +0.01%)")
     # --memory-budget at llama.cpp's Q4_K_M file's bytes plus Kiln's arena, the
     # losses measured on the calibration text (KLD of one tensor changed at a
     # time), against that file.
