@@ -238,10 +238,15 @@ static void printReport(ModuleOp module, const PackInfo &pack, const Vocabulary 
   uint64_t weights = 0;
   for (const TensorReport &t : pack.tensors) {
     std::string err = t.converted ? llvm::formatv("{0:e3}", t.rmsError).str() : "as stored";
-    os << llvm::formatv("{0,-32} {1,-7} {2,12} {3,12}{4}\n", t.name, t.format, t.bytes, err,
-                        t.feedback ? " (moments)" : t.weighted ? " (imatrix)" : "");
+    os << llvm::formatv("{0,-32} {1,-7} {2,12} {3,12}{4}{5}\n", t.name, t.format, t.bytes, err,
+                        t.feedback ? " (moments)" : t.weighted ? " (imatrix)" : "",
+                        t.scaled ? " (activation-scaled)" : "");
     weights += t.bytes;
   }
+  for (const ScaledInput &s : pack.scaledInputs)
+    os << llvm::formatv("activation-aware scales: {0} divided, the weights after it times "
+                        "rms(x)^{1}: their output error x{2:f3}\n",
+                        s.norm, s.alpha, s.errorRatio);
   auto value = [](IntegerAttr a) { return a ? a.getInt() : 0; };
   int64_t arena = value(getArenaBytesAttr(module)), kv = value(getKvBytesAttr(module));
   os << llvm::formatv("weights: {0} bytes in {1} tensors; pack: {2} bytes\n", weights,
@@ -883,7 +888,8 @@ static LogicalResult compileOne(const CompileOptions &options, llvm::raw_ostream
   llvm::SmallString<256> packPath(options.outputDir);
   llvm::sys::path::append(packPath, name + ".kpack");
   llvm::Expected<PackInfo> pack = writePack(**module, *file, *vocab, packPath, options.jobs,
-                                              imatrix ? &*imatrix : nullptr);
+                                              imatrix ? &*imatrix : nullptr,
+                                              options.activationScales);
   if (!pack)
     return report(errs, options.input, llvm::toString(pack.takeError()));
   if (packOut)

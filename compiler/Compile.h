@@ -34,6 +34,7 @@ struct CompileOptions {
   Calibration calibration;    // a text to compute that matrix from (text empty: none)
   std::string imatrixOut;     // where --calibration writes the matrix
   std::string momentsOut;     // where --calibration writes its inputs' second moments
+  bool activationScales = true; // with second moments, try AWQ-style scales
   Calibration compare;        // a text the float and compiled models run (text empty: none)
   double compareThreshold = 0.1; // a layer output's relative error that counts as diverged
   std::string kvType = "f32"; // f32, f16 or q8

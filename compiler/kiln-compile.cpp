@@ -51,9 +51,8 @@ static cl::opt<std::string> imatrix(
     "imatrix",
     cl::desc("An importance matrix (llama.cpp's .dat or GGUF form, or Kiln's): the "
              "quantizers choose scales by the error weighted with each column's "
-             "importance; or Kiln's second moments (--moments-out), with which the "
-             "one-scale formats (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, i4g, i8g) are "
-             "also encoded with error feedback (GPTQ)"),
+             "importance; or Kiln's second moments (--moments-out), with which every "
+             "block format is also encoded with error feedback (GPTQ)"),
     cl::value_desc("file"), cl::cat(category));
 static cl::opt<std::string> calibration(
     "calibration",
@@ -81,6 +80,12 @@ static cl::opt<std::string> momentsOut(
     "moments-out",
     cl::desc("Also write --calibration's second moments (Kiln's form, for --imatrix) here"),
     cl::value_desc("file"), cl::cat(category));
+static cl::opt<bool> activationScales(
+    "activation-scales",
+    cl::desc("With second moments (--calibration, or --imatrix with Kiln's moments): try "
+             "activation-aware scales (AWQ) between each norm and the matmuls after it, "
+             "kept where they lower those weights' output error by 1% (default true)"),
+    cl::init(true), cl::cat(category));
 static cl::opt<std::string> compareText(
     "compare",
     cl::desc("With --report=DIR: run the model as stored and as compiled over this text "
@@ -264,6 +269,7 @@ int main(int argc, char **argv) {
   }
   options.imatrixOut = imatrixOut;
   options.momentsOut = momentsOut;
+  options.activationScales = activationScales;
   options.compare = {compareText, 0, 1};
   options.compareThreshold = compareThreshold;
   options.kvType = kvType;

@@ -3,6 +3,8 @@
 #include "kernels/c99/kiln_uk_pack.h"
 
 #include "compiler/pack/VocabSegment.h"
+#include "compiler/quant/Awq.h"
+#include "compiler/quant/GgmlBlocks.h"
 #include "compiler/quant/Gptq.h"
 #include "compiler/quant/Quantize.h"
 #include "compiler/pack/kiln_pack_generated.h"
@@ -129,6 +131,7 @@ struct RowCodec {
   int family;
   int32_t group, panel;
   const quant::WeightEncoder *encoder; // the converted rows' encoder
+  const float *columnScale = nullptr;   // activation-aware scales of the columns, or nullptr
 
   /// Rows [begin, begin + count) of the model's rows at `src` into the
   /// segment at `dst` (`begin` a whole number of panels); adds the squared
@@ -147,6 +150,9 @@ struct RowCodec {
       scratch.values.resize(n);
       scratch.decoded.resize(n);
       quant::dequantize(from, rows, n, scratch.values.data());
+      if (columnScale)
+        for (size_t i = 0; i < n; ++i)
+          scratch.values[i] *= columnScale[i % cols];
       encoder->encode(scratch.values.data(), count, out);
       quant::dequantize(to, out, n, scratch.decoded.data());
       double e = 0, r = 0;
@@ -165,12 +171,103 @@ struct RowCodec {
   }
 };
 
+/// Activation-aware scales (quant/Awq.h) the calibration's moments chose: a
+/// weight's columns are multiplied by its input's scales, and the norm that
+/// makes the input divided by them.
+struct ActivationScales {
+  std::map<std::string, std::vector<float>> columns, norms;
+  /// A scaled weight's input moments and importance, divided by the scales.
+  std::map<std::string, std::vector<float>> moments, importance;
+};
+
+/// For each llama-family norm whose output only the matmuls after it read
+/// (attn_norm -> attn_q, attn_k, attn_v; ffn_norm -> ffn_gate, ffn_up), all
+/// of them converted into a block format: the scales that lower their output
+/// error by 1%, if any; each choice is reported in `scaled`.
+llvm::Error chooseActivationScales(const gguf::File &model, const std::vector<Segment> &segments,
+                             const Imatrix &imatrix, ActivationScales &out,
+                             std::vector<ScaledInput> &scaled) {
+  std::map<std::string, const Segment *> byName;
+  for (const Segment &s : segments)
+    byName[s.name] = &s;
+  auto consumers = [](const std::vector<float> *m, const Imatrix &im) {
+    size_t n = 0;
+    for (const auto &entry : im.moments)
+      n += entry.second.get() == m;
+    return n;
+  };
+  for (const Segment &norm : segments) {
+    StringRef name(norm.name), prefix, kind;
+    if (!name.starts_with("blk.") || !name.ends_with("_norm.weight"))
+      continue;
+    std::tie(prefix, kind) = name.rsplit('.').first.rsplit('.');
+    std::vector<std::string> members;
+    if (kind == "attn_norm")
+      members = {"attn_q", "attn_k", "attn_v"};
+    else if (kind == "ffn_norm")
+      members = {"ffn_gate", "ffn_up"};
+    else
+      continue;
+    const gguf::TensorInfo *nt = model.findTensor(norm.name);
+    if (!nt || formatOfGgmlType(nt->type).format != quant::Format::F32 ||
+        specOf(norm.type.getElementType()).format != quant::Format::F32 ||
+        rawFormat(norm.type.getElementType()) >= 0)
+      continue;
+    const std::vector<float> *moments = nullptr;
+    std::vector<std::vector<float>> values;
+    std::vector<quant::ScaledWeight> weights;
+    bool usable = true;
+    size_t cols = 0;
+    for (std::string &m : members) {
+      m = (prefix + "." + m + ".weight").str();
+      auto it = byName.find(m);
+      const gguf::TensorInfo *t = model.findTensor(m);
+      const std::vector<float> *mm = imatrix.findMoments(m);
+      if (it == byName.end() || !t || !mm || (moments && mm != moments)) {
+        usable = false;
+        break;
+      }
+      moments = mm;
+      quant::FormatSpec from = formatOfGgmlType(t->type), to = specOf(it->second->type.getElementType());
+      cols = size_t(t->ne[0]);
+      if (sameFormat(from, to) || quant::ggml::topCode(to.format) == 0 ||
+          mm->size() != cols * cols || cols != nt->numElements()) {
+        usable = false;
+        break;
+      }
+      values.emplace_back(t->numElements());
+      quant::dequantize(from, model.tensorBytes(*t).data(), values.back().size(),
+                        values.back().data());
+      weights.push_back({to, nullptr, values.back().size() / cols});
+    }
+    if (!usable || consumers(moments, imatrix) != members.size())
+      continue;
+    for (size_t i = 0; i < weights.size(); ++i)
+      weights[i].values = values[i].data();
+    quant::InputScales choice = quant::chooseInputScales(weights, cols, moments->data());
+    if (choice.scale.empty())
+      continue;
+    std::vector<float> h = quant::scaledMoments(moments->data(), choice.scale), diagonal(cols);
+    for (size_t j = 0; j < cols; ++j)
+      diagonal[j] = h[j * cols + j];
+    for (const std::string &m : members) {
+      out.columns[m] = choice.scale;
+      out.moments[m] = h;
+      out.importance[m] = diagonal;
+    }
+    out.norms[norm.name] = choice.scale;
+    scaled.push_back({norm.name, choice.alpha, choice.error / choice.plainError});
+  }
+  return llvm::Error::success();
+}
+
 /// The bytes of a weight as the generated kernels read them: the model file's
 /// bytes when neither the format nor the layout changes, else encoded into
 /// `owned` in chunks of rows by `threads` workers. The error sums are added in
 /// chunk order, so the result is the same on any number of threads.
 Expected<llvm::ArrayRef<uint8_t>> encodeSegment(const gguf::File &model, const Segment &s,
                                                 const Imatrix *imatrix,
+                                                const ActivationScales &scales,
                                                 std::vector<uint8_t> &owned,
                                                 TensorReport &report, unsigned threads) {
   const gguf::TensorInfo *t = model.findTensor(s.name);
@@ -209,6 +306,20 @@ Expected<llvm::ArrayRef<uint8_t>> encodeSegment(const gguf::File &model, const S
     return fail(llvm::formatv("tensor '{0}': {1} needs {2} bytes but the IR expects {3}",
                               s.name, report.format, quant::rowBytes(to, t->numElements()),
                               rowLayoutBytes));
+  if (auto norm = scales.norms.find(s.name); norm != scales.norms.end()) {
+    // The norm before scaled weights: divided by their scales, still f32.
+    const std::vector<float> &scale = norm->second;
+    owned.resize(scale.size() * sizeof(float));
+    const uint8_t *src = model.tensorBytes(*t).data();
+    for (size_t j = 0; j < scale.size(); ++j) {
+      float v;
+      std::memcpy(&v, src + 4 * j, 4);
+      v /= scale[j];
+      std::memcpy(owned.data() + 4 * j, &v, 4);
+    }
+    report.scaled = true;
+    return llvm::ArrayRef<uint8_t>(owned);
+  }
   if (!convert && s.panelRows == 0)
     return model.tensorBytes(*t);
 
@@ -219,6 +330,12 @@ Expected<llvm::ArrayRef<uint8_t>> encodeSegment(const gguf::File &model, const S
                  int32_t(s.panelRows), nullptr};
   const std::vector<float> *columns = imatrix ? imatrix->find(s.name) : nullptr;
   const std::vector<float> *moments = imatrix ? imatrix->findMoments(s.name) : nullptr;
+  if (auto scale = scales.columns.find(s.name); scale != scales.columns.end()) {
+    codec.columnScale = scale->second.data();
+    columns = &scales.importance.at(s.name);
+    moments = &scales.moments.at(s.name);
+    report.scaled = true;
+  }
   if (columns && columns->size() != cols)
     return fail(llvm::formatv("tensor '{0}' has {1} columns but its importance has {2}",
                               s.name, cols, columns->size()));
@@ -319,7 +436,8 @@ quant::FormatSpec kiln::formatOfGgmlType(uint32_t ggmlType) {
 
 Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
                                    const Vocabulary &vocab, llvm::StringRef path,
-                                   unsigned jobs, const Imatrix *imatrix) {
+                                   unsigned jobs, const Imatrix *imatrix,
+                                   bool activationScales) {
   std::vector<Segment> segments;
   llvm::StringSet<> seen;
   module.walk([&](Operation *op) {
@@ -436,6 +554,11 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
   };
   padTo(info.dataOffset); // the header and the table, written last
 
+  ActivationScales scales;
+  if (imatrix && !imatrix->moments.empty() && activationScales)
+    if (llvm::Error e = chooseActivationScales(model, segments, *imatrix, scales, info.scaledInputs))
+      return std::move(e);
+
   Fnv1a hash;
   unsigned threads = jobs ? jobs : std::max(1u, std::thread::hardware_concurrency());
   Progress progress(segments.size());
@@ -444,7 +567,7 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
     progress.at(i, s.name);
     std::vector<uint8_t> owned;
     Expected<llvm::ArrayRef<uint8_t>> b =
-        encodeSegment(model, s, imatrix, owned, info.tensors[i], threads);
+        encodeSegment(model, s, imatrix, scales, owned, info.tensors[i], threads);
     if (!b)
       return b.takeError();
     uint32_t group;

@@ -22,6 +22,14 @@ struct TensorReport {
   bool converted = false;
   bool weighted = false; // encoded against an importance matrix
   bool feedback = false; // and with error feedback from its input's moments
+  bool scaled = false;   // with activation-aware scales (a weight's columns, a norm)
+};
+
+/// A norm whose output activation-aware scales divide (compiler/quant/Awq.h).
+struct ScaledInput {
+  std::string norm;
+  double alpha = 0;
+  double errorRatio = 1; // the weights' output error with the scales / without
 };
 
 /// The quantizer's description of a GGUF tensor type (F32, F16, Q8_0, Q4_0).
@@ -36,6 +44,7 @@ struct PackInfo {
   uint64_t vocabOffset = 0; // vocab segment, from the start of the data section
   uint64_t vocabBytes = 0;
   std::vector<TensorReport> tensors;
+  std::vector<ScaledInput> scaledInputs;
 };
 
 /// Writes `path`: the 64-byte header, the FlatBuffers table describing every
@@ -51,12 +60,14 @@ struct PackInfo {
 /// for any `jobs`.
 /// With `imatrix`, a converted weight it has an entry for is encoded by
 /// quant::WeightEncoder with that entry's column importances (and its input's
-/// second moments, when the matrix has them).
+/// second moments, when the matrix has them); with those moments and
+/// `activationScales`, the norms before matmuls may be scaled (quant/Awq.h).
 /// The model hash covers the layout and the bytes, so a pack only opens with
 /// the code generated alongside it.
 llvm::Expected<PackInfo> writePack(mlir::ModuleOp module, const gguf::File &model,
                                    const Vocabulary &vocab, llvm::StringRef path,
-                                   unsigned jobs = 0, const Imatrix *imatrix = nullptr);
+                                   unsigned jobs = 0, const Imatrix *imatrix = nullptr,
+                                   bool activationScales = true);
 
 } // namespace kiln
 

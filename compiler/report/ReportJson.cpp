@@ -120,6 +120,10 @@ json::Value kiln::reportJson(ModuleOp module, const PackInfo &pack, llvm::String
                                    {"bytes", int64_t(t.bytes)},
                                    {"rms_error", t.converted ? json::Value(t.rmsError) : nullptr}});
   }
+  json::Array scaled;
+  for (const ScaledInput &s : pack.scaledInputs)
+    scaled.push_back(json::Object{
+        {"norm", s.norm}, {"alpha", s.alpha}, {"output_error_ratio", s.errorRatio}});
   const int64_t arena = value(getArenaBytesAttr(module)), kv = value(getKvBytesAttr(module));
   json::Array functions;
   for (auto fn : module.getOps<func::FuncOp>())
@@ -150,6 +154,7 @@ json::Value kiln::reportJson(ModuleOp module, const PackInfo &pack, llvm::String
                                          {"note", code ? code->note : "not measured"}})},
                       {"functions", std::move(functions)},
                       {"tensors", std::move(tensors)},
+                      {"activation_scales", std::move(scaled)},
                       {"workload", json::Object{{"weight_bytes", work.weightBytes},
                                                 {"quantized_bytes", work.quantizedBytes},
                                                 {"macs", work.macs},

@@ -1,0 +1,43 @@
+#ifndef KILN_COMPILER_QUANT_AWQ_H
+#define KILN_COMPILER_QUANT_AWQ_H
+
+// Activation-aware scaling (AWQ): the weights that read one input have their
+// columns multiplied by s and the norm that makes the input divides by s, so
+// the model computes the same function while the columns whose inputs are
+// large get more of each block's levels. s = rms(x)^alpha per column
+// (normalised to a geometric mean of 1), alpha searched over 1/8 .. 1 in
+// eighths by the output error the weights' encoding leaves on the calibration inputs
+// (second moments H: the error of a row is (w - y)^T H (w - y)), and kept only
+// where it lowers that error by at least 1%.
+
+#include "compiler/quant/Quantize.h"
+
+#include <vector>
+
+namespace kiln::quant {
+
+/// One weight reading the input: `rows` rows of the input's columns, and the
+/// format it is encoded in.
+struct ScaledWeight {
+  FormatSpec spec;
+  const float *values;
+  size_t rows;
+};
+
+struct InputScales {
+  std::vector<float> scale; // per column; empty: no alpha lowers the error
+  double alpha = 0;
+  double error = 0, plainError = 0; // summed over the weights, with and without
+};
+
+/// The scales for `weights` sharing one input of `cols` columns with second
+/// moments `moments` (cols x cols, row-major).
+InputScales chooseInputScales(const std::vector<ScaledWeight> &weights, size_t cols,
+                              const float *moments);
+
+/// The second moments of the input divided by s: H_ij / (s_i s_j).
+std::vector<float> scaledMoments(const float *moments, const std::vector<float> &scale);
+
+} // namespace kiln::quant
+
+#endif // KILN_COMPILER_QUANT_AWQ_H
