@@ -495,7 +495,7 @@ private:
     std::vector<uint8_t> bytes(quant::rowBytes(format, values.size()));
     const size_t cols = size_t(t.cols);
     quant::WeightEncoder(format, cols, columns ? columns->data() : nullptr,
-                         moments ? moments->data() : nullptr)
+                         moments ? moments->data() : nullptr, &factors)
         .encode(values.data(), values.size() / cols, bytes.data());
     std::vector<float> stored(values.size());
     quant::dequantize(format, bytes.data(), values.size(), stored.data());
@@ -560,6 +560,7 @@ private:
   std::string generate, base;
   std::vector<Worker> workers;
   const Imatrix *imatrix = nullptr; // the compile's, which outlives this
+  mutable quant::FactorCache factors; // of its moments, shared by every format
 };
 
 /// --calibration: the model as stored runs over the text in its own

@@ -176,89 +176,114 @@ struct RowCodec {
 /// makes the input divided by them.
 struct ActivationScales {
   std::map<std::string, std::vector<float>> columns, norms;
-  /// A scaled weight's input moments and importance, divided by the scales.
-  std::map<std::string, std::vector<float>> moments, importance;
+  /// A scaled weight's input moments and importance, divided by the scales
+  /// (one array for the weights of one input, so they share its factor).
+  std::map<std::string, std::shared_ptr<const std::vector<float>>> moments, importance;
 };
 
-/// For each llama-family norm whose output only the matmuls after it read
+/// A norm and the weights that read its output, with their values.
+struct NormGroup {
+  const Segment *norm;
+  std::vector<std::string> members;
+  std::vector<std::vector<float>> values;
+  std::vector<quant::ScaledWeight> weights;
+  const std::vector<float> *moments = nullptr;
+  size_t cols = 0;
+  quant::InputScales choice;
+};
+
+/// The llama-family norm `norm` and the matmuls that alone read its output
 /// (attn_norm -> attn_q, attn_k, attn_v; ffn_norm -> ffn_gate, ffn_up), all
-/// of them converted into a block format: the scales that lower their output
-/// error by 1%, if any; each choice is reported in `scaled`.
-llvm::Error chooseActivationScales(const gguf::File &model, const std::vector<Segment> &segments,
-                             const Imatrix &imatrix, ActivationScales &out,
-                             std::vector<ScaledInput> &scaled) {
+/// converted into a block format and with moments; false if there are none.
+bool normGroup(const gguf::File &model, const std::map<std::string, const Segment *> &byName,
+               const Imatrix &imatrix, const Segment &norm, NormGroup &g) {
+  StringRef name(norm.name), prefix, kind;
+  if (!name.starts_with("blk.") || !name.ends_with("_norm.weight"))
+    return false;
+  std::tie(prefix, kind) = name.rsplit('.').first.rsplit('.');
+  if (kind == "attn_norm")
+    g.members = {"attn_q", "attn_k", "attn_v"};
+  else if (kind == "ffn_norm")
+    g.members = {"ffn_gate", "ffn_up"};
+  else
+    return false;
+  const gguf::TensorInfo *nt = model.findTensor(norm.name);
+  if (!nt || formatOfGgmlType(nt->type).format != quant::Format::F32 ||
+      specOf(norm.type.getElementType()).format != quant::Format::F32 ||
+      rawFormat(norm.type.getElementType()) >= 0)
+    return false;
+  g.norm = &norm;
+  for (std::string &m : g.members) {
+    m = (prefix + "." + m + ".weight").str();
+    auto it = byName.find(m);
+    const gguf::TensorInfo *t = model.findTensor(m);
+    const std::vector<float> *mm = imatrix.findMoments(m);
+    if (it == byName.end() || !t || !mm || (g.moments && mm != g.moments))
+      return false;
+    g.moments = mm;
+    quant::FormatSpec from = formatOfGgmlType(t->type), to = specOf(it->second->type.getElementType());
+    g.cols = size_t(t->ne[0]);
+    if (sameFormat(from, to) || quant::ggml::topCode(to.format) == 0 ||
+        mm->size() != g.cols * g.cols || g.cols != nt->numElements())
+      return false;
+    g.values.emplace_back(t->numElements());
+    quant::dequantize(from, model.tensorBytes(*t).data(), g.values.back().size(),
+                      g.values.back().data());
+    g.weights.push_back({to, nullptr, g.values.back().size() / g.cols});
+  }
+  size_t readers = 0; // of the input: no other weight may read it
+  for (const auto &entry : imatrix.moments)
+    readers += entry.second.get() == g.moments;
+  if (readers != g.members.size())
+    return false;
+  for (size_t i = 0; i < g.weights.size(); ++i)
+    g.weights[i].values = g.values[i].data();
+  return true;
+}
+
+/// For each norm group the scales that lower its weights' output error by
+/// 1%, if any, the groups searched by `threads` workers; each choice is
+/// reported in `scaled`.
+void chooseActivationScales(const gguf::File &model, const std::vector<Segment> &segments,
+                            const Imatrix &imatrix, unsigned threads, ActivationScales &out,
+                            std::vector<ScaledInput> &scaled) {
   std::map<std::string, const Segment *> byName;
   for (const Segment &s : segments)
     byName[s.name] = &s;
-  auto consumers = [](const std::vector<float> *m, const Imatrix &im) {
-    size_t n = 0;
-    for (const auto &entry : im.moments)
-      n += entry.second.get() == m;
-    return n;
-  };
+  std::vector<NormGroup> groups;
   for (const Segment &norm : segments) {
-    StringRef name(norm.name), prefix, kind;
-    if (!name.starts_with("blk.") || !name.ends_with("_norm.weight"))
+    NormGroup g;
+    if (normGroup(model, byName, imatrix, norm, g))
+      groups.push_back(std::move(g));
+  }
+  auto work = [&](size_t first, size_t step) {
+    for (size_t i = first; i < groups.size(); i += step)
+      groups[i].choice = quant::chooseInputScales(groups[i].weights, groups[i].cols,
+                                                  groups[i].moments->data());
+  };
+  unsigned workers = unsigned(std::min<size_t>(threads, groups.size()));
+  std::vector<std::thread> pool;
+  for (unsigned w = 1; w < workers; ++w)
+    pool.emplace_back(work, w, workers);
+  work(0, std::max(1u, workers));
+  for (std::thread &th : pool)
+    th.join();
+  for (const NormGroup &g : groups) {
+    if (g.choice.scale.empty())
       continue;
-    std::tie(prefix, kind) = name.rsplit('.').first.rsplit('.');
-    std::vector<std::string> members;
-    if (kind == "attn_norm")
-      members = {"attn_q", "attn_k", "attn_v"};
-    else if (kind == "ffn_norm")
-      members = {"ffn_gate", "ffn_up"};
-    else
-      continue;
-    const gguf::TensorInfo *nt = model.findTensor(norm.name);
-    if (!nt || formatOfGgmlType(nt->type).format != quant::Format::F32 ||
-        specOf(norm.type.getElementType()).format != quant::Format::F32 ||
-        rawFormat(norm.type.getElementType()) >= 0)
-      continue;
-    const std::vector<float> *moments = nullptr;
-    std::vector<std::vector<float>> values;
-    std::vector<quant::ScaledWeight> weights;
-    bool usable = true;
-    size_t cols = 0;
-    for (std::string &m : members) {
-      m = (prefix + "." + m + ".weight").str();
-      auto it = byName.find(m);
-      const gguf::TensorInfo *t = model.findTensor(m);
-      const std::vector<float> *mm = imatrix.findMoments(m);
-      if (it == byName.end() || !t || !mm || (moments && mm != moments)) {
-        usable = false;
-        break;
-      }
-      moments = mm;
-      quant::FormatSpec from = formatOfGgmlType(t->type), to = specOf(it->second->type.getElementType());
-      cols = size_t(t->ne[0]);
-      if (sameFormat(from, to) || quant::ggml::topCode(to.format) == 0 ||
-          mm->size() != cols * cols || cols != nt->numElements()) {
-        usable = false;
-        break;
-      }
-      values.emplace_back(t->numElements());
-      quant::dequantize(from, model.tensorBytes(*t).data(), values.back().size(),
-                        values.back().data());
-      weights.push_back({to, nullptr, values.back().size() / cols});
-    }
-    if (!usable || consumers(moments, imatrix) != members.size())
-      continue;
-    for (size_t i = 0; i < weights.size(); ++i)
-      weights[i].values = values[i].data();
-    quant::InputScales choice = quant::chooseInputScales(weights, cols, moments->data());
-    if (choice.scale.empty())
-      continue;
-    std::vector<float> h = quant::scaledMoments(moments->data(), choice.scale), diagonal(cols);
-    for (size_t j = 0; j < cols; ++j)
-      diagonal[j] = h[j * cols + j];
-    for (const std::string &m : members) {
-      out.columns[m] = choice.scale;
+    auto h = std::make_shared<const std::vector<float>>(
+        quant::scaledMoments(g.moments->data(), g.choice.scale));
+    auto diagonal = std::make_shared<std::vector<float>>(g.cols);
+    for (size_t j = 0; j < g.cols; ++j)
+      (*diagonal)[j] = (*h)[j * g.cols + j];
+    for (const std::string &m : g.members) {
+      out.columns[m] = g.choice.scale;
       out.moments[m] = h;
       out.importance[m] = diagonal;
     }
-    out.norms[norm.name] = choice.scale;
-    scaled.push_back({norm.name, choice.alpha, choice.error / choice.plainError});
+    out.norms[g.norm->name] = g.choice.scale;
+    scaled.push_back({g.norm->name, g.choice.alpha, g.choice.error / g.choice.plainError});
   }
-  return llvm::Error::success();
 }
 
 /// The bytes of a weight as the generated kernels read them: the model file's
@@ -268,6 +293,7 @@ llvm::Error chooseActivationScales(const gguf::File &model, const std::vector<Se
 Expected<llvm::ArrayRef<uint8_t>> encodeSegment(const gguf::File &model, const Segment &s,
                                                 const Imatrix *imatrix,
                                                 const ActivationScales &scales,
+                                                quant::FactorCache &factors,
                                                 std::vector<uint8_t> &owned,
                                                 TensorReport &report, unsigned threads) {
   const gguf::TensorInfo *t = model.findTensor(s.name);
@@ -332,8 +358,8 @@ Expected<llvm::ArrayRef<uint8_t>> encodeSegment(const gguf::File &model, const S
   const std::vector<float> *moments = imatrix ? imatrix->findMoments(s.name) : nullptr;
   if (auto scale = scales.columns.find(s.name); scale != scales.columns.end()) {
     codec.columnScale = scale->second.data();
-    columns = &scales.importance.at(s.name);
-    moments = &scales.moments.at(s.name);
+    columns = scales.importance.at(s.name).get();
+    moments = scales.moments.at(s.name).get();
     report.scaled = true;
   }
   if (columns && columns->size() != cols)
@@ -343,7 +369,7 @@ Expected<llvm::ArrayRef<uint8_t>> encodeSegment(const gguf::File &model, const S
     return fail(llvm::formatv("tensor '{0}' has {1} columns but its moments have {2} values",
                               s.name, cols, moments->size()));
   quant::WeightEncoder encoder(to, cols, columns ? columns->data() : nullptr,
-                               moments ? moments->data() : nullptr);
+                               moments ? moments->data() : nullptr, &factors);
   codec.encoder = &encoder;
   report.weighted = convert && columns;
   report.feedback = convert && encoder.feedback();
@@ -554,20 +580,19 @@ Expected<PackInfo> kiln::writePack(ModuleOp module, const gguf::File &model,
   };
   padTo(info.dataOffset); // the header and the table, written last
 
-  ActivationScales scales;
-  if (imatrix && !imatrix->moments.empty() && activationScales)
-    if (llvm::Error e = chooseActivationScales(model, segments, *imatrix, scales, info.scaledInputs))
-      return std::move(e);
-
   Fnv1a hash;
   unsigned threads = jobs ? jobs : std::max(1u, std::thread::hardware_concurrency());
+  ActivationScales scales;
+  if (imatrix && !imatrix->moments.empty() && activationScales)
+    chooseActivationScales(model, segments, *imatrix, threads, scales, info.scaledInputs);
+  quant::FactorCache factors;
   Progress progress(segments.size());
   for (size_t i = 0; i < segments.size(); ++i) {
     const Segment &s = segments[i];
     progress.at(i, s.name);
     std::vector<uint8_t> owned;
     Expected<llvm::ArrayRef<uint8_t>> b =
-        encodeSegment(model, s, imatrix, scales, owned, info.tensors[i], threads);
+        encodeSegment(model, s, imatrix, scales, factors, owned, info.tensors[i], threads);
     if (!b)
       return b.takeError();
     uint32_t group;

@@ -4,11 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <utility>
 
 namespace kiln::quant {
 
 namespace {
+
+constexpr size_t kSampleRows = 96;
 
 // The summed output error of the weights encoded as the compile would, with
 // their columns times `scale` (empty: as they are) and the moments of the
@@ -20,27 +21,25 @@ double encodedError(const std::vector<ScaledWeight> &weights, size_t cols, const
   std::vector<float> importance(cols);
   for (size_t j = 0; j < cols; ++j)
     importance[j] = h[j * cols + j];
-  // One encoder (one factor of h) per format.
-  std::vector<std::pair<FormatSpec, WeightEncoder>> encoders;
+  FactorCache factors; // one factor of h for all the weights
   double total = 0;
   for (const ScaledWeight &w : weights) {
-    auto it = std::find_if(encoders.begin(), encoders.end(), [&](const auto &e) {
-      return e.first.format == w.spec.format && e.first.group == w.spec.group;
-    });
-    if (it == encoders.end())
-      it = encoders.emplace(encoders.end(), w.spec,
-                            WeightEncoder(w.spec, cols, importance.data(), h.data()));
-    const WeightEncoder &e = it->second;
-    std::vector<float> x(w.values, w.values + w.rows * cols), y(x.size());
-    if (!scale.empty())
-      for (size_t r = 0; r < w.rows; ++r)
-        for (size_t j = 0; j < cols; ++j)
-          x[r * cols + j] *= scale[j];
+    const WeightEncoder e(w.spec, cols, importance.data(), h.data(), &factors);
+    // Rows spread evenly over the weight stand for it (the same rows for
+    // every alpha): the search costs the same for any model's width.
+    const size_t rows = std::min(w.rows, kSampleRows);
+    std::vector<float> x(rows * cols), y(x.size());
+    for (size_t r = 0; r < rows; ++r)
+      for (size_t j = 0; j < cols; ++j)
+        x[r * cols + j] =
+            w.values[r * w.rows / rows * cols + j] * (scale.empty() ? 1.0f : scale[j]);
     std::vector<uint8_t> bytes(rowBytes(w.spec, x.size()));
-    e.encode(x.data(), w.rows, bytes.data());
+    e.encode(x.data(), rows, bytes.data());
     dequantize(w.spec, bytes.data(), x.size(), y.data());
-    for (size_t r = 0; r < w.rows; ++r)
-      total += outputError(x.data() + r * cols, y.data() + r * cols, cols, h.data());
+    std::vector<double> errors(rows);
+    outputErrors(x.data(), y.data(), rows, cols, h.data(), errors.data());
+    for (double err : errors)
+      total += err;
   }
   return total;
 }
@@ -70,7 +69,7 @@ InputScales chooseInputScales(const std::vector<ScaledWeight> &weights, size_t c
   if (!live || !(best.plainError > 0))
     return best;
   logMean /= double(live);
-  for (double alpha : {0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0}) {
+  for (double alpha : {0.25, 0.5, 0.75, 1.0}) {
     std::vector<float> scale(cols, 1.0f);
     for (size_t j = 0; j < cols; ++j)
       if (moments[j * cols + j] > 0) // rms^alpha over its geometric mean

@@ -2,6 +2,7 @@
 
 #include "compiler/quant/GgmlBlocks.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -31,69 +32,87 @@ bool cholesky(std::vector<double> &a, size_t n) {
   return true;
 }
 
-// The inverse of L L^T from L (lower triangle of l): L^-1 by forward
-// substitution, then L^-T L^-1; full n x n.
-std::vector<double> inverseOf(const std::vector<double> &l, size_t n) {
-  std::vector<double> li(n * n, 0.0); // L^-1, lower triangular
-  for (size_t c = 0; c < n; ++c) {
-    li[c * n + c] = 1.0 / l[c * n + c];
-    for (size_t i = c + 1; i < n; ++i) {
-      double s = 0;
-      for (size_t k = c; k < i; ++k)
-        s -= l[i * n + k] * li[k * n + c];
-      li[i * n + c] = s / l[i * n + i];
-    }
-  }
-  std::vector<double> inv(n * n);
-  for (size_t i = 0; i < n; ++i)
-    for (size_t j = 0; j <= i; ++j) {
-      double s = 0; // (L^-T L^-1)_ij = sum over k >= i of li[k][i] li[k][j]
-      for (size_t k = i; k < n; ++k)
-        s += li[k * n + i] * li[k * n + j];
-      inv[i * n + j] = inv[j * n + i] = s;
-    }
-  return inv;
-}
-
 } // namespace
 
 bool hasErrorFeedback(const FormatSpec &spec) { return ggml::topCode(spec.format) > 0; }
 
 bool feedbackFactor(const float *moments, size_t cols, std::vector<float> &u) {
+  const size_t n = cols;
   double mean = 0;
-  for (size_t j = 0; j < cols; ++j)
-    mean += moments[j * cols + j];
-  mean /= double(cols ? cols : 1);
+  for (size_t j = 0; j < n; ++j)
+    mean += moments[j * n + j];
+  mean /= double(n ? n : 1);
   if (!(mean > 0) || !std::isfinite(mean))
     return false;
-  std::vector<double> h(moments, moments + cols * cols);
-  // A column no input reached (its weights never matter) and the damping
-  // that keeps H invertible when the calibration rows do not span it.
-  for (size_t j = 0; j < cols; ++j)
-    h[j * cols + j] = (h[j * cols + j] > 0 ? h[j * cols + j] : mean) + 0.01 * mean;
-  if (!cholesky(h, cols))
+  // H with its columns (and rows) in reverse order, P H P. A column no input
+  // reached (its weights never matter) and the damping keep it invertible
+  // when the calibration rows do not span it.
+  std::vector<double> m(n * n);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < n; ++j)
+      m[i * n + j] = moments[(n - 1 - i) * n + (n - 1 - j)];
+  for (size_t j = 0; j < n; ++j)
+    m[j * n + j] = (m[j * n + j] > 0 ? m[j * n + j] : mean) + 0.01 * mean;
+  // P H P = M M^T gives H^-1 = U^T U with U = P M^-1 P upper triangular:
+  // M^-1 row by row (each a sum of the rows above it), then reversed.
+  if (!cholesky(m, n))
     return false;
-  std::vector<double> inv = inverseOf(h, cols);
-  if (!cholesky(inv, cols))
-    return false;
-  u.assign(cols * cols, 0.0f);
-  for (size_t i = 0; i < cols; ++i)
-    for (size_t j = i; j < cols; ++j)
-      u[i * cols + j] = float(inv[j * cols + i]); // U = L^T
+  std::vector<double> inv(n * n, 0.0), row(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::fill(row.begin(), row.end(), 0.0);
+    row[i] = 1.0;
+    for (size_t k = 0; k < i; ++k) {
+      const double f = m[i * n + k];
+      const double *rk = &inv[k * n];
+      for (size_t j = 0; j <= k; ++j)
+        row[j] -= f * rk[j];
+    }
+    for (size_t j = 0; j <= i; ++j)
+      inv[i * n + j] = row[j] / m[i * n + i];
+  }
+  u.assign(n * n, 0.0f);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = i; j < n; ++j)
+      u[i * n + j] = float(inv[(n - 1 - i) * n + (n - 1 - j)]);
   return true;
 }
 
-double outputError(const float *w, const float *y, size_t cols, const float *moments) {
-  std::vector<double> e(cols);
-  for (size_t j = 0; j < cols; ++j)
-    e[j] = double(w[j]) - y[j];
-  double err = 0;
-  for (size_t i = 0; i < cols; ++i) {
-    double s = 0;
-    for (size_t j = 0; j < cols; ++j)
-      s += double(moments[i * cols + j]) * e[j];
-    err += e[i] * s;
+void outputErrors(const float *w, const float *y, size_t rows, size_t cols,
+                  const float *moments, double *errors) {
+  // H is symmetric: row i's diagonal term and twice the terms after it. Rows
+  // of w eight at a time, so that each row of H is read once per eight; each
+  // partial sum in float (a few hundred terms), the total in double.
+  constexpr size_t kRows = 8;
+  std::vector<float> e(kRows * cols);
+  for (size_t r0 = 0; r0 < rows; r0 += kRows) {
+    const size_t nr = std::min(kRows, rows - r0);
+    for (size_t r = 0; r < nr; ++r) {
+      errors[r0 + r] = 0;
+      for (size_t j = 0; j < cols; ++j)
+        e[r * cols + j] = w[(r0 + r) * cols + j] - y[(r0 + r) * cols + j];
+    }
+    for (size_t i = 0; i < cols; ++i) {
+      const float *h = moments + i * cols;
+      for (size_t r = 0; r < nr; ++r) {
+        const float *er = &e[r * cols];
+        float part[8] = {0, 0, 0, 0, 0, 0, 0, 0}; // eight sums, one vector
+        size_t j = i + 1;
+        for (; j + 8 <= cols; j += 8)
+          for (size_t t = 0; t < 8; ++t)
+            part[t] += h[j + t] * er[j + t];
+        for (; j < cols; ++j)
+          part[0] += h[j] * er[j];
+        const float sum = ((part[0] + part[1]) + (part[2] + part[3])) +
+                          ((part[4] + part[5]) + (part[6] + part[7]));
+        errors[r0 + r] += double(er[i]) * (double(h[i]) * er[i] + 2.0 * sum);
+      }
+    }
   }
+}
+
+double outputError(const float *w, const float *y, size_t cols, const float *moments) {
+  double err;
+  outputErrors(w, y, 1, cols, moments, &err);
   return err;
 }
 
@@ -149,19 +168,15 @@ void quantizeFeedback(const FormatSpec &spec, const float *x, size_t rows, size_
                       const float *moments, const float *importance, const float *u,
                       uint8_t *out) {
   const size_t per = blockElements(spec), stride = blockBytes(spec), row = rowBytes(spec, cols);
-  std::vector<double> w(cols);
-  std::vector<float> xb(per), fed(cols), plain(cols);
-  std::vector<uint8_t> kept(row);
+  std::vector<float> w(cols), xb(per);
   Levels levels;
   for (size_t r = 0; r < rows; ++r) {
     const float *xr = x + r * cols;
     uint8_t *orow = out + r * row;
-    for (size_t j = 0; j < cols; ++j)
-      w[j] = xr[j];
+    std::copy(xr, xr + cols, w.begin());
     for (size_t b = 0; b < cols; b += per) {
       uint8_t *ob = orow + b / per * stride;
-      for (size_t j = 0; j < per; ++j)
-        xb[j] = float(w[b + j]);
+      std::copy(w.begin() + b, w.begin() + b + per, xb.begin());
       // The block's scales from its columns as the earlier errors left them.
       quantizeWeighted(spec, xb.data(), per, importance + b, per, ob);
       levels.of(spec, ob);
@@ -169,31 +184,52 @@ void quantizeFeedback(const FormatSpec &spec, const float *x, size_t rows, size_
         const size_t c = b + j;
         double value;
         ggml::setCode(spec.format, spec.group, ob, int(j), levels.nearest(spec, j, w[c], value));
-        const double e = (w[c] - value) / u[c * cols + c];
+        const float e = float((w[c] - value) / u[c * cols + c]);
         const float *uc = u + c * cols;
         for (size_t k = c + 1; k < cols; ++k)
           w[k] -= e * uc[k];
       }
     }
-    // Never worse than the weighted encoder by the output error.
-    quantizeWeighted(spec, xr, cols, importance, cols, kept.data());
-    dequantize(spec, orow, cols, fed.data());
-    dequantize(spec, kept.data(), cols, plain.data());
-    if (outputError(xr, plain.data(), cols, moments) < outputError(xr, fed.data(), cols, moments))
-      std::memcpy(orow, kept.data(), row);
   }
+  // Never worse than the weighted encoder by the output error.
+  std::vector<uint8_t> kept(rows * row);
+  std::vector<float> fed(rows * cols), plain(rows * cols);
+  std::vector<double> fedErr(rows), plainErr(rows);
+  quantizeWeighted(spec, x, rows * cols, importance, cols, kept.data());
+  dequantize(spec, out, rows * cols, fed.data());
+  dequantize(spec, kept.data(), rows * cols, plain.data());
+  outputErrors(x, fed.data(), rows, cols, moments, fedErr.data());
+  outputErrors(x, plain.data(), rows, cols, moments, plainErr.data());
+  for (size_t r = 0; r < rows; ++r)
+    if (plainErr[r] < fedErr[r])
+      std::memcpy(out + r * row, kept.data() + r * row, row);
+}
+
+const std::vector<float> *FactorCache::get(const float *moments, size_t cols) {
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<std::vector<float>> &f = factors[moments];
+  if (!f) {
+    f = std::make_unique<std::vector<float>>();
+    if (!feedbackFactor(moments, cols, *f))
+      f->clear();
+  }
+  return f->empty() ? nullptr : f.get();
 }
 
 WeightEncoder::WeightEncoder(const FormatSpec &spec, size_t cols, const float *importance,
-                             const float *moments)
+                             const float *moments, FactorCache *cache)
     : spec(spec), cols(cols), importance(importance), moments(moments) {
-  if (moments && importance && hasErrorFeedback(spec) && !feedbackFactor(moments, cols, u))
-    u.clear();
+  if (!moments || !importance || !hasErrorFeedback(spec))
+    return;
+  if (cache)
+    factor = cache->get(moments, cols);
+  else if (feedbackFactor(moments, cols, own))
+    factor = &own;
 }
 
 void WeightEncoder::encode(const float *x, size_t rows, uint8_t *out) const {
   if (feedback())
-    quantizeFeedback(spec, x, rows, cols, moments, importance, u.data(), out);
+    quantizeFeedback(spec, x, rows, cols, moments, importance, factor->data(), out);
   else
     quantizeWeighted(spec, x, rows * cols, importance, cols, out);
 }

@@ -13,6 +13,9 @@
 
 #include "compiler/quant/Quantize.h"
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 namespace kiln::quant {
@@ -35,15 +38,30 @@ void quantizeFeedback(const FormatSpec &spec, const float *x, size_t rows, size_
                       const float *moments, const float *importance, const float *u,
                       uint8_t *out);
 
+/// feedbackFactor once per input: the weights that read one input share its
+/// second moments (the same array) and so its factor. Safe across threads.
+class FactorCache {
+public:
+  /// The factor of `moments` (cols x cols), or nullptr when it has none.
+  const std::vector<float> *get(const float *moments, size_t cols);
+
+private:
+  std::mutex mutex;
+  std::map<const float *, std::unique_ptr<std::vector<float>>> factors; // empty: none
+};
+
 /// How a weight's rows are encoded: with error feedback when its input's
 /// second moments are known and its format has codes, else weighted by
 /// the importance of its columns when that is known, else plainly.
 class WeightEncoder {
 public:
+  /// The factor comes from `cache` when one is given.
   WeightEncoder(const FormatSpec &spec, size_t cols, const float *importance,
-                const float *moments);
+                const float *moments, FactorCache *cache = nullptr);
+  WeightEncoder(const WeightEncoder &) = delete; // `factor` may point into `own`
+  WeightEncoder &operator=(const WeightEncoder &) = delete;
   /// Whether the rows are encoded with error feedback.
-  bool feedback() const { return !u.empty(); }
+  bool feedback() const { return factor != nullptr; }
   /// Encodes `rows` rows of the weight's `cols` values.
   void encode(const float *x, size_t rows, uint8_t *out) const;
 
@@ -51,11 +69,15 @@ private:
   FormatSpec spec;
   size_t cols;
   const float *importance, *moments;
-  std::vector<float> u; // feedbackFactor's, or empty
+  std::vector<float> own;                  // the factor without a cache
+  const std::vector<float> *factor = nullptr; // or nullptr: no feedback
 };
 
 /// The error (w - y)^T H (w - y) of one row w (cols values) encoded as y.
 double outputError(const float *w, const float *y, size_t cols, const float *moments);
+/// The same for `rows` rows, into errors[0..rows).
+void outputErrors(const float *w, const float *y, size_t rows, size_t cols,
+                  const float *moments, double *errors);
 
 } // namespace kiln::quant
 

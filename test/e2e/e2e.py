@@ -1123,6 +1123,58 @@ def calibration(args):
     for label, ppl, kld in rows:
         print(f"{label:36} {ppl:>9.4f} {100 * (ppl / base_ppl - 1):>+7.3f}% {kld:>9.5f}")
 
+    # Activation-aware scales: on model A none pays by 1% at q4_0 (its
+    # activations have no outliers); on model A with outliers at layer 2's
+    # attention input (the same function), the scales are chosen there and
+    # lower the KLD from that model's own f32 logits. Its moments are model
+    # A's with that input's entries times k_i k_j, which is what a
+    # calibration of the outlier model would measure.
+    layer, channels, k = 2, set(range(5, 256, 37)), 32.0
+    outliers = os.path.join(args.work, "outliers.gguf")
+    outlier_model(f32, outliers, layer, channels, k)
+    moments = read_moments(kiln_moments)
+    scaled_moments = os.path.join(args.work, "outliers.moments")
+    for i, (names, cols, rows, tri) in enumerate(moments):
+        if names.startswith(f"blk.{layer}.attn_q.weight"):
+            f = [k if c in channels else 1.0 for c in range(cols)]
+            tri = [v * f[a] * f[b] for (a, b), v in
+                   zip(((a, b) for a in range(cols) for b in range(a, cols)), tri)]
+            moments[i] = (names, cols, rows, tri)
+    write_moments(scaled_moments, moments)
+    outlier_base = os.path.join(args.work, "outliers-f32")
+    compile_model(args, outliers, outlier_base)
+    ob = build(outlier_base, args.cc[0])
+    outlier_logits = os.path.join(args.work, "outliers.logits")
+    short = ["--perplexity", text, "--ctx", "256", "--chunks", "16"]
+    run([os.path.join(ob, "kiln-generate"), "--pack", os.path.join(outlier_base, name + ".kpack"),
+         *short, "--dump-logits", outlier_logits])
+    klds, said = {}, {}
+    for label, flag in (("scaled", "true"), ("unscaled", "false")):
+        out = os.path.join(args.work, f"outliers-q4_0-{label}")
+        shutil.rmtree(out, ignore_errors=True)
+        r = run([args.kiln_compile, outliers, "-o", out, f"--target={args.target}",
+                 "--quant=q4_0", f"--imatrix={scaled_moments}", f"--activation-scales={flag}",
+                 "--report"])
+        said[label] = [line for line in r.stdout.splitlines()
+                       if line.startswith("activation-aware scales:")]
+        b = build(out, args.cc[0])
+        r = run([os.path.join(b, "kiln-generate"), "--pack", os.path.join(out, name + ".kpack"),
+                 *short, "--kl-base", outlier_logits])
+        klds[label] = float(r.stdout.split("KL divergence from")[1].split(":")[1].split()[0])
+    chosen = [line.split()[2] for line in said["scaled"]]
+    res.check(f"blk.{layer}.attn_norm.weight" in chosen and not said["unscaled"],
+              f"activation-aware scales on the outlier model: {said['scaled']}")
+    res.check(klds["scaled"] < 0.95 * klds["unscaled"],
+              f"the outlier model at q4_0 with activation-aware scales: KLD {klds['scaled']:.5g} "
+              f"< 0.95 x {klds['unscaled']:.5g} without")
+    r = run([args.kiln_compile, f32, "-o", os.path.join(args.work, "q4_0-moments"),
+             f"--target={args.target}", "--quant=q4_0", f"--imatrix={kiln_moments}", "--report"])
+    ratios = [float(line.split("output error x")[1]) for line in r.stdout.splitlines()
+              if line.startswith("activation-aware scales:")]
+    res.check(all(x < 0.99 for x in ratios) and len(ratios) < 4,
+              f"model A at q4_0: activation-aware scales kept on {len(ratios)} of 12 norms, "
+              f"each lowering the output error by 1% at least ({ratios})")
+
     # --calibration-tokens: the ids of a text (kiln-generate --tokenize, which
     # takes a context's worth) give the matrix the text gives; an id outside
     # the vocabulary is refused.
@@ -1189,6 +1241,53 @@ def fragile_model(src, dst, name, scale):
                     v[r + c] *= scale
             t["data"] = struct.pack("<%df" % len(v), *v)
     gguf_tool.write_gguf(dst, md, tensors, version)
+
+
+def outlier_model(src, dst, layer, channels, k):
+    """Model A with activation outliers: attn_norm's weight of `layer` times
+    k at `channels`, the columns of attn_q/k/v that read them divided by k.
+    The float model computes the same function; a 4-bit block holding such a
+    column rounds it away."""
+    version, md, tensors = gguf_tool.read_gguf(src)
+    prefix = f"blk.{layer}."
+    for t in tensors:
+        t["data"] = bytes(t["data"])
+        name = t["name"]
+        if name == prefix + "attn_norm.weight":
+            factor = lambda c: k if c in channels else 1.0  # noqa: E731
+        elif name in (prefix + "attn_q.weight", prefix + "attn_k.weight", prefix + "attn_v.weight"):
+            factor = lambda c: 1.0 / k if c in channels else 1.0  # noqa: E731
+        else:
+            continue
+        cols = t["ne"][0]
+        v = struct.unpack("<%df" % (len(t["data"]) // 4), t["data"])
+        t["data"] = struct.pack("<%df" % len(v), *(x * factor(j % cols) for j, x in enumerate(v)))
+    gguf_tool.write_gguf(dst, md, tensors, version)
+
+
+def read_moments(path):
+    """Kiln's second moments (compiler/quant/Imatrix.h): [(names, cols, rows,
+    upper triangle floats)]."""
+    b = open(path, "rb").read()
+    assert b[:8] == b"KILNMOM1", path
+    (n,), at, out = struct.unpack_from("<i", b, 8), 12, []
+    for _ in range(n):
+        (length,) = struct.unpack_from("<i", b, at)
+        names = b[at + 4:at + 4 + length].decode()
+        cols, rows = struct.unpack_from("<iq", b, at + 4 + length)
+        at += 16 + length
+        count = cols * (cols + 1) // 2
+        out.append((names, cols, rows, list(struct.unpack_from("<%df" % count, b, at))))
+        at += 4 * count
+    return out
+
+
+def write_moments(path, entries):
+    with open(path, "wb") as f:
+        f.write(b"KILNMOM1" + struct.pack("<i", len(entries)))
+        for names, cols, rows, tri in entries:
+            f.write(struct.pack("<i", len(names)) + names.encode() + struct.pack("<iq", cols, rows))
+            f.write(struct.pack("<%df" % len(tri), *tri))
 
 
 def tap_records(path):
