@@ -41,19 +41,27 @@ static moments *sets;
 static int32_t n_entries, cap_entries, n_sets, cap_sets, collecting, gathering, failed;
 static FILE *results;
 
+/* items with room for one more than n (of `size` bytes each), grown when
+ * full: the same array, a larger one, or NULL when out of memory. */
+static void *room(void *items, int32_t n, int32_t *cap, size_t size) {
+  int32_t grown = *cap ? 2 * *cap : 64;
+  if (n < *cap)
+    return items;
+  items = realloc(items, size * (size_t)grown);
+  if (items)
+    *cap = grown;
+  return items;
+}
+
 static entry *find(const char *name, size_t len, int32_t cols) {
   int32_t i;
-  entry *e;
+  entry *e, *grown;
   for (i = 0; i < n_entries; ++i)
     if (strlen(entries[i].name) == len && !memcmp(entries[i].name, name, len))
       return entries[i].cols == cols ? &entries[i] : NULL;
-  if (n_entries == cap_entries) {
-    int32_t cap = cap_entries ? 2 * cap_entries : 64;
-    entry *grown = realloc(entries, sizeof(entry) * (size_t)cap);
-    if (!grown)
-      return NULL;
-    entries = grown, cap_entries = cap;
-  }
+  if (!(grown = room(entries, n_entries, &cap_entries, sizeof(entry))))
+    return NULL;
+  entries = grown;
   e = &entries[n_entries];
   e->name = malloc(len + 1);
   e->sum2 = calloc((size_t)cols, sizeof(double));
@@ -70,17 +78,13 @@ static entry *find(const char *name, size_t len, int32_t cols) {
 
 static moments *find_moments(const char *names, int32_t cols) {
   int32_t i;
-  moments *g;
+  moments *g, *grown;
   for (i = 0; i < n_sets; ++i)
     if (!strcmp(sets[i].names, names))
       return sets[i].cols == cols ? &sets[i] : NULL;
-  if (n_sets == cap_sets) {
-    int32_t cap = cap_sets ? 2 * cap_sets : 64;
-    moments *grown = realloc(sets, sizeof(moments) * (size_t)cap);
-    if (!grown)
-      return NULL;
-    sets = grown, cap_sets = cap;
-  }
+  if (!(grown = room(sets, n_sets, &cap_sets, sizeof(moments))))
+    return NULL;
+  sets = grown;
   g = &sets[n_sets];
   g->names = malloc(strlen(names) + 1);
   g->sum = calloc((size_t)cols * (size_t)cols, sizeof(double));
