@@ -110,12 +110,6 @@ void outputErrors(const float *w, const float *y, size_t rows, size_t cols,
   }
 }
 
-double outputError(const float *w, const float *y, size_t cols, const float *moments) {
-  double err;
-  outputErrors(w, y, 1, cols, moments, &err);
-  return err;
-}
-
 namespace {
 
 // Element j of a block is a[j] * codeLevel(q) + b[j] against the block's

@@ -73,9 +73,8 @@ private:
   const std::vector<float> *factor = nullptr; // or nullptr: no feedback
 };
 
-/// The error (w - y)^T H (w - y) of one row w (cols values) encoded as y.
-double outputError(const float *w, const float *y, size_t cols, const float *moments);
-/// The same for `rows` rows, into errors[0..rows).
+/// The error (w - y)^T H (w - y) of each of `rows` rows w (cols values)
+/// encoded as y, into errors[0..rows).
 void outputErrors(const float *w, const float *y, size_t rows, size_t cols,
                   const float *moments, double *errors);
 
