@@ -237,7 +237,9 @@ static void printReport(ModuleOp module, const PackInfo &pack, const Vocabulary 
                       "rms error");
   uint64_t weights = 0;
   for (const TensorReport &t : pack.tensors) {
-    std::string err = t.converted ? llvm::formatv("{0:e3}", t.rmsError).str() : "as stored";
+    std::string err = t.converted ? llvm::formatv("{0:e3}", t.rmsError).str()
+                      : t.scaled  ? "rescaled"
+                                  : "as stored";
     os << llvm::formatv("{0,-32} {1,-7} {2,12} {3,12}{4}{5}\n", t.name, t.format, t.bytes, err,
                         t.feedback ? " (moments)" : t.weighted ? " (imatrix)" : "",
                         t.scaled ? " (activation-scaled)" : "");

@@ -156,8 +156,9 @@ struct RowCodec {
       encoder->encode(scratch.values.data(), count, out);
       quant::dequantize(to, out, n, scratch.decoded.data());
       double e = 0, r = 0;
-      for (size_t i = 0; i < n; ++i) {
-        double x = scratch.values[i], d = x - scratch.decoded[i];
+      for (size_t i = 0; i < n; ++i) { // the error of the weight as the model has it
+        const double s = columnScale ? columnScale[i % cols] : 1.0;
+        double x = scratch.values[i] / s, d = x - scratch.decoded[i] / s;
         e += d * d;
         r += x * x;
       }
