@@ -182,7 +182,8 @@ struct ActivationScales {
   std::map<std::string, std::shared_ptr<const std::vector<float>>> moments, importance;
 };
 
-/// A norm and the weights that read its output, with their values.
+/// A norm and the weights that read its output, with the rows of them the
+/// scale search scores.
 struct NormGroup {
   const Segment *norm;
   std::vector<std::string> members;
@@ -227,10 +228,16 @@ bool normGroup(const gguf::File &model, const std::map<std::string, const Segmen
     if (sameFormat(from, to) || quant::ggml::topCode(to.format) == 0 ||
         mm->size() != g.cols * g.cols || g.cols != nt->numElements())
       return false;
-    g.values.emplace_back(t->numElements());
-    quant::dequantize(from, model.tensorBytes(*t).data(), g.values.back().size(),
-                      g.values.back().data());
-    g.weights.push_back({to, nullptr, g.values.back().size() / g.cols});
+    // Only the rows the search scores are decoded: a 7B model's weights are
+    // never held whole.
+    const size_t rows = t->numElements() / g.cols,
+                 sampled = std::min(rows, quant::kScaleSampleRows),
+                 rowSize = quant::rowBytes(from, g.cols);
+    g.values.emplace_back(sampled * g.cols);
+    for (size_t r = 0; r < sampled; ++r)
+      quant::dequantize(from, model.tensorBytes(*t).data() + r * rows / sampled * rowSize,
+                        g.cols, g.values.back().data() + r * g.cols);
+    g.weights.push_back({to, nullptr, sampled});
   }
   size_t readers = 0; // of the input: no other weight may read it
   for (const auto &entry : imatrix.moments)
@@ -274,9 +281,8 @@ void chooseActivationScales(const gguf::File &model, const std::vector<Segment> 
       continue;
     auto h = std::make_shared<const std::vector<float>>(
         quant::scaledMoments(g.moments->data(), g.choice.scale));
-    auto diagonal = std::make_shared<std::vector<float>>(g.cols);
-    for (size_t j = 0; j < g.cols; ++j)
-      (*diagonal)[j] = (*h)[j * g.cols + j];
+    auto diagonal =
+        std::make_shared<const std::vector<float>>(quant::diagonalOf(h->data(), g.cols));
     for (const std::string &m : g.members) {
       out.columns[m] = g.choice.scale;
       out.moments[m] = h;

@@ -2,14 +2,11 @@
 
 #include "compiler/quant/Gptq.h"
 
-#include <algorithm>
 #include <cmath>
 
 namespace kiln::quant {
 
 namespace {
-
-constexpr size_t kSampleRows = 96;
 
 // The summed output error of the weights encoded as the compile would, with
 // their columns times `scale` (empty: as they are) and the moments of the
@@ -18,21 +15,16 @@ double encodedError(const std::vector<ScaledWeight> &weights, size_t cols, const
                     const std::vector<float> &scale) {
   std::vector<float> h = scale.empty() ? std::vector<float>(moments, moments + cols * cols)
                                        : scaledMoments(moments, scale);
-  std::vector<float> importance(cols);
-  for (size_t j = 0; j < cols; ++j)
-    importance[j] = h[j * cols + j];
+  const std::vector<float> importance = diagonalOf(h.data(), cols);
   FactorCache factors; // one factor of h for all the weights
   double total = 0;
   for (const ScaledWeight &w : weights) {
     const WeightEncoder e(w.spec, cols, importance.data(), h.data(), &factors);
-    // Rows spread evenly over the weight stand for it (the same rows for
-    // every alpha): the search costs the same for any model's width.
-    const size_t rows = std::min(w.rows, kSampleRows);
+    const size_t rows = w.rows;
     std::vector<float> x(rows * cols), y(x.size());
     for (size_t r = 0; r < rows; ++r)
       for (size_t j = 0; j < cols; ++j)
-        x[r * cols + j] =
-            w.values[r * w.rows / rows * cols + j] * (scale.empty() ? 1.0f : scale[j]);
+        x[r * cols + j] = w.values[r * cols + j] * (scale.empty() ? 1.0f : scale[j]);
     std::vector<uint8_t> bytes(rowBytes(w.spec, x.size()));
     e.encode(x.data(), rows, bytes.data());
     dequantize(w.spec, bytes.data(), x.size(), y.data());

@@ -8,8 +8,9 @@
 // (normalised to a geometric mean of 1), alpha searched over 1/4 .. 1 in
 // quarters by the output error the weights' encoding leaves on the
 // calibration inputs (second moments H: the error of a row is
-// (w - y)^T H (w - y)), measured on 96 rows of each weight spread over it,
-// and kept only where it lowers that error by at least 1%.
+// (w - y)^T H (w - y)), measured on rows of each weight spread over it
+// (kScaleSampleRows at most), and kept only where it lowers that error by at
+// least 1%.
 
 #include "compiler/quant/Quantize.h"
 
@@ -17,8 +18,13 @@
 
 namespace kiln::quant {
 
-/// One weight reading the input: `rows` rows of the input's columns, and the
-/// format it is encoded in.
+/// The rows of a weight that stand for it in the search: the same for every
+/// alpha, and as many whatever the model's width.
+constexpr size_t kScaleSampleRows = 96;
+
+/// One weight reading the input: `rows` of its rows (at most
+/// kScaleSampleRows, spread over it) over the input's columns, and the format
+/// it is encoded in.
 struct ScaledWeight {
   FormatSpec spec;
   const float *values;

@@ -77,6 +77,13 @@ bool feedbackFactor(const float *moments, size_t cols, std::vector<float> &u) {
   return true;
 }
 
+std::vector<float> diagonalOf(const float *square, size_t cols) {
+  std::vector<float> d(cols);
+  for (size_t j = 0; j < cols; ++j)
+    d[j] = square[j * cols + j];
+  return d;
+}
+
 void outputErrors(const float *w, const float *y, size_t rows, size_t cols,
                   const float *moments, double *errors) {
   // H is symmetric: row i's diagonal term and twice the terms after it. Rows

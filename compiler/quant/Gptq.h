@@ -73,6 +73,10 @@ private:
   const std::vector<float> *factor = nullptr; // or nullptr: no feedback
 };
 
+/// The diagonal of a cols x cols matrix (row-major): of second moments, the
+/// importance of each column.
+std::vector<float> diagonalOf(const float *square, size_t cols);
+
 /// The error (w - y)^T H (w - y) of each of `rows` rows w (cols values)
 /// encoded as y, into errors[0..rows).
 void outputErrors(const float *w, const float *y, size_t rows, size_t cols,

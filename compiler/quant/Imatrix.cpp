@@ -1,5 +1,7 @@
 #include "compiler/quant/Imatrix.h"
 
+#include "compiler/quant/Gptq.h"
+
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -168,12 +170,10 @@ llvm::Expected<Imatrix> readMoments(StringRef path, llvm::ArrayRef<uint8_t> byte
       return fail(path, llvm::formatv("moments entry {0} ('{1}') is too large", e, names));
     const size_t n = size_t(cols);
     square->resize(n * n);
-    std::vector<float> diagonal(n);
     for (size_t i = 0, at = 0; i < n; ++i)
       for (size_t j = i; j < n; ++j, ++at)
         (*square)[i * n + j] = (*square)[j * n + i] = triangle[at];
-    for (size_t i = 0; i < n; ++i)
-      diagonal[i] = (*square)[i * n + i];
+    const std::vector<float> diagonal = quant::diagonalOf(square->data(), n);
     for (float v : *square)
       if (!std::isfinite(v))
         return fail(path, llvm::formatv("moments entry '{0}' holds {1}", names, v));
