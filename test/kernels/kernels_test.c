@@ -66,11 +66,8 @@ static void random_weights(int family, uint8_t *w, int32_t n, int32_t k, int32_t
       size_t gb = family == KILN_UK_I8 ? (size_t)(2 + g) : (size_t)(2 + g / 2);
       for (b = 0; b < k / g; ++b) {
         put_f16(row + b * gb, 0.001f + 0.05f * (uniform() + 1.0f));
-        for (i = 2; i < gb; ++i) {
+        for (i = 2; i < gb; ++i) /* int8 weights take -128 too: a file may hold it */
           row[b * gb + i] = byte();
-          if (family == KILN_UK_I8 && row[b * gb + i] == 0x80)
-            row[b * gb + i] = 0x81; /* int8 weights are in [-127, 127], as ggml writes them */
-        }
       }
       /* Extreme values: an all -127 (i8) / all -8 (i4) group, a zero scale,
        * an all 127 (i8) / all 7 (i4) group. */

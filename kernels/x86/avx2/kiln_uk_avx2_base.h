@@ -75,8 +75,8 @@ static inline float kiln_uk_hsum_ps(__m256 v) {
 }
 
 /* Sum of 32 int8 products in eight int32 lanes: |a| * (b with a's sign) as
- * unsigned x signed pairs (no overflow for values in [-127, 127]), then pairs of
- * 16-bit sums. */
+ * unsigned x signed pairs, then pairs of 16-bit sums. Exact for b in
+ * [-127, 127] and any a (|-128| is 128 as an unsigned byte): weights go in a. */
 static inline __m256i kiln_uk_dot_i8x32(__m256i a, __m256i b) {
   __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
   return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));

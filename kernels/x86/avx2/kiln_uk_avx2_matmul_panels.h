@@ -314,9 +314,9 @@ static inline __m256i kiln_uk_q4_widen(__m256i acc) {
 
 /* As the AVX-512 panel_tile_b32, 8 output rows: mr block activation rows
  * against blocks b0..b1-1 of one q4_1, q5_0, q5_1 or iq4_nl panel. iq4_nl's
- * values stay signed (vpshufb from the codebook) and meet the activations'
- * magnitudes with their signs moved over, so that vpmaddubsw's int16 pairs
- * cannot saturate without VNNI. */
+ * values (vpshufb from the codebook) go in as magnitudes, their signs moved
+ * onto the activations, so that vpmaddubsw's int16 pairs cannot saturate
+ * without VNNI. */
 KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, const uint8_t *xs,
                                    size_t stride, int32_t mr, int32_t k, int32_t b0, int32_t b1,
                                    float *y, int32_t ldy, int32_t valid) {
@@ -356,16 +356,19 @@ KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, con
           lo = _mm256_or_si256(lo, _mm256_and_si256(kiln_uk_panel_shift32(qh, 4 - c), bit4));
           hi = _mm256_or_si256(hi, _mm256_and_si256(kiln_uk_panel_shift32(qh, -c), bit4));
         }
-        if (nl) {
-          lo = _mm256_shuffle_epi8(table, lo);
-          hi = _mm256_shuffle_epi8(table, hi);
+        __m256i slo = lo, shi = hi;
+        if (nl) { /* the values' magnitudes (once for all rows) meet x with their signs */
+          slo = _mm256_shuffle_epi8(table, lo);
+          shi = _mm256_shuffle_epi8(table, hi);
+          lo = _mm256_abs_epi8(slo);
+          hi = _mm256_abs_epi8(shi);
         }
         for (r = 0; r < mr; ++r) {
           const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at) + 32 * b + 4 * c;
           const __m256i x0 = _mm256_set1_epi32(kiln_uk_load_i32(q)), x1 = _mm256_set1_epi32(kiln_uk_load_i32(q + 16));
           if (nl) {
-            part[r] = kiln_uk_dot_u8s8(part[r], _mm256_sign_epi8(x0, x0), _mm256_sign_epi8(lo, x0));
-            part[r] = kiln_uk_dot_u8s8(part[r], _mm256_sign_epi8(x1, x1), _mm256_sign_epi8(hi, x1));
+            part[r] = kiln_uk_dot_u8s8(part[r], lo, _mm256_sign_epi8(x0, slo));
+            part[r] = kiln_uk_dot_u8s8(part[r], hi, _mm256_sign_epi8(x1, shi));
           } else {
             part[r] = kiln_uk_q4_pairs(part[r], lo, x0, hi, x1);
           }
@@ -825,8 +828,10 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
         __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 16 + 32 * c));
 #ifndef __AVXVNNI__
         /* Without VNNI, unsigned x signed pairs would saturate at 255 x 127:
-         * take |x| and move x's sign onto the signed weight instead. */
-        __m256i ws8 = _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80));
+         * the signed weight's magnitude (once for all rows) meets x with the
+         * weight's sign, one vpsignb a row (|-128| is 128 as a u8: exact). */
+        const __m256i ws8 = _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80));
+        v = _mm256_abs_epi8(ws8);
 #endif
         for (r = 0; r < mr; ++r) {
           const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
@@ -834,7 +839,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
 #ifdef __AVXVNNI__
           is[r] = _mm256_dpbusd_avx_epi32(is[r], v, xq);
 #else
-          is[r] = kiln_uk_dot_u8s8(is[r], _mm256_sign_epi8(xq, xq), _mm256_sign_epi8(ws8, xq));
+          is[r] = kiln_uk_dot_u8s8(is[r], v, _mm256_sign_epi8(xq, ws8));
 #endif
         }
       }

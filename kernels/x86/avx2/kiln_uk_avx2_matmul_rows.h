@@ -50,8 +50,8 @@ static inline float kiln_uk_qdot_i8(const int8_t *xq, const float *xd, const uin
     const uint8_t *blk = w + (2 + g) * b;
     __m256i s = _mm256_setzero_si256();
     for (j = 0; j < g; j += 32)
-      s = _mm256_add_epi32(s, kiln_uk_dot_i8x32(_mm256_loadu_si256((const __m256i *)(const void *)(xq + g * b + j)),
-                                        _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2 + j))));
+      s = _mm256_add_epi32(s, kiln_uk_dot_i8x32(_mm256_loadu_si256((const __m256i *)(const void *)(blk + 2 + j)),
+                                        _mm256_loadu_si256((const __m256i *)(const void *)(xq + g * b + j))));
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(xd[b] * kiln_uk_load_f16(blk)), acc);
   }
   return kiln_uk_hsum_ps(acc);
