@@ -824,6 +824,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
     for (r = 0; r < mr; ++r)
       is[r] = _mm256_setzero_si256();
     if (family == KILN_UK_I8) {
+#pragma GCC unroll 8
       for (c = 0; c < g / 4; ++c) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 16 + 32 * c));
 #ifndef __AVXVNNI__
