@@ -51,6 +51,13 @@
   (_mm_prefetch((const char *)(p) + KILN_UK_PREFETCH_ROW_BYTES, _MM_HINT_T0),          \
    _mm_prefetch((const char *)(p) + KILN_UK_PREFETCH_ROW_L2_BYTES, _MM_HINT_T1))
 
+/* Pins v's value in a register where it is computed. At -O3 GCC reassociates
+ * a tile's chains of integer sums: it computes every product of a group
+ * first, holds them on the stack and adds them up after (the q8_0 tile at six
+ * rows stored and loaded 48 vectors a group). An empty asm that reads and
+ * writes v keeps each running sum a running sum. */
+#define KILN_UK_KEEP(v) __asm__("" : "+x"(v))
+
 /* Step j of `steps` of prefetching the `bytes` at p: that share of its cache
  * lines, so that a kernel's prefetches spread over its work instead of
  * filling the miss queue at once. A tile of at most KILN_UK_STREAM_ROWS rows

@@ -54,6 +54,7 @@ static inline void kiln_uk_sub_block_rows(__m256i *is, const __m256i *code, __m2
     for (t = 1; t < 4; ++t)
       p = _mm256_add_epi16(p, _mm256_maddubs_epi16(code[t], _mm256_set1_epi32(kiln_uk_load_i32(xr + 4 * t))));
     is[r] = _mm256_add_epi32(is[r], _mm256_madd_epi16(p, sc));
+    KILN_UK_KEEP(is[r]);
   }
 }
 
@@ -125,6 +126,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, 
 #else
               part[r] = _mm256_add_epi16(part[r], _mm256_maddubs_epi16(v, x));
 #endif
+              KILN_UK_KEEP(part[r]);
             }
           }
           for (r = 0; r < mr; ++r)
@@ -228,6 +230,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *
               _mm256_maddubs_epi16(v0, _mm256_set1_epi32(kiln_uk_load_i32(x))),
               _mm256_maddubs_epi16(v1, _mm256_set1_epi32(kiln_uk_load_i32(x + 4))));
           is[r] = _mm256_add_epi32(is[r], _mm256_madd_epi16(p, sc));
+          KILN_UK_KEEP(is[r]);
         }
       }
     }
@@ -372,6 +375,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, con
           } else {
             part[r] = kiln_uk_q4_pairs(part[r], lo, x0, hi, x1);
           }
+          KILN_UK_KEEP(part[r]);
         }
       }
       for (r = 0; r < mr; ++r)
@@ -841,6 +845,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
           is[r] = _mm256_dpbusd_avx_epi32(is[r], v, xq);
 #else
           is[r] = kiln_uk_dot_u8s8(is[r], v, _mm256_sign_epi8(xq, ws8));
+          KILN_UK_KEEP(is[r]);
 #endif
         }
       }
@@ -861,6 +866,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
                 (const int8_t *)(const void *)(xs + r * stride + (size_t)groups * 8u);
             run[r] = kiln_uk_q4_pairs(run[r], lo, _mm256_set1_epi32(kiln_uk_load_i32(q + g * b + 4 * c)), hi,
                               _mm256_set1_epi32(kiln_uk_load_i32(q + g * b + g / 2 + 4 * c)));
+            KILN_UK_KEEP(run[r]);
           }
         }
         for (r = 0; r < mr; ++r)
