@@ -10,6 +10,11 @@
  *       mr float rows against columns j0..j1-1 of one f32/f16 panel;
  *   kiln_uk_panel_row4_float(family, panel, panel_bytes, x, k, y)
  *       one float row against four whole panels (decode);
+ * and may define kiln_uk_panel_unpack(family, panel, b0, b1, codes) and
+ * kiln_uk_panel_tile_unpacked(family, panel, codes, xs, stride, mr, k, b0, b1, y, ldy, valid)
+ * with KILN_UK_HAS_PANEL_UNPACK, KILN_UK_UNPACK_BLOCKS and the type kiln_uk_unpacked: for the
+ * families where kiln_uk_panel_unpacks(family), a panel's codes unpacked once for
+ * every row tile rather than in each, at most KILN_UK_UNPACK_BLOCKS groups at a time;
  * and may define kiln_uk_panel_row_int(family, panel, xs, k, g, y), one quantized row
  * against one whole int8/int4 panel (decode), with KILN_UK_HAS_PANEL_ROW_INT, and
  * kiln_uk_panel_tile3_float(family, panel, panel_bytes, x, mr, k, j0, j1, y, ldy), mr
@@ -108,6 +113,28 @@ KILN_UK_INLINE void kiln_uk_matmul_panel_int(int family, const uint8_t *w, float
     for (; p < p1; ++p)
       kiln_uk_panel_tile_int(family, w + (size_t)p * panel_bytes, s, stride, 1, k, g, 0, k / g,
                      y + p * KILN_UK_NR, n, n - p * KILN_UK_NR);
+    return;
+  }
+#endif
+#ifdef KILN_UK_HAS_PANEL_UNPACK
+  if (rows > mr_max && kiln_uk_panel_unpacks(family)) {
+    kiln_uk_unpacked codes;
+    for (b0 = 0; b0 < k / g; b0 += KILN_UK_UNPACK_BLOCKS) {
+      int32_t b1 = b0 + KILN_UK_UNPACK_BLOCKS < k / g ? b0 + KILN_UK_UNPACK_BLOCKS : k / g;
+      for (p = p0; p < p1; ++p) {
+        const uint8_t *panel = w + (size_t)p * panel_bytes;
+        int32_t valid = n - p * KILN_UK_NR < KILN_UK_NR ? n - p * KILN_UK_NR : KILN_UK_NR;
+        kiln_uk_panel_unpack(family, panel, b0, b1, &codes);
+        for (r = 0; r < rows; r += mr_max) {
+          const uint8_t *xs = s + (size_t)r * stride;
+          float *yr = y + p * KILN_UK_NR + (size_t)r * (size_t)n;
+#define KILN_UK_UNPACKED_TILE(m) \
+  kiln_uk_panel_tile_unpacked(family, panel, &codes, xs, stride, m, k, b0, b1, yr, n, valid)
+          KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_UNPACKED_TILE)
+#undef KILN_UK_UNPACKED_TILE
+        }
+      }
+    }
     return;
   }
 #endif

@@ -1486,6 +1486,10 @@ int main(void) {
         test_blocks(fmt, 1, 80, 2 * e);
         test_blocks(fmt, 9, 70, e == 32 ? 12 * e : e);
       }
+      /* Super-blocks five deep, more rows than a tile: more than one batch
+       * of a panel's unpacked codes (KILN_UK_UNPACK_BLOCKS). */
+      if (has_block_panels(fmt) && e == 256 && 5 * e <= MAX_K)
+        test_blocks(fmt, 9, 24, 5 * e);
       /* Blocks of 32 eight at a time, then one more (the ISA dots' two loops). */
       if (e == 32)
         test_blocks(fmt, 2, 9, 9 * e);

@@ -179,6 +179,30 @@ static inline __m256i kiln_uk_q6k_codes(const uint8_t *gp, int32_t s, int32_t t)
 }
 
 #if !KILN_UK_VNNI
+/* Without VNNI the q3_k and q6_k codes cost more to assemble (shifts, masks
+ * and an or from two places, 5 or 6 steps a vector) than the rows' products
+ * cost to take, and a tile shares them over only its few rows. With more rows
+ * than one tile, kiln_uk_matmul_panel_int unpacks KILN_UK_UNPACK_BLOCKS
+ * super-blocks of a panel at a time into a kiln_uk_unpacked on its stack
+ * (8 KiB), 64 vectors a super-block (sub-block s's vector t at 4s + t), and
+ * every row tile reads them from there. */
+#define KILN_UK_HAS_PANEL_UNPACK 1
+#define KILN_UK_UNPACK_BLOCKS 4
+typedef struct {
+  __m256i v[KILN_UK_UNPACK_BLOCKS * 64];
+} kiln_uk_unpacked;
+
+static inline int kiln_uk_panel_unpacks(int family) {
+  return family == KILN_UK_Q3_K || family == KILN_UK_Q6_K;
+}
+
+/* Vector t of sub-block s of super-block b of the unpacked codes, or
+ * assembled (from the panel) where there are none. */
+static inline __m256i kiln_uk_unpacked_or(const kiln_uk_unpacked *codes, int32_t b, int32_t s, int32_t t,
+                                          __m256i assembled) {
+  return codes ? codes->v[64 * b + 4 * s + t] : assembled;
+}
+
 /* Without VNNI, 8 output rows: two vpmaddubsw of 6-bit codes against int8
  * activations sum in int16 lanes (4 products of at most 63 x 127), and
  * vpmaddwd multiplies those by the sub-block's scale as an int16 pair: 6
@@ -186,9 +210,9 @@ static inline __m256i kiln_uk_q6k_codes(const uint8_t *gp, int32_t s, int32_t t)
  * vpmulld. The codes' offset of 32 meets the activations' sums once per
  * super-block: the scales and the sums as int16 pairs, 8 vpmaddwd a row. The
  * same integers as the VNNI form. */
-KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *xs, size_t stride,
-                                   int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
-                                   int32_t ldy, int32_t valid) {
+KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const kiln_uk_unpacked *codes, const uint8_t *xs,
+                                   size_t stride, int32_t mr, int32_t k, int32_t b0, int32_t b1,
+                                   float *y, int32_t ldy, int32_t valid) {
   const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256);
   const size_t sums_at = kiln_uk_act_blocks_sums_at(k, 256);
   __m256 acc[KILN_UK_MR_MAX];
@@ -216,14 +240,16 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *
       is[r] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(is[r], 5));
 #pragma GCC unroll 16
     for (s = 0; s < 16; ++s) {
-      kiln_uk_prefetch_share(gp, 210 * 8, s, 16, mr);
+      if (!codes)
+        kiln_uk_prefetch_share(gp, 210 * 8, s, 16, mr);
       const __m256i sc = _mm256_srai_epi16( /* signed: in the high bytes, shifted down */
           _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 * (48 + s / 4))),
                               kiln_uk_lane_byte_twice(s % 4, 1)),
           8);
       const int32_t col = 128 * (s / 8) + 32 * ((s % 8) / 2) + 16 * (s % 2);
       for (t = 0; t < 4; t += 2) {
-        const __m256i v0 = kiln_uk_q6k_codes(gp, s, t), v1 = kiln_uk_q6k_codes(gp, s, t + 1);
+        const __m256i v0 = kiln_uk_unpacked_or(codes, b - b0, s, t, kiln_uk_q6k_codes(gp, s, t));
+        const __m256i v1 = kiln_uk_unpacked_or(codes, b - b0, s, t + 1, kiln_uk_q6k_codes(gp, s, t + 1));
         for (r = 0; r < mr; ++r) {
           const int8_t *x = (const int8_t *)(const void *)(xs + r * stride + xq_at) + 256 * b + col + 4 * t;
           const __m256i p = _mm256_add_epi16(
@@ -615,16 +641,25 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q2k(const uint8_t *panel, const uint8_t *
 #define KILN_UK_HAS_PANEL_Q2K 1
 
 #if !KILN_UK_VNNI
+/* Vector t of sub-block s of q3_k super-block gp: its 3-bit codes plus 4. */
+static inline __m256i kiln_uk_q3k_code(const uint8_t *gp, int32_t s, int32_t t) {
+  const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2;
+  const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 46 * 8 + 32 * (8 * h + 4 * half + t)));
+  const __m256i hm = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 14 * 8 + 32 * (4 * half + t)));
+  return _mm256_or_si256(_mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * j)), _mm256_set1_epi8(3)),
+                         _mm256_and_si256(kiln_uk_blocks_shift16(hm, 2 - 4 * h - j), _mm256_set1_epi8(4)));
+}
+
 /* Without VNNI, 8 output rows, as panel_tile_q2k: the 3-bit codes (the code
  * plus 4) in int16 lanes over a sub-block, one vpmaddwd by its scale as an
  * int16 pair; the offset of 4 meets the activations' sums once per
  * super-block (kiln_uk_scaled_sums). The same integers. */
-KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *xs, size_t stride,
-                                   int32_t mr, int32_t k, int32_t b0, int32_t b1, float *y,
-                                   int32_t ldy, int32_t valid) {
+KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const kiln_uk_unpacked *codes, const uint8_t *xs,
+                                   size_t stride, int32_t mr, int32_t k, int32_t b0, int32_t b1,
+                                   float *y, int32_t ldy, int32_t valid) {
   const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256);
   const size_t sums_at = kiln_uk_act_blocks_sums_at(k, 256);
-  const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4), bias = _mm256_set1_epi16(32);
+  const __m256i bias = _mm256_set1_epi16(32);
   __m256 acc[KILN_UK_MR_MAX];
   int32_t r, b, s, t, q;
   for (r = 0; r < mr; ++r)
@@ -651,16 +686,12 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *
 #pragma GCC unroll 16
     for (s = 0; s < 16; ++s) {
       const int32_t h = s / 8, j = (s % 8) / 2, half = s % 2;
-      const int32_t bit = 4 * h + j;
       const __m256i sc = _mm256_sub_epi16(_mm256_shuffle_epi8(bytes[s / 4], kiln_uk_lane_byte_twice(s % 4, 0)), bias);
       __m256i code[4];
-      kiln_uk_prefetch_share(gp, 110 * 8, s, 16, mr);
-      for (t = 0; t < 4; ++t) {
-        const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 46 * 8 + 32 * (8 * h + 4 * half + t)));
-        const __m256i hm = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 14 * 8 + 32 * (4 * half + t)));
-        code[t] = _mm256_or_si256(_mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * j)), three),
-                                  _mm256_and_si256(kiln_uk_blocks_shift16(hm, 2 - bit), four));
-      }
+      if (!codes)
+        kiln_uk_prefetch_share(gp, 110 * 8, s, 16, mr);
+      for (t = 0; t < 4; ++t)
+        code[t] = kiln_uk_unpacked_or(codes, b - b0, s, t, kiln_uk_q3k_code(gp, s, t));
       kiln_uk_sub_block_rows(is, code, sc, xs + xq_at + 256 * b + 128 * h + 32 * j + 16 * half, stride, mr);
     }
     d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp));
@@ -671,6 +702,34 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const uint8_t *
   }
   for (r = 0; r < mr; ++r)
     kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
+}
+
+/* mr rows against super-blocks b0..b1-1 of a q3_k or q6_k panel, the codes
+ * read from codes, unpacked by panel_unpack (or assembled where it is NULL). */
+KILN_UK_INLINE void kiln_uk_panel_tile_unpacked(int family, const uint8_t *panel, const kiln_uk_unpacked *codes,
+                                        const uint8_t *xs, size_t stride, int32_t mr, int32_t k,
+                                        int32_t b0, int32_t b1, float *y, int32_t ldy, int32_t valid) {
+  if (family == KILN_UK_Q3_K)
+    kiln_uk_panel_tile_q3k(panel, codes, xs, stride, mr, k, b0, b1, y, ldy, valid);
+  else
+    kiln_uk_panel_tile_q6k(panel, codes, xs, stride, mr, k, b0, b1, y, ldy, valid);
+}
+
+/* The codes of super-blocks b0..b1-1 (at most KILN_UK_UNPACK_BLOCKS) of a q3_k
+ * or q6_k panel, as the tiles assemble them. */
+KILN_UK_INLINE void kiln_uk_panel_unpack(int family, const uint8_t *panel, int32_t b0, int32_t b1,
+                                 kiln_uk_unpacked *codes) {
+  const size_t bytes = family == KILN_UK_Q3_K ? 110u * 8u : 210u * 8u;
+  int32_t b, s, t;
+  for (b = b0; b < b1; ++b) {
+    const uint8_t *gp = panel + (size_t)b * bytes;
+#pragma GCC unroll 16
+    for (s = 0; s < 16; ++s)
+#pragma GCC unroll 4
+      for (t = 0; t < 4; ++t)
+        codes->v[64 * (b - b0) + 4 * s + t] =
+            family == KILN_UK_Q3_K ? kiln_uk_q3k_code(gp, s, t) : kiln_uk_q6k_codes(gp, s, t);
+  }
 }
 #else
 /* As the AVX-512 panel_row_q3k, 8 output rows, the codes at kiln_uk_code_at:
@@ -797,20 +856,27 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
     kiln_uk_panel_tile_q45k(panel, family == KILN_UK_Q5_K, xs, stride, mr, k, b0, b1, y, ldy, valid);
     return;
   }
+#ifdef KILN_UK_HAS_PANEL_UNPACK
+  if (kiln_uk_panel_unpacks(family)) {
+    kiln_uk_panel_tile_unpacked(family, panel, NULL, xs, stride, mr, k, b0, b1, y, ldy, valid);
+    return;
+  }
+#else
   if (family == KILN_UK_Q6_K) {
     kiln_uk_panel_tile_q6k(panel, xs, stride, mr, k, b0, b1, y, ldy, valid);
     return;
   }
+  if (family == KILN_UK_Q3_K) {
+    kiln_uk_panel_tile_q3k(panel, xs, stride, mr, k, b0, b1, y, ldy, valid);
+    return;
+  }
+#endif
   if (kiln_uk_is_b32_family(family)) {
     kiln_uk_panel_tile_b32(family, panel, xs, stride, mr, k, b0, b1, y, ldy, valid);
     return;
   }
   if (family == KILN_UK_Q2_K) {
     kiln_uk_panel_tile_q2k(panel, xs, stride, mr, k, b0, b1, y, ldy, valid);
-    return;
-  }
-  if (family == KILN_UK_Q3_K) {
-    kiln_uk_panel_tile_q3k(panel, xs, stride, mr, k, b0, b1, y, ldy, valid);
     return;
   }
   for (r = 0; r < mr; ++r)
