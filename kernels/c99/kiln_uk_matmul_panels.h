@@ -104,7 +104,7 @@ KILN_UK_INLINE void kiln_uk_matmul_panel_int(int family, const uint8_t *w, float
   const size_t stride = kiln_uk_panel_family_stride(family, k, g);
   const size_t panel_bytes = (size_t)KILN_UK_NR * kiln_uk_row_bytes(family, k, g);
   const uint8_t *s = (const uint8_t *)scratch;
-  int32_t r, p, b0;
+  int32_t r, p, b0, step = kc / g; /* groups a K block */
 #ifdef KILN_UK_HAS_PANEL_ROW_INT
   if (rows == 1) { /* decode: whole panels in order, one stream; a ragged last one as a tile */
     const int32_t whole = n / KILN_UK_NR < p1 ? n / KILN_UK_NR : p1;
@@ -117,36 +117,33 @@ KILN_UK_INLINE void kiln_uk_matmul_panel_int(int family, const uint8_t *w, float
   }
 #endif
 #ifdef KILN_UK_HAS_PANEL_UNPACK
-  if (rows > mr_max && kiln_uk_panel_unpacks(family)) {
-    kiln_uk_unpacked codes;
-    for (b0 = 0; b0 < k / g; b0 += KILN_UK_UNPACK_BLOCKS) {
-      int32_t b1 = b0 + KILN_UK_UNPACK_BLOCKS < k / g ? b0 + KILN_UK_UNPACK_BLOCKS : k / g;
-      for (p = p0; p < p1; ++p) {
-        const uint8_t *panel = w + (size_t)p * panel_bytes;
-        int32_t valid = n - p * KILN_UK_NR < KILN_UK_NR ? n - p * KILN_UK_NR : KILN_UK_NR;
-        kiln_uk_panel_unpack(family, panel, b0, b1, &codes);
-        for (r = 0; r < rows; r += mr_max) {
-          const uint8_t *xs = s + (size_t)r * stride;
-          float *yr = y + p * KILN_UK_NR + (size_t)r * (size_t)n;
-#define KILN_UK_UNPACKED_TILE(m) \
-  kiln_uk_panel_tile_unpacked(family, panel, &codes, xs, stride, m, k, b0, b1, yr, n, valid)
-          KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_UNPACKED_TILE)
-#undef KILN_UK_UNPACKED_TILE
-        }
-      }
-    }
-    return;
-  }
+  kiln_uk_unpacked codes;
+  const int unpack = rows > mr_max && kiln_uk_panel_unpacks(family);
+  if (unpack)
+    step = KILN_UK_UNPACK_BLOCKS;
 #endif
-  for (b0 = 0; b0 < k / g; b0 += kc / g) {
-    int32_t b1 = b0 + kc / g < k / g ? b0 + kc / g : k / g;
+  for (b0 = 0; b0 < k / g; b0 += step) {
+    int32_t b1 = b0 + step < k / g ? b0 + step : k / g;
     for (p = p0; p < p1; ++p) {
       const uint8_t *panel = w + (size_t)p * panel_bytes;
       int32_t valid = n - p * KILN_UK_NR < KILN_UK_NR ? n - p * KILN_UK_NR : KILN_UK_NR;
+#ifdef KILN_UK_HAS_PANEL_UNPACK
+      if (unpack)
+        kiln_uk_panel_unpack(family, panel, b0, b1, &codes);
+#endif
       for (r = 0; r < rows; r += mr_max) {
         const uint8_t *xs = s + (size_t)r * stride;
         float *yr = y + p * KILN_UK_NR + (size_t)r * (size_t)n;
 #define KILN_UK_INT_TILE(m) kiln_uk_panel_tile_int(family, panel, xs, stride, m, k, g, b0, b1, yr, n, valid)
+#ifdef KILN_UK_HAS_PANEL_UNPACK
+#define KILN_UK_UNPACKED_TILE(m) \
+  kiln_uk_panel_tile_unpacked(family, panel, &codes, xs, stride, m, k, b0, b1, yr, n, valid)
+        if (unpack) {
+          KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_UNPACKED_TILE)
+          continue;
+        }
+#undef KILN_UK_UNPACKED_TILE
+#endif
         KILN_UK_TILE_SWITCH(rows - r, mr_max, KILN_UK_INT_TILE)
 #undef KILN_UK_INT_TILE
       }

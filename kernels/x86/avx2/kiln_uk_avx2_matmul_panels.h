@@ -719,7 +719,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_unpacked(int family, const uint8_t *panel
  * or q6_k panel, as the tiles assemble them. */
 KILN_UK_INLINE void kiln_uk_panel_unpack(int family, const uint8_t *panel, int32_t b0, int32_t b1,
                                  kiln_uk_unpacked *codes) {
-  const size_t bytes = family == KILN_UK_Q3_K ? 110u * 8u : 210u * 8u;
+  const size_t bytes = (size_t)kiln_uk_block_bytes(family) * KILN_UK_NR;
   int32_t b, s, t;
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * bytes;
