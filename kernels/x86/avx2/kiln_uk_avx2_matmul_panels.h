@@ -67,14 +67,46 @@ static inline __m256i kiln_uk_scaled_sums(__m256i acc, __m256i even, __m256i odd
 }
 #endif
 
+/* Without VNNI the k-quants' codes cost a large part of a tile to assemble
+ * (q3_k, q5_k and q6_k shifts, masks and an or from two places, 5 or 6 steps
+ * a vector; q4_k 1 or 2) against the rows' products (3 steps a row), and a
+ * tile shares them over only its four rows. With more rows than one tile,
+ * kiln_uk_matmul_panel_int unpacks KILN_UK_UNPACK_BLOCKS super-blocks of a
+ * panel at a time into a kiln_uk_unpacked on its stack (8 KiB), 64 vectors a
+ * super-block in the order the tile takes them, and every row tile reads them
+ * from there. The VNNI tiles take NULL. */
+#define KILN_UK_UNPACK_BLOCKS 4
+typedef struct {
+  __m256i v[KILN_UK_UNPACK_BLOCKS * 64];
+} kiln_uk_unpacked;
+
+/* Vector v of super-block b of the unpacked codes, or assembled (from the
+ * panel) where there are none. */
+static inline __m256i kiln_uk_unpacked_or(const kiln_uk_unpacked *codes, int32_t b, int32_t v, __m256i assembled) {
+  return codes ? codes->v[64 * b + v] : assembled;
+}
+
+/* Vector c of q4_k (five = 0) or q5_k sub-block 2i + h of super-block gp:
+ * the low or the high nibbles, with q5_k's fifth bit (bit 2i + h of qh). */
+static inline __m256i kiln_uk_q45k_code(const uint8_t *gp, int32_t five, int32_t i, int32_t h, int32_t c) {
+  const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(gp + (five ? 48 : 16) * 8 + 32 * (8 * i + c)));
+  const __m256i low = _mm256_and_si256(h ? _mm256_srli_epi16(v, 4) : v, _mm256_set1_epi8(15));
+  if (!five)
+    return low;
+  return _mm256_or_si256(
+      low, _mm256_and_si256(kiln_uk_blocks_shift16(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 128 + 32 * c)),
+                                                   4 - 2 * i - h),
+                            _mm256_set1_epi8(0x10)));
+}
+
 /* As the AVX-512 panel_tile_q45k, 8 output rows: mr k-quant activation rows
- * against super-blocks b0..b1-1 of one q4_k (five = 0) or q5_k panel. */
-KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, const uint8_t *xs,
-                                    size_t stride, int32_t mr, int32_t k, int32_t b0, int32_t b1,
-                                    float *y, int32_t ldy, int32_t valid) {
+ * against super-blocks b0..b1-1 of one q4_k (five = 0) or q5_k panel, the
+ * codes from codes where it is not NULL. */
+KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, const kiln_uk_unpacked *codes, int32_t five,
+                                    const uint8_t *xs, size_t stride, int32_t mr, int32_t k, int32_t b0,
+                                    int32_t b1, float *y, int32_t ldy, int32_t valid) {
   const size_t xq_at = kiln_uk_act_blocks_q_at(k, 256), pairs_at = xq_at + (size_t)k;
-  const size_t bytes = five ? 176u * 8u : 144u * 8u, codes_at = five ? 48u * 8u : 16u * 8u;
-  const __m256i low = _mm256_set1_epi8(15);
+  const size_t bytes = five ? 176u * 8u : 144u * 8u;
   __m256 acc[KILN_UK_MR_MAX];
   int32_t r, b, i, h, c;
   for (r = 0; r < mr; ++r)
@@ -91,7 +123,8 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, 
 #pragma GCC unroll 4
     for (i = 0; i < 4; ++i)
       for (h = 0; h < 2; ++h) { /* sub-block 2i + h: the low or the high nibbles */
-        kiln_uk_prefetch_share(gp, (int32_t)bytes, 2 * i + h, 8, mr);
+        if (!codes)
+          kiln_uk_prefetch_share(gp, (int32_t)bytes, 2 * i + h, 8, mr);
 #if KILN_UK_VNNI
         const __m256i sc = _mm256_and_si256(kiln_uk_panel_shift32(h ? s1 : s0, -8 * i), _mm256_set1_epi32(63));
         const int32_t run = 8;
@@ -108,16 +141,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q45k(const uint8_t *panel, int32_t five, 
           for (r = 0; r < mr; ++r)
             part[r] = _mm256_setzero_si256();
           for (c = c0; c < c0 + run; ++c) {
-            __m256i v = _mm256_loadu_si256(
-                (const __m256i *)(const void *)(gp + codes_at + 32 * (8 * i + c)));
-            v = _mm256_and_si256(h ? _mm256_srli_epi16(v, 4) : v, low);
-            if (five) /* bit 2i + h of qh: the fifth bit of sub-block 2i + h */
-              v = _mm256_or_si256(
-                  v, _mm256_and_si256(
-                         kiln_uk_blocks_shift16(_mm256_loadu_si256(
-                                            (const __m256i *)(const void *)(gp + 128 + 32 * c)),
-                                        4 - 2 * i - h),
-                         _mm256_set1_epi8(0x10)));
+            const __m256i v = kiln_uk_unpacked_or(codes, b - b0, 8 * (2 * i + h) + c, kiln_uk_q45k_code(gp, five, i, h, c));
             for (r = 0; r < mr; ++r) {
               const int8_t *q = (const int8_t *)(const void *)(xs + r * stride + xq_at);
               const __m256i x = _mm256_set1_epi32(kiln_uk_load_i32(q + 256 * b + 64 * i + 32 * h + 4 * c));
@@ -179,28 +203,10 @@ static inline __m256i kiln_uk_q6k_codes(const uint8_t *gp, int32_t s, int32_t t)
 }
 
 #if !KILN_UK_VNNI
-/* Without VNNI the q3_k and q6_k codes cost more to assemble (shifts, masks
- * and an or from two places, 5 or 6 steps a vector) than the rows' products
- * cost to take, and a tile shares them over only its few rows. With more rows
- * than one tile, kiln_uk_matmul_panel_int unpacks KILN_UK_UNPACK_BLOCKS
- * super-blocks of a panel at a time into a kiln_uk_unpacked on its stack
- * (8 KiB), 64 vectors a super-block (sub-block s's vector t at 4s + t), and
- * every row tile reads them from there. */
 #define KILN_UK_HAS_PANEL_UNPACK 1
-#define KILN_UK_UNPACK_BLOCKS 4
-typedef struct {
-  __m256i v[KILN_UK_UNPACK_BLOCKS * 64];
-} kiln_uk_unpacked;
 
 static inline int kiln_uk_panel_unpacks(int family) {
-  return family == KILN_UK_Q3_K || family == KILN_UK_Q6_K;
-}
-
-/* Vector t of sub-block s of super-block b of the unpacked codes, or
- * assembled (from the panel) where there are none. */
-static inline __m256i kiln_uk_unpacked_or(const kiln_uk_unpacked *codes, int32_t b, int32_t s, int32_t t,
-                                          __m256i assembled) {
-  return codes ? codes->v[64 * b + 4 * s + t] : assembled;
+  return family == KILN_UK_Q3_K || family == KILN_UK_Q4_K || family == KILN_UK_Q5_K || family == KILN_UK_Q6_K;
 }
 
 /* Without VNNI, 8 output rows: two vpmaddubsw of 6-bit codes against int8
@@ -248,8 +254,8 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const kiln_uk_u
           8);
       const int32_t col = 128 * (s / 8) + 32 * ((s % 8) / 2) + 16 * (s % 2);
       for (t = 0; t < 4; t += 2) {
-        const __m256i v0 = kiln_uk_unpacked_or(codes, b - b0, s, t, kiln_uk_q6k_codes(gp, s, t));
-        const __m256i v1 = kiln_uk_unpacked_or(codes, b - b0, s, t + 1, kiln_uk_q6k_codes(gp, s, t + 1));
+        const __m256i v0 = kiln_uk_unpacked_or(codes, b - b0, 4 * s + t, kiln_uk_q6k_codes(gp, s, t));
+        const __m256i v1 = kiln_uk_unpacked_or(codes, b - b0, 4 * s + t + 1, kiln_uk_q6k_codes(gp, s, t + 1));
         for (r = 0; r < mr; ++r) {
           const int8_t *x = (const int8_t *)(const void *)(xs + r * stride + xq_at) + 256 * b + col + 4 * t;
           const __m256i p = _mm256_add_epi16(
@@ -691,7 +697,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const kiln_uk_u
       if (!codes)
         kiln_uk_prefetch_share(gp, 110 * 8, s, 16, mr);
       for (t = 0; t < 4; ++t)
-        code[t] = kiln_uk_unpacked_or(codes, b - b0, s, t, kiln_uk_q3k_code(gp, s, t));
+        code[t] = kiln_uk_unpacked_or(codes, b - b0, 4 * s + t, kiln_uk_q3k_code(gp, s, t));
       kiln_uk_sub_block_rows(is, code, sc, xs + xq_at + 256 * b + 128 * h + 32 * j + 16 * half, stride, mr);
     }
     d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gp));
@@ -704,31 +710,45 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q3k(const uint8_t *panel, const kiln_uk_u
     kiln_uk_store_lanes(y + (size_t)r * (size_t)ldy, acc[r], valid);
 }
 
-/* mr rows against super-blocks b0..b1-1 of a q3_k or q6_k panel, the codes
- * read from codes, unpacked by panel_unpack (or assembled where it is NULL). */
+/* mr rows against super-blocks b0..b1-1 of a panel kiln_uk_panel_unpacks
+ * names, the codes read from codes, unpacked by panel_unpack (or assembled
+ * where it is NULL). */
 KILN_UK_INLINE void kiln_uk_panel_tile_unpacked(int family, const uint8_t *panel, const kiln_uk_unpacked *codes,
                                         const uint8_t *xs, size_t stride, int32_t mr, int32_t k,
                                         int32_t b0, int32_t b1, float *y, int32_t ldy, int32_t valid) {
   if (family == KILN_UK_Q3_K)
     kiln_uk_panel_tile_q3k(panel, codes, xs, stride, mr, k, b0, b1, y, ldy, valid);
+  else if (family == KILN_UK_Q4_K || family == KILN_UK_Q5_K)
+    kiln_uk_panel_tile_q45k(panel, codes, family == KILN_UK_Q5_K, xs, stride, mr, k, b0, b1, y, ldy, valid);
   else
     kiln_uk_panel_tile_q6k(panel, codes, xs, stride, mr, k, b0, b1, y, ldy, valid);
 }
 
-/* The codes of super-blocks b0..b1-1 (at most KILN_UK_UNPACK_BLOCKS) of a q3_k
- * or q6_k panel, as the tiles assemble them. */
+/* Vector v of super-block gp's codes in a panel of the family, as its tile
+ * assembles them. */
+static inline __m256i kiln_uk_panel_code(int family, const uint8_t *gp, int32_t v) {
+  switch (family) {
+  case KILN_UK_Q3_K:
+    return kiln_uk_q3k_code(gp, v / 4, v % 4);
+  case KILN_UK_Q4_K:
+  case KILN_UK_Q5_K:
+    return kiln_uk_q45k_code(gp, family == KILN_UK_Q5_K, v / 16, v / 8 % 2, v % 8);
+  default:
+    return kiln_uk_q6k_codes(gp, v / 4, v % 4);
+  }
+}
+
+/* The codes of super-blocks b0..b1-1 (at most KILN_UK_UNPACK_BLOCKS) of a
+ * panel kiln_uk_panel_unpacks names. */
 KILN_UK_INLINE void kiln_uk_panel_unpack(int family, const uint8_t *panel, int32_t b0, int32_t b1,
                                  kiln_uk_unpacked *codes) {
   const size_t bytes = (size_t)kiln_uk_block_bytes(family) * KILN_UK_NR;
-  int32_t b, s, t;
+  int32_t b, v;
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * bytes;
-#pragma GCC unroll 16
-    for (s = 0; s < 16; ++s)
-#pragma GCC unroll 4
-      for (t = 0; t < 4; ++t)
-        codes->v[64 * (b - b0) + 4 * s + t] =
-            family == KILN_UK_Q3_K ? kiln_uk_q3k_code(gp, s, t) : kiln_uk_q6k_codes(gp, s, t);
+#pragma GCC unroll 64
+    for (v = 0; v < 64; ++v)
+      codes->v[64 * (b - b0) + v] = kiln_uk_panel_code(family, gp, v);
   }
 }
 #else
@@ -853,7 +873,7 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
   __m256 acc[KILN_UK_MR_MAX];
   int32_t r, b, c;
   if (family == KILN_UK_Q4_K || family == KILN_UK_Q5_K) {
-    kiln_uk_panel_tile_q45k(panel, family == KILN_UK_Q5_K, xs, stride, mr, k, b0, b1, y, ldy, valid);
+    kiln_uk_panel_tile_q45k(panel, NULL, family == KILN_UK_Q5_K, xs, stride, mr, k, b0, b1, y, ldy, valid);
     return;
   }
 #ifdef KILN_UK_HAS_PANEL_UNPACK
