@@ -872,16 +872,16 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
   const __m256i low = _mm256_set1_epi8(15);
   __m256 acc[KILN_UK_MR_MAX];
   int32_t r, b, c;
-  if (family == KILN_UK_Q4_K || family == KILN_UK_Q5_K) {
-    kiln_uk_panel_tile_q45k(panel, NULL, family == KILN_UK_Q5_K, xs, stride, mr, k, b0, b1, y, ldy, valid);
-    return;
-  }
 #ifdef KILN_UK_HAS_PANEL_UNPACK
   if (kiln_uk_panel_unpacks(family)) {
     kiln_uk_panel_tile_unpacked(family, panel, NULL, xs, stride, mr, k, b0, b1, y, ldy, valid);
     return;
   }
 #else
+  if (family == KILN_UK_Q4_K || family == KILN_UK_Q5_K) {
+    kiln_uk_panel_tile_q45k(panel, NULL, family == KILN_UK_Q5_K, xs, stride, mr, k, b0, b1, y, ldy, valid);
+    return;
+  }
   if (family == KILN_UK_Q6_K) {
     kiln_uk_panel_tile_q6k(panel, xs, stride, mr, k, b0, b1, y, ldy, valid);
     return;
