@@ -62,11 +62,21 @@
  * lines, so that a kernel's prefetches spread over its work instead of
  * filling the miss queue at once. A tile of at most KILN_UK_STREAM_ROWS rows
  * (decode, a batch of decodes) streams its panel once, from memory, and asks as
- * panel_row_int does; share 0 of 1 asks for every line. */
+ * panel_row_int does; share 0 of 1 asks for every line. Where a base sets
+ * KILN_UK_STREAM_L2_BYTES, such a tile instead asks for all of a block's lines
+ * at step 0, into L2 only, that far ahead (see the AVX-512 base). */
 KILN_UK_INLINE void kiln_uk_prefetch_share(const uint8_t *p, int32_t bytes, int32_t j, int32_t steps,
                                    int32_t mr) {
   const int32_t lines = (bytes + 63) / 64;
   int32_t c;
+#ifdef KILN_UK_STREAM_L2_BYTES
+  if (mr <= KILN_UK_STREAM_ROWS) {
+    if (j == 0)
+      for (c = 0; c < lines; ++c)
+        _mm_prefetch((const char *)p + KILN_UK_STREAM_L2_BYTES + 64 * c, _MM_HINT_T1);
+    return;
+  }
+#endif
   for (c = lines * j / steps; c < lines * (j + 1) / steps; ++c)
     if (mr <= KILN_UK_STREAM_ROWS)
       KILN_UK_PREFETCH_ROW(p + 64 * c);
