@@ -224,12 +224,12 @@ KILN_UK_INLINE void kiln_uk_panel_tile_q6k(const uint8_t *panel, const uint8_t *
  * codes become unsigned bytes (a nibble, the fifth bit beside it, or
  * iq4_nl's value + 128 from a vpshufb table) for vpdpbusd; the offset (16,
  * 128) meets the activations' integer sum, the min their scaled sum. Decode
- * and batches of a few rows (KILN_UK_STREAM_ROWS) prefetch as panel_row_int, the
- * tiles as the other tiles. As panel_tile_int, the sums leave through 1.5 x
- * 2^23 with the offset in the subtrahend, and per 16 blocks each row's
- * subtrahends and (q4_1, q5_1) its scaled sums are made in vectors and read
- * back as broadcasts: 1.09-1.17x on 8-row tiles against a scalar convert and
- * multiply per block and row. */
+ * and batches of a few rows (KILN_UK_STREAM_ROWS) prefetch as a stream
+ * (KILN_UK_STREAM_L2_BYTES), the tiles as the other tiles. As panel_tile_int,
+ * the sums leave through 1.5 x 2^23 with the offset in the subtrahend, and per
+ * 16 blocks each row's subtrahends and (q4_1, q5_1) its scaled sums are made
+ * in vectors and read back as broadcasts: 1.09-1.17x on 8-row tiles against a
+ * scalar convert and multiply per block and row. */
 KILN_UK_INLINE void kiln_uk_panel_tile_b32(int family, const uint8_t *panel, const uint8_t *xs,
                                    size_t stride, int32_t mr, int32_t k, int32_t b0, int32_t b1,
                                    float *y, int32_t ldy, int32_t rows_valid) {
