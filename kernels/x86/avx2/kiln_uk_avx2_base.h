@@ -58,30 +58,34 @@
  * writes v keeps each running sum a running sum. */
 #define KILN_UK_KEEP(v) __asm__("" : "+x"(v))
 
+/* Decode and batches of up to KILN_UK_STREAM_ROWS rows read a panel once, as
+ * one stream: each block's lines are asked for at once, into L2 only, 8 KiB
+ * ahead. The block kernels read a block out of order (q6_k its d and scales,
+ * last in the block, first), and asking into L1 and L2 as each step of the
+ * block reached its share kept too few lines in flight. Zen 4, one row from
+ * DRAM (bench/gemv.c, 5632 x 2048, kernel/read): AVX-512 q6_k 0.39 ->
+ * 0.80-0.84, q4_k 0.60-0.71 -> 0.94-0.97, four rows q4_0 0.63 -> 0.84, q6_k
+ * 0.33 -> 0.73; the AVX2 kernels q6_k 0.40 -> 0.78, q4_k 0.49 -> 0.70-0.81,
+ * q5_k 0.56-0.61 -> 0.79-0.82. One int8/int4 row keeps KILN_UK_PREFETCH_ROW
+ * (AVX-512 q8_0 0.87 against 0.74 this way). */
+#define KILN_UK_STREAM_L2_BYTES 8192
+
 /* Step j of `steps` of prefetching the `bytes` at p: that share of its cache
  * lines, so that a kernel's prefetches spread over its work instead of
- * filling the miss queue at once. A tile of at most KILN_UK_STREAM_ROWS rows
- * (decode, a batch of decodes) streams its panel once, from memory, and asks as
- * panel_row_int does; share 0 of 1 asks for every line. Where a base sets
- * KILN_UK_STREAM_L2_BYTES, such a tile instead asks for all of a block's lines
- * at step 0, into L2 only, that far ahead (see the AVX-512 base). */
+ * filling the miss queue at once; a tile of at most KILN_UK_STREAM_ROWS rows
+ * asks for every line at step 0 as a stream (above). */
 KILN_UK_INLINE void kiln_uk_prefetch_share(const uint8_t *p, int32_t bytes, int32_t j, int32_t steps,
                                    int32_t mr) {
   const int32_t lines = (bytes + 63) / 64;
   int32_t c;
-#ifdef KILN_UK_STREAM_L2_BYTES
   if (mr <= KILN_UK_STREAM_ROWS) {
     if (j == 0)
       for (c = 0; c < lines; ++c)
         _mm_prefetch((const char *)p + KILN_UK_STREAM_L2_BYTES + 64 * c, _MM_HINT_T1);
     return;
   }
-#endif
   for (c = lines * j / steps; c < lines * (j + 1) / steps; ++c)
-    if (mr <= KILN_UK_STREAM_ROWS)
-      KILN_UK_PREFETCH_ROW(p + 64 * c);
-    else
-      KILN_UK_PREFETCH(p + 64 * c);
+    KILN_UK_PREFETCH(p + 64 * c);
 }
 
 static inline float kiln_uk_hsum_ps(__m256 v) {

@@ -10,16 +10,6 @@
 
 #include "kernels/c99/kiln_uk_base.h"
 #include "kernels/c99/kiln_uk_pack.h"
-/* Decode and batches of up to KILN_UK_STREAM_ROWS rows over the block formats
- * (q4_1 ... q6_k) and int8/int4 tiles: each block's lines asked for at once,
- * into L2 only, 8 KiB ahead. The block kernels read a block out of order
- * (q6_k its d and scales, last in the block, first), and asking into L1 and
- * L2 as each step reached its share kept too few lines in flight. Zen 4, one
- * row from DRAM (bench/gemv.c, 5632 x 2048): q6_k 0.39 -> 0.80-0.84 of a plain
- * read, q4_k 0.60-0.71 -> 0.94-0.97; four rows q4_0 0.63 -> 0.84, q6_k 0.33 ->
- * 0.73. One int8/int4 row (panel_row_int) keeps asking into L1 as well: q8_0
- * 0.87 there against 0.74 this way. */
-#define KILN_UK_STREAM_L2_BYTES 8192
 #include "kernels/x86/avx2/kiln_uk_avx2_base.h"
 
 /* The first `left` of 16 lanes. */
