@@ -42,10 +42,11 @@
 #define KILN_UK_PREFETCH_ROW_L2_BYTES 4096
 #endif
 /* A tile of at most this many rows is a batch of decodes (or the last rows of
- * a prefill chunk): it reads each panel once, as one stream, and asks for it as
- * the decode GEMV does. bench/gemv.c, q4_0 5632 x 2048 from DRAM, kernel/read
- * of 4 rows 0.57 -> 0.69 and of 2 rows 0.63 -> 0.86 against asking 16 KiB
- * ahead into L1; 8-row tiles (prefill) keep that. */
+ * a prefill chunk): it reads each panel once, as one stream, and asks for it
+ * as one (KILN_UK_STREAM_L2_BYTES). Asking as the one-row GEMV does took
+ * bench/gemv.c's q4_0 5632 x 2048 from DRAM, kernel/read of 4 rows from 0.57
+ * to 0.69 and of 2 rows from 0.63 to 0.86 against asking 16 KiB ahead into
+ * L1, as 8-row tiles (prefill) still do. */
 #define KILN_UK_STREAM_ROWS 4
 #define KILN_UK_PREFETCH_ROW(p)                                                        \
   (_mm_prefetch((const char *)(p) + KILN_UK_PREFETCH_ROW_BYTES, _MM_HINT_T0),          \
