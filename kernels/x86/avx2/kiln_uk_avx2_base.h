@@ -48,9 +48,15 @@
  * to 0.69 and of 2 rows from 0.63 to 0.86 against asking 16 KiB ahead into
  * L1, as 8-row tiles (prefill) still do. */
 #define KILN_UK_STREAM_ROWS 4
-#define KILN_UK_PREFETCH_ROW(p)                                                        \
-  (_mm_prefetch((const char *)(p) + KILN_UK_PREFETCH_ROW_BYTES, _MM_HINT_T0),          \
-   _mm_prefetch((const char *)(p) + KILN_UK_PREFETCH_ROW_L2_BYTES, _MM_HINT_T1))
+
+/* Every line of the `bytes` at p, as the int8/int4 decode GEMV asks (above). */
+KILN_UK_INLINE void kiln_uk_prefetch_row(const uint8_t *p, int32_t bytes) {
+  int32_t c;
+  for (c = 0; c < bytes; c += 64) {
+    _mm_prefetch((const char *)p + KILN_UK_PREFETCH_ROW_BYTES + c, _MM_HINT_T0);
+    _mm_prefetch((const char *)p + KILN_UK_PREFETCH_ROW_L2_BYTES + c, _MM_HINT_T1);
+  }
+}
 
 /* Pins v's value in a register where it is computed. At -O3 GCC reassociates
  * a tile's chains of integer sums: it computes every product of a group
@@ -67,9 +73,14 @@
  * DRAM (bench/gemv.c, 5632 x 2048, kernel/read): AVX-512 q6_k 0.39 ->
  * 0.80-0.84, q4_k 0.60-0.71 -> 0.94-0.97, four rows q4_0 0.63 -> 0.84, q6_k
  * 0.33 -> 0.73; the AVX2 kernels q6_k 0.40 -> 0.78, q4_k 0.49 -> 0.70-0.81,
- * q5_k 0.56-0.61 -> 0.79-0.82. One int8/int4 row keeps KILN_UK_PREFETCH_ROW
+ * q5_k 0.56-0.61 -> 0.79-0.82. One int8/int4 row keeps kiln_uk_prefetch_row
  * (AVX-512 q8_0 0.87 against 0.74 this way). */
 #define KILN_UK_STREAM_L2_BYTES 8192
+KILN_UK_INLINE void kiln_uk_prefetch_stream(const uint8_t *p, int32_t bytes) {
+  int32_t c;
+  for (c = 0; c < bytes; c += 64)
+    _mm_prefetch((const char *)p + KILN_UK_STREAM_L2_BYTES + c, _MM_HINT_T1);
+}
 
 /* Step j of `steps` of prefetching the `bytes` at p: that share of its cache
  * lines, so that a kernel's prefetches spread over its work instead of
@@ -81,8 +92,7 @@ KILN_UK_INLINE void kiln_uk_prefetch_share(const uint8_t *p, int32_t bytes, int3
   int32_t c;
   if (mr <= KILN_UK_STREAM_ROWS) {
     if (j == 0)
-      for (c = 0; c < lines; ++c)
-        _mm_prefetch((const char *)p + KILN_UK_STREAM_L2_BYTES + 64 * c, _MM_HINT_T1);
+      kiln_uk_prefetch_stream(p, bytes);
     return;
   }
   for (c = lines * j / steps; c < lines * (j + 1) / steps; ++c)

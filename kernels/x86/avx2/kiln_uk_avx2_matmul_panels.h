@@ -558,7 +558,7 @@ KILN_UK_INLINE void kiln_uk_panel_row_q2k(const uint8_t *panel, const uint8_t *x
     const uint8_t *gp = panel + (size_t)b * 84u * 8u;
     __m256i w[4], is[2];
     __m256 dx = _mm256_set1_ps(xd[b]);
-    kiln_uk_prefetch_share(gp, 84 * 8, 0, 1, 1);
+    kiln_uk_prefetch_stream(gp, 84 * 8);
     for (c = 0; c < 4; ++c)
       w[c] = _mm256_loadu_si256((const __m256i *)(const void *)(gp + 32 + 32 * c));
     is[0] = is[1] = _mm256_setzero_si256();
@@ -763,7 +763,7 @@ KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *x
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * 110u * 8u;
     __m256i sc[16], is[2];
-    kiln_uk_prefetch_share(gp, 110 * 8, 0, 1, 1);
+    kiln_uk_prefetch_stream(gp, 110 * 8);
     kiln_uk_q3k_scales(gp, sc);
     is[0] = is[1] = _mm256_setzero_si256();
 #pragma GCC unroll 2
@@ -904,14 +904,13 @@ KILN_UK_INLINE void kiln_uk_panel_tile_int(int family, const uint8_t *panel, con
     __m256i is[KILN_UK_MR_MAX];
     __m256 ws;
     /* Decode asks for each line as the AVX-512 decode GEMV does
-     * (KILN_UK_PREFETCH_ROW): a q4_0 GEMV from DRAM kept 1.04-1.09 of a plain
+     * (kiln_uk_prefetch_row): a q4_0 GEMV from DRAM kept 1.04-1.09 of a plain
      * read against 0.76-0.78 with the hardware prefetchers alone (q8_0:
      * 1.01-1.03 against 0.87-0.89; bench/gemv.c, one thread or two); 16 KiB
      * ahead, as the tiles ask, was 0.87x slower. A batch of a few rows asks
      * as a stream (kiln_uk_prefetch_share). */
     if (mr == 1)
-      for (c = 0; c < (int32_t)group_bytes; c += 64)
-        KILN_UK_PREFETCH_ROW(gp + c);
+      kiln_uk_prefetch_row(gp, (int32_t)group_bytes);
     else
       kiln_uk_prefetch_share(gp, (int32_t)group_bytes, 0, 1, mr);
     for (r = 0; r < mr; ++r)

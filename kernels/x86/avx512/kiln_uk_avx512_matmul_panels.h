@@ -373,7 +373,7 @@ KILN_UK_INLINE void kiln_uk_panel_row_q2k(const uint8_t *panel, const uint8_t *x
     const uint8_t *gp = panel + (size_t)b * 84u * 16u;
     __m512i w[4], is[2];
     __m512 dx;
-    kiln_uk_prefetch_share(gp, 84 * 16, 0, 1, 1);
+    kiln_uk_prefetch_stream(gp, 84 * 16);
     for (c = 0; c < 4; ++c)
       w[c] = _mm512_loadu_si512(gp + 64 + 64 * c);
     is[0] = is[1] = _mm512_setzero_si512();
@@ -506,7 +506,7 @@ KILN_UK_INLINE void kiln_uk_panel_row_q3k(const uint8_t *panel, const uint8_t *x
   for (b = b0; b < b1; ++b) {
     const uint8_t *gp = panel + (size_t)b * 110u * 16u;
     __m512i sc[4], is[2];
-    kiln_uk_prefetch_share(gp, 110 * 16, 0, 1, 1);
+    kiln_uk_prefetch_stream(gp, 110 * 16);
     kiln_uk_q3k_scale_bytes(gp, sc);
     is[0] = is[1] = _mm512_setzero_si512();
 #pragma GCC unroll 2
@@ -752,8 +752,7 @@ KILN_UK_INLINE void kiln_uk_panel_row_int(int family, const uint8_t *panel, cons
     const uint8_t *gp = panel + (size_t)b * group_bytes;
     __m512i is = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
     __m512 ws;
-    for (c = 0; c < (int32_t)group_bytes; c += 64)
-      KILN_UK_PREFETCH_ROW(gp + c);
+    kiln_uk_prefetch_row(gp, (int32_t)group_bytes);
     if (family == KILN_UK_I8) {
       for (c = 0; c < g / 4; ++c)
         is = _mm512_dpbusd_epi32(is, _mm512_loadu_si512(gp + 32 + 64 * c),
